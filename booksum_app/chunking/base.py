@@ -1,0 +1,25 @@
+"""Chunk and Tokenizer: the values the chunker produces and the counter it measures with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Counts tokens the way a model does."""
+
+    name: str  # "cl100k_base", "o200k_base", "estimate", "native:<model>"
+
+    def count(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A run of consecutive text of at most ``chunk_size`` tokens ending at a sentence boundary."""
+
+    index: int
+    text: str
+    n_tokens: int
+    chapter_indices: tuple[int, ...]  # indices into Book.chapters this chunk draws from

@@ -1,0 +1,14 @@
+"""Defaults and frozen settings. Defaults follow BooookScore §5 (chunk 2048, G=900, T=0.5/1.0, top-p 1)."""
+
+from __future__ import annotations
+
+DEFAULT_CHUNK_SIZE = 2048  # tokens per chunk (BooookScore §5)
+DEFAULT_MAX_SUMMARY_TOKENS = 900  # G: the final summary's token budget (BooookScore §5)
+DEFAULT_TEMPERATURE = 0.5  # summarization calls (BooookScore §5)
+COMPRESSION_TEMPERATURE = 1.0  # compression calls (BooookScore App. A.2)
+DEFAULT_TOP_P = 1.0
+JUDGE_TEMPERATURE = 0.0  # scoring should be as repeatable as the provider allows
+
+ENV_MODEL = "BOOKSUM_MODEL"  # default model string
+ENV_CACHE_DIR = "BOOKSUM_CACHE_DIR"
+ENV_CONFIG = "BOOKSUM_CONFIG"  # path of a user config file (TOML)

@@ -1,0 +1,119 @@
+"""The one exception tree of booksum; only ``cli.py`` turns these into messages.
+
+::
+
+    BooksumError                      exit 1
+    ├── ConfigError                   exit 2   bad option, config file, model string
+    ├── BookFormatError               exit 3   unreadable / unsupported / malformed book
+    │   └── DRMProtectedError         exit 3   encrypted content (Adobe ADEPT, Apple FairPlay, ...)
+    ├── InputError                    exit 2   summaries / annotations files that cannot be read
+    ├── PromptError                   exit 2   missing or malformed prompt template
+    ├── JudgeParseError               exit 1   a judge answer that cannot be parsed (after retries)
+    ├── CostLimitExceeded             exit 5   the next call would pass --max-cost
+    └── ModelError                    exit 4   a backend failed
+        ├── AuthError                 exit 4   missing or rejected API key
+        ├── RateLimited               exit 4   still rate limited after all retries
+        ├── ContextTooLong            exit 4   prompt does not fit the model's context window
+        ├── ModelUnavailable          exit 4   backend package not installed / weights not found
+        └── TransientModelError       exit 4   5xx, timeout, dropped connection (retried first)
+
+Every message says what went wrong and how to fix it, on one line.
+"""
+
+from __future__ import annotations
+
+
+class BooksumError(Exception):
+    """Base of every error booksum raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(BooksumError):
+    """An option, config file or model string is invalid."""
+
+    exit_code = 2
+
+
+class InputError(BooksumError):
+    """A summaries or annotations file cannot be read."""
+
+    exit_code = 2
+
+
+class PromptError(BooksumError):
+    """A prompt template is missing or malformed."""
+
+    exit_code = 2
+
+
+class BookFormatError(BooksumError):
+    """A book file cannot be read as a book."""
+
+    exit_code = 3
+
+
+class DRMProtectedError(BookFormatError):
+    """The book's content is encrypted (DRM)."""
+
+
+class JudgeParseError(BooksumError):
+    """A judge answer could not be parsed even after retries."""
+
+
+class CostLimitExceeded(BooksumError):
+    """Running the next call would exceed the configured cost ceiling."""
+
+    exit_code = 5
+
+
+class ModelError(BooksumError):
+    """A model backend failed."""
+
+    exit_code = 4
+
+
+class AuthError(ModelError):
+    """An API key is missing or was rejected."""
+
+
+class RateLimited(ModelError):
+    """Still rate limited after every retry."""
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class TransientModelError(ModelError):
+    """A failure worth retrying: 5xx, timeout, dropped connection, empty reply."""
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class ContextTooLong(ModelError):
+    """The prompt does not fit the model's context window."""
+
+
+class ModelUnavailable(ModelError):
+    """The backend's package is not installed or its weights cannot be found."""
+
+
+__all__ = [
+    "AuthError",
+    "BookFormatError",
+    "BooksumError",
+    "ConfigError",
+    "ContextTooLong",
+    "CostLimitExceeded",
+    "DRMProtectedError",
+    "InputError",
+    "JudgeParseError",
+    "ModelError",
+    "ModelUnavailable",
+    "PromptError",
+    "RateLimited",
+    "TransientModelError",
+]
