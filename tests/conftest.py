@@ -1,0 +1,31 @@
+"""Shared test setup: caches in a temp dir, no real keys, books from ../shared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+BOOKS_DIR = SHARED / "books"
+RELEASE_DIR = SHARED / "data" / "booookscore-release"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point every cache at a temp dir and hide real keys and user config, so tests never pay or leak."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("BOOKSUM_CACHE_DIR", str(home / "cache"))
+    monkeypatch.setenv("BOOKSUM_CONFIG", str(home / "no-config.toml"))
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(home / "tiktoken"))
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "BOOKSUM_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def book_path(stem: str) -> Path:
+    """Path of a sample book in ../shared/books by a part of its file name."""
+    matches = sorted(BOOKS_DIR.glob(f"*{stem}*.epub"))
+    if not matches:
+        pytest.skip(f"sample book {stem!r} not found in {BOOKS_DIR}")
+    return matches[0]
