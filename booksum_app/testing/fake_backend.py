@@ -81,7 +81,9 @@ class FakeBackend:
             if isinstance(answer, Completion):
                 return answer
             prompt = (request.system or "") + request.user_text
-            usage = Usage(input_tokens=self.count_tokens(prompt), output_tokens=self.count_tokens(answer))
+            usage = Usage(
+                input_tokens=self.count_tokens(prompt), output_tokens=self.count_tokens(answer)
+            )
             return Completion(
                 text=answer,
                 finish_reason=self.finish_reason,

@@ -1,0 +1,386 @@
+"""The one call layer every model goes through (SPEC §3): cache, retries, concurrency bound, cost.
+
+:class:`Client` wraps any :class:`~booksum_app.llm.base.Backend` and implements
+:class:`~booksum_app.llm.base.ChatModel`:
+
+- a persistent call cache (``llm/cache.py``) consulted before and filled after each call;
+- retries (tenacity) with exponential backoff and full jitter on ``RateLimited`` and
+  ``TransientModelError`` (429, 5xx, timeouts, dropped connections), honouring the
+  server's Retry-After; no retry on other errors (auth, context too long, bad request);
+  a bounded number of attempts, then a one-line error that says what to do;
+- an empty reply is retried like a transient failure; if every attempt is empty the last
+  (empty, uncached) completion is returned so the strategy's own validation can resample;
+- a bound on calls in flight, shared by ``complete`` from any thread, ``submit`` and
+  ``complete_many``; batch backends (vLLM) get whole batches instead;
+- usage and cost accounting (paid calls only; cache hits cost nothing) and an optional cost
+  ceiling checked before every uncached call against its worst case (input tokens + max_tokens);
+- a thread-safe log of :class:`CallRecord` and an ``on_call`` hook for progress displays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_random_exponential,
+)
+
+from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
+from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Usage
+from booksum_app.llm.cache import CallCache, request_key
+
+DEFAULT_MAX_ATTEMPTS = 6
+DEFAULT_CONCURRENCY = 8
+BACKOFF_INITIAL_S = 1.0
+BACKOFF_MAX_S = 60.0
+RETRY_AFTER_MAX_S = (
+    300.0  # a Retry-After longer than this is clamped (a bad header should not hang a run)
+)
+
+
+class _EmptyReply(TransientModelError):
+    """An empty answer: retried like a transient failure."""
+
+    def __init__(self, completion: Completion) -> None:
+        super().__init__("the model returned an empty reply")
+        self.completion = completion
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One finished call as the progress display and the run record see it."""
+
+    purpose: str
+    cache_hit: bool
+    usage: Usage
+    latency_s: float
+    cost_usd: float
+    finish_reason: str
+    attempts: int = 1
+    model: str = ""
+
+
+@dataclass(frozen=True)
+class _Counter:
+    calls: int = 0
+    cache_hits: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+
+
+def _retry_wait(initial_s: float, max_s: float) -> Callable[[RetryCallState], float]:
+    jitter = wait_random_exponential(multiplier=initial_s, max=max_s)
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        retry_after = getattr(exc, "retry_after_s", None)
+        if retry_after is not None and retry_after >= 0:
+            return float(min(retry_after, RETRY_AFTER_MAX_S))
+        return float(jitter(state))
+
+    return wait
+
+
+def _fallback_counter(info: ModelInfo) -> Callable[[str], int]:
+    """Count with the chunking layer's tokenizer for ``info`` (imported lazily)."""
+    state: dict[str, Any] = {}
+
+    def count(text: str) -> int:
+        tokenizer = state.get("tok")
+        if tokenizer is None:
+            from booksum_app.chunking import get_tokenizer  # type: ignore[attr-defined]
+
+            tokenizer = state["tok"] = get_tokenizer(info.tokenizer)
+        return int(tokenizer.count(text))
+
+    return count
+
+
+class Client:
+    """A :class:`ChatModel` around one backend: cache, retries, concurrency bound, cost accounting."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        cache: CallCache | None = None,
+        concurrency: int | None = None,
+        max_cost_usd: float | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        count_tokens: Callable[[str], int] | None = None,
+        on_call: Callable[[CallRecord], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        backoff_initial_s: float = BACKOFF_INITIAL_S,
+        backoff_max_s: float = BACKOFF_MAX_S,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.backend = backend
+        self.cache = cache
+        default = getattr(backend, "default_concurrency", DEFAULT_CONCURRENCY)
+        self.concurrency = max(1, int(concurrency if concurrency is not None else default))
+        self.max_cost_usd = max_cost_usd
+        self.max_attempts = max_attempts
+        self.on_call = on_call
+        self._sleep = sleep
+        self._wait = _retry_wait(backoff_initial_s, backoff_max_s)
+        native = getattr(backend, "count_tokens", None)
+        self._count = count_tokens or native or _fallback_counter(backend.info)
+        self._identity: dict[str, str | None] = {
+            "kind": getattr(backend, "kind", type(backend).__name__),
+            "model": backend.info.name,
+            "base_url": getattr(backend, "base_url", None),
+        }
+        self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._lock = threading.Lock()
+        self._totals = _Counter()
+        self._reserved_usd = 0.0
+        self._in_flight = 0
+        self._records: list[CallRecord] = []
+        self._executor: ThreadPoolExecutor | None = None
+
+    # ---- ChatModel ---------------------------------------------------------------------
+
+    @property
+    def info(self) -> ModelInfo:
+        """The backend's model metadata (context window, tokenizer, prices)."""
+        return self.backend.info
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` as this model counts them."""
+        return self._count(text)
+
+    def complete(self, request: Request) -> Completion:
+        """Answer one request: from the cache when possible, else from the backend with retries."""
+        key = self._key(request)
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached is not None:
+            self._finish(request, cached, attempts=0)
+            return cached
+        estimate = self._reserve(request)
+        try:
+            completion, attempts = self._call_with_retries(request)
+        finally:
+            with self._lock:
+                self._reserved_usd -= estimate
+        completion = dataclasses.replace(completion, cost_usd=self.info.cost_usd(completion.usage))
+        if self.cache is not None and completion.text.strip():
+            self.cache.put(key, completion, purpose=request.purpose)
+        self._finish(request, completion, attempts=attempts)
+        return completion
+
+    def submit(self, request: Request) -> Future[Completion]:
+        """Start ``request`` on the client's worker pool; the result comes back as a future."""
+        return self._pool().submit(self.complete, request)
+
+    def complete_many(self, requests: Sequence[Request]) -> list[Completion]:
+        """Answer every request concurrently (or as one batch); results in request order."""
+        if isinstance(self.backend, BatchBackend):
+            return self._complete_batch(list(requests))
+        futures = [self.submit(request) for request in requests]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+    # ---- accounting --------------------------------------------------------------------
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens paid for by this client (cache hits excluded)."""
+        with self._lock:
+            return self._totals.usage
+
+    @property
+    def cost_usd(self) -> float:
+        """Dollars spent by this client (cache hits cost nothing)."""
+        with self._lock:
+            return self._totals.cost_usd
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        """A copy of the log of finished calls, in finishing order."""
+        with self._lock:
+            return list(self._records)
+
+    @property
+    def n_calls(self) -> int:
+        """Calls answered (cached or not)."""
+        with self._lock:
+            return self._totals.calls
+
+    @property
+    def n_cache_hits(self) -> int:
+        """Calls answered from the cache."""
+        with self._lock:
+            return self._totals.cache_hits
+
+    @property
+    def in_flight(self) -> int:
+        """Calls sent to the backend and not yet answered."""
+        with self._lock:
+            return self._in_flight
+
+    def close(self) -> None:
+        """Stop the worker pool (waiting for running calls) and close the cache."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+        if self.cache is not None:
+            self.cache.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- internals ---------------------------------------------------------------------
+
+    def _key(self, request: Request) -> str:
+        return request_key(request, backend=self._identity)
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=self.concurrency, thread_name_prefix="booksum-call"
+                )
+            return self._executor
+
+    def _worst_case_usd(self, request: Request) -> float:
+        if self.max_cost_usd is None:
+            return 0.0
+        prompt_tokens = self.count_tokens((request.system or "") + request.user_text)
+        return self.info.cost_usd(Usage(prompt_tokens, request.max_tokens))
+
+    def _reserve(self, request: Request) -> float:
+        """Hold the worst-case cost of a call about to be made, or raise CostLimitExceeded."""
+        estimate = self._worst_case_usd(request)
+        if self.max_cost_usd is None:
+            return 0.0
+        with self._lock:
+            committed = self._totals.cost_usd + self._reserved_usd
+            if committed + estimate > self.max_cost_usd:
+                raise CostLimitExceeded(
+                    f"the next call could cost up to ${estimate:.4f}, which would pass the ceiling "
+                    f"of ${self.max_cost_usd:.2f} (spent ${self._totals.cost_usd:.4f}); raise "
+                    "--max-cost or rerun later: completed calls are cached"
+                )
+            self._reserved_usd += estimate
+        return estimate
+
+    def _attempt(self, request: Request) -> Completion:
+        with self._slots:
+            with self._lock:
+                self._in_flight += 1
+            try:
+                completion = self.backend.complete(request)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+        if not completion.text.strip():
+            raise _EmptyReply(completion)
+        return completion
+
+    def _retrying(self) -> Retrying:
+        return Retrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception_type((RateLimited, TransientModelError)),
+            sleep=self._sleep,
+            reraise=True,
+        )
+
+    def _call_with_retries(self, request: Request) -> tuple[Completion, int]:
+        retrying = self._retrying()
+        try:
+            completion = retrying(self._attempt, request)
+        except _EmptyReply as exc:
+            return exc.completion, self.max_attempts
+        except RateLimited as exc:
+            raise RateLimited(
+                f"{self.info.name}: still rate limited after {self.max_attempts} attempts ({exc}); "
+                "lower --concurrency or wait and rerun: completed calls are cached",
+                retry_after_s=exc.retry_after_s,
+            ) from exc
+        except TransientModelError as exc:
+            raise TransientModelError(
+                f"{self.info.name}: failed {self.max_attempts} times ({exc}); check the service "
+                "or your connection and rerun: completed calls are cached",
+                retry_after_s=exc.retry_after_s,
+            ) from exc
+        return completion, retrying.statistics.get("attempt_number", 1)
+
+    def _complete_batch(self, requests: list[Request]) -> list[Completion]:
+        backend = self.backend
+        if not isinstance(backend, BatchBackend):  # pragma: no cover - guarded by caller
+            raise TypeError("not a batch backend")
+        keys = [self._key(r) for r in requests]
+        results: list[Completion | None] = [None] * len(requests)
+        todo: list[int] = []
+        for i, key in enumerate(keys):
+            cached = self.cache.get(key) if self.cache is not None else None
+            if cached is not None:
+                results[i] = cached
+                self._finish(requests[i], cached, attempts=0)
+            else:
+                todo.append(i)
+        if todo:
+            batch = [requests[i] for i in todo]
+            reserved = sum(self._reserve(r) for r in batch)
+            try:
+                with self._lock:
+                    self._in_flight += len(batch)
+                try:
+                    completions = self._retrying()(backend.complete_batch, batch)
+                finally:
+                    with self._lock:
+                        self._in_flight -= len(batch)
+            finally:
+                with self._lock:
+                    self._reserved_usd -= reserved
+            for i, completion in zip(todo, completions, strict=True):
+                completion = dataclasses.replace(
+                    completion, cost_usd=self.info.cost_usd(completion.usage)
+                )
+                if self.cache is not None and completion.text.strip():
+                    self.cache.put(keys[i], completion, purpose=requests[i].purpose)
+                results[i] = completion
+                self._finish(requests[i], completion, attempts=1)
+        return [r for r in results if r is not None]
+
+    def _finish(self, request: Request, completion: Completion, *, attempts: int) -> None:
+        record = CallRecord(
+            purpose=request.purpose,
+            cache_hit=completion.cache_hit,
+            usage=completion.usage,
+            latency_s=completion.latency_s,
+            cost_usd=completion.cost_usd,
+            finish_reason=completion.finish_reason,
+            attempts=attempts,
+            model=completion.model or self.info.name,
+        )
+        with self._lock:
+            t = self._totals
+            self._totals = _Counter(
+                calls=t.calls + 1,
+                cache_hits=t.cache_hits + int(completion.cache_hit),
+                usage=t.usage if completion.cache_hit else t.usage + completion.usage,
+                cost_usd=t.cost_usd + completion.cost_usd,
+            )
+            self._records.append(record)
+        if self.on_call is not None:
+            self.on_call(record)
