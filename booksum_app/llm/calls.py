@@ -91,6 +91,22 @@ def _retry_wait(initial_s: float, max_s: float) -> Callable[[RetryCallState], fl
     return wait
 
 
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header, if present and numeric."""
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000)
+        value = headers.get("retry-after")
+        if value is not None:
+            return max(0.0, float(value))
+    except (TypeError, ValueError):
+        return None  # an HTTP date or junk: fall back to our own backoff
+    return None
+
+
 def _fallback_counter(info: ModelInfo) -> Callable[[str], int]:
     """Count with the chunking layer's tokenizer for ``info`` (imported lazily)."""
     state: dict[str, Any] = {}
@@ -98,7 +114,7 @@ def _fallback_counter(info: ModelInfo) -> Callable[[str], int]:
     def count(text: str) -> int:
         tokenizer = state.get("tok")
         if tokenizer is None:
-            from booksum_app.chunking import get_tokenizer  # type: ignore[attr-defined]
+            from booksum_app.chunking import get_tokenizer
 
             tokenizer = state["tok"] = get_tokenizer(info.tokenizer)
         return int(tokenizer.count(text))
@@ -148,6 +164,8 @@ class Client:
         self._in_flight = 0
         self._records: list[CallRecord] = []
         self._executor: ThreadPoolExecutor | None = None
+        self.spec: Any = None  # the registry's ModelSpec when built by get_model
+        self.notice: str | None = None  # one line for the CLI (e.g. fell back to the demo model)
 
     # ---- ChatModel ---------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ ReplyFn = Callable[[Request], str | Completion]
 def count_tokens_for(info: ModelInfo, text: str) -> int:
     """Tokens of ``text`` under ``info.tokenizer`` when the chunking layer can count them, else an estimate."""
     try:
-        from booksum_app.chunking import get_tokenizer  # type: ignore[attr-defined]
+        from booksum_app.chunking import get_tokenizer
 
         return int(get_tokenizer(info.tokenizer).count(text))
     except (ImportError, BooksumError):  # chunking not there yet, or a tokenizer it cannot load

@@ -1,0 +1,140 @@
+"""Anthropic Messages API through the ``anthropic`` SDK (the only module that imports it).
+
+``Request.shared_prefix`` goes in its own content block marked ``cache_control: ephemeral``
+so repeated judge prompts (instructions + demonstrations + summary) are read from
+Anthropic's prompt cache; ``usage.cache_read_input_tokens`` is reported as cached input.
+``stop_reason`` "max_tokens" becomes finish reason "length". SDK retries are off; the
+call layer retries. The key never appears in a message.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anthropic
+
+from booksum_app.errors import (
+    AuthError,
+    ContextTooLong,
+    ModelError,
+    RateLimited,
+    TransientModelError,
+)
+from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+from booksum_app.llm.calls import retry_after_seconds
+
+_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+
+
+class AnthropicBackend:
+    """Messages through the ``anthropic`` SDK."""
+
+    kind = "anthropic"
+    default_concurrency = 8
+
+    def __init__(
+        self,
+        info: ModelInfo,
+        *,
+        model_id: str,
+        api_key: str | None,
+        base_url: str | None = None,
+        timeout_s: float = 600.0,
+    ) -> None:
+        if not api_key:
+            raise AuthError("No Anthropic API key: set ANTHROPIC_API_KEY")
+        self.info = info
+        self.model_id = model_id
+        self.base_url = base_url
+        self._client = anthropic.Anthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+
+    def complete(self, request: Request) -> Completion:
+        """Send one message; translate failures into booksum errors."""
+        content: list[dict[str, Any]] = []
+        if request.shared_prefix:
+            content.append(
+                {
+                    "type": "text",
+                    "text": request.shared_prefix,
+                    "cache_control": {"type": "ephemeral"},
+                }
+            )
+        if request.prompt or not content:
+            content.append({"type": "text", "text": request.prompt})
+        params: dict[str, Any] = {
+            "model": self.model_id,
+            "max_tokens": request.max_tokens,
+            "messages": [{"role": "user", "content": content}],
+            "temperature": request.temperature,
+        }
+        if request.top_p < 1.0:  # newer Claude models reject temperature and top_p together
+            params["top_p"] = request.top_p
+        if request.system:
+            params["system"] = request.system
+        if request.stop:
+            params["stop_sequences"] = list(request.stop)
+        start = time.perf_counter()
+        try:
+            message = self._client.messages.create(**params)
+        except anthropic.APITimeoutError as exc:
+            raise TransientModelError(f"{self.info.name}: request timed out") from exc
+        except anthropic.APIConnectionError as exc:
+            raise TransientModelError(f"{self.info.name}: connection failed ({exc})") from exc
+        except anthropic.APIStatusError as exc:
+            raise self._translate(exc) from exc
+        latency = time.perf_counter() - start
+        text = "".join(
+            block.text for block in message.content if getattr(block, "type", "") == "text"
+        )
+        u = message.usage
+        cache_read = getattr(u, "cache_read_input_tokens", None) or 0
+        cache_write = getattr(u, "cache_creation_input_tokens", None) or 0
+        usage = Usage(
+            # Anthropic's input_tokens excludes cache reads and writes; ours is the total.
+            input_tokens=(u.input_tokens or 0) + cache_read + cache_write,
+            output_tokens=u.output_tokens or 0,
+            cached_input_tokens=cache_read,
+        )
+        return Completion(
+            text=text,
+            finish_reason=_FINISH.get(message.stop_reason or "end_turn", message.stop_reason or ""),
+            usage=usage,
+            model=message.model or self.model_id,
+            latency_s=latency,
+        )
+
+    def _translate(self, exc: anthropic.APIStatusError) -> Exception:
+        status = exc.status_code
+        detail = _message(exc)
+        name = self.info.name
+        if status == 429:
+            return RateLimited(
+                f"{name}: rate limited (429): {detail}",
+                retry_after_s=retry_after_seconds(exc.response.headers),
+            )
+        if status in (401, 403):
+            return AuthError(
+                f"{name}: the API key was rejected ({status}); check ANTHROPIC_API_KEY"
+            )
+        if status in (408, 529) or status >= 500:
+            return TransientModelError(
+                f"{name}: server error {status}: {detail}",
+                retry_after_s=retry_after_seconds(exc.response.headers),
+            )
+        if status == 404:
+            return ModelError(f"{name}: model not found (404); check the model name")
+        if "prompt is too long" in detail.lower() or status == 413:
+            return ContextTooLong(f"{name}: prompt too long for the context window: {detail}")
+        return ModelError(f"{name}: request rejected ({status}): {detail}")
+
+
+def _message(exc: anthropic.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])[:300]
+    return str(exc.message)[:300]

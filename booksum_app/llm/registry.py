@@ -1,0 +1,360 @@
+"""Model strings, aliases, metadata and prices; the one entry point that builds a ready client.
+
+Model strings: ``openai:<model>``, ``anthropic:<model>``, ``vllm:<hf-model-or-path>``,
+``local`` / ``local:<path.gguf>``; an OpenAI-compatible server is ``openai:<model>`` plus a
+base URL (``base_url`` setting or ``OPENAI_BASE_URL``). Bare names from the table
+(``gpt-4o``, ``claude-sonnet-4-5``, ``sonnet``) are aliases. Metadata and list prices come
+from ``booksum_app/data/models.json``; a user config file (TOML, ``BOOKSUM_CONFIG`` or
+``<user config dir>/booksum/config.toml``) can add or override models and aliases and set
+``default_model``. The default model is: explicit > config ``default_model`` >
+``BOOKSUM_MODEL`` > ``local`` (with a notice that says how to use a real model).
+
+This module (with the CLI) is the only place in ``llm/`` that reads the environment: API keys,
+base URL, cache dir, config path and default model are read here and passed down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+import json
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+
+from booksum_app.config import ENV_CACHE_DIR, ENV_CONFIG, ENV_MODEL
+from booksum_app.errors import ConfigError
+from booksum_app.llm.base import Backend, ModelInfo
+from booksum_app.llm.cache import CallCache
+from booksum_app.llm.calls import CallRecord, Client
+
+PROVIDERS = ("openai", "anthropic", "vllm", "local")
+DEFAULT_MODEL = "local"
+FALLBACK_NOTICE = (
+    "using the embedded SmolLM2-135M demo model; pass --model openai:gpt-4o "
+    "(and set OPENAI_API_KEY) for real summaries"
+)
+DEFAULT_CONCURRENCY = {"openai": 8, "anthropic": 8, "vllm": 1, "local": 1}
+TOKENIZERS = ("cl100k_base", "o200k_base", "estimate", "native")
+_SPEC_FIELDS = (
+    "context_window",
+    "tokenizer",
+    "input_usd_per_mtok",
+    "output_usd_per_mtok",
+    "cached_input_usd_per_mtok",
+    "max_output_tokens",
+    "reasoning",
+)
+
+ModelSource = Literal["explicit", "config", "env", "default"]
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """How calls are made: cache, concurrency, cost ceiling, retries, server and engine options."""
+
+    cache_dir: Path | None = None  # None: BOOKSUM_CACHE_DIR, else the user cache dir
+    use_cache: bool = True
+    concurrency: int | None = None  # None: per-provider default (API 8, local 1, vLLM batches)
+    max_cost_usd: float | None = None
+    base_url: str | None = None  # OpenAI-compatible server; None: OPENAI_BASE_URL if set
+    max_attempts: int = 6
+    timeout_s: float = 600.0
+    tensor_parallel_size: int = 1
+    n_ctx: int | None = None  # local model context; None: the model's window (8192)
+    config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A resolved model string: provider, provider's model id, metadata, and how it was chosen."""
+
+    provider: str
+    model_id: str  # what the provider calls it ("gpt-4o", a HF id, a GGUF path, "" for bundled)
+    info: ModelInfo
+    reasoning: bool = False  # OpenAI reasoning model: max_completion_tokens, no temperature
+    known: bool = True
+    note: str | None = None  # why defaults were assumed, when not known
+    source: ModelSource = "explicit"
+    base_url: str | None = None
+
+    @property
+    def notice(self) -> str | None:
+        """One line for the CLI when the default fell back to the demo model."""
+        return FALLBACK_NOTICE if self.source == "default" and self.provider == "local" else None
+
+
+@dataclass(frozen=True)
+class _Table:
+    providers: Mapping[str, Mapping[str, Any]]
+    models: Mapping[str, Mapping[str, Any]]
+    aliases: Mapping[str, str]
+    default_model: str | None
+
+
+@cache
+def _shipped_table() -> dict[str, Any]:
+    text = (
+        importlib.resources.files("booksum_app").joinpath("data", "models.json").read_text("utf-8")
+    )
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def config_path(env: Mapping[str, str]) -> Path:
+    """Where the user config file is looked for."""
+    explicit = env.get(ENV_CONFIG)
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path(platformdirs.user_config_dir("booksum")) / "config.toml"
+
+
+def default_cache_dir(env: Mapping[str, str]) -> Path:
+    """``BOOKSUM_CACHE_DIR`` if set, else the platform's user cache dir for booksum."""
+    explicit = env.get(ENV_CACHE_DIR)
+    return Path(explicit).expanduser() if explicit else Path(platformdirs.user_cache_dir("booksum"))
+
+
+def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
+    unknown = set(entry) - set(_SPEC_FIELDS) - {"aliases"}
+    if unknown:
+        raise ConfigError(
+            f"{where}: model {name!r} has unknown field(s) {sorted(unknown)}; "
+            f"allowed: {', '.join(_SPEC_FIELDS)}, aliases"
+        )
+    tok = entry.get("tokenizer")
+    if tok is not None and tok not in TOKENIZERS:
+        raise ConfigError(f"{where}: model {name!r} tokenizer {tok!r}; use one of {TOKENIZERS}")
+    cw = entry.get("context_window")
+    if cw is not None and (not isinstance(cw, int) or cw <= 0):
+        raise ConfigError(f"{where}: model {name!r} context_window must be a positive integer")
+
+
+def load_table(path: Path | None) -> _Table:
+    """The shipped model table merged with the user's config file (if it exists)."""
+    shipped = _shipped_table()
+    models: dict[str, dict[str, Any]] = {k: dict(v) for k, v in shipped["models"].items()}
+    user: dict[str, Any] = {}
+    if path is not None and path.is_file():
+        try:
+            user = tomllib.loads(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}; fix or remove it") from exc
+    user_models = user.get("models", {})
+    if not isinstance(user_models, dict):
+        raise ConfigError(f"{path}: [models] must be a table of model strings")
+    for name, entry in user_models.items():
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{path}: [models.{name!r}] must be a table")
+        _check_entry(name, entry, str(path))
+        canonical = _canonical_name(name)
+        models[canonical] = {**models.get(canonical, {}), **entry}
+    aliases: dict[str, str] = {}
+    for name, entry in models.items():
+        for alias in entry.get("aliases", ()):
+            aliases[alias] = name
+    user_aliases = user.get("aliases", {})
+    if not isinstance(user_aliases, dict):
+        raise ConfigError(f"{path}: [aliases] must map names to model strings")
+    aliases.update({str(k): str(v) for k, v in user_aliases.items()})
+    default = user.get("default_model")
+    if default is not None and not isinstance(default, str):
+        raise ConfigError(f"{path}: default_model must be a model string")
+    return _Table(shipped["providers"], models, aliases, default)
+
+
+def _canonical_name(name: str) -> str:
+    return "local" if name in ("local", "local:") else name
+
+
+def _split(model: str, table: _Table) -> tuple[str, str]:
+    """``(provider, model_id)`` of a model string or alias."""
+    model = model.strip()
+    if not model:
+        raise ConfigError("empty model string; use e.g. openai:gpt-4o or local")
+    seen: set[str] = set()
+    while model in table.aliases and model not in seen:
+        seen.add(model)
+        model = table.aliases[model]
+    if model == "local":
+        return "local", ""
+    provider, sep, model_id = model.partition(":")
+    if sep and provider in PROVIDERS:
+        if not model_id and provider != "local":
+            raise ConfigError(f"model string {model!r} names no model; use e.g. {provider}:<model>")
+        return provider, model_id
+    if model.startswith(("gpt-", "o1", "o3", "o4", "chatgpt")):
+        return "openai", model
+    if model.startswith("claude"):
+        return "anthropic", model
+    raise ConfigError(
+        f"unknown model {model!r}; use provider:model, e.g. openai:gpt-4o, "
+        "anthropic:claude-sonnet-4-5, vllm:Qwen/Qwen2.5-7B-Instruct, or local"
+    )
+
+
+def _spec_from(
+    provider: str, model_id: str, table: _Table, *, base_url: str | None, n_ctx: int | None
+) -> ModelSpec:
+    name = "local" if provider == "local" and not model_id else f"{provider}:{model_id}"
+    entry = table.models.get(name)
+    defaults_key = "openai-compatible" if provider == "openai" and base_url else provider
+    note = None
+    if entry is None:
+        entry = dict(table.providers[defaults_key])
+        note = str(entry.pop("note", "")) or None
+    context = int(entry["context_window"])
+    if provider == "local" and n_ctx is not None:
+        context = n_ctx
+    info = ModelInfo(
+        name=name,
+        context_window=context,
+        tokenizer=str(entry["tokenizer"]),
+        input_usd_per_mtok=float(entry.get("input_usd_per_mtok", 0.0)),
+        output_usd_per_mtok=float(entry.get("output_usd_per_mtok", 0.0)),
+        cached_input_usd_per_mtok=(
+            None
+            if entry.get("cached_input_usd_per_mtok") is None
+            else float(entry["cached_input_usd_per_mtok"])
+        ),
+        max_output_tokens=entry.get("max_output_tokens"),
+    )
+    return ModelSpec(
+        provider=provider,
+        model_id=model_id,
+        info=info,
+        reasoning=bool(entry.get("reasoning", False)),
+        known=note is None,
+        note=note,
+        base_url=base_url if provider == "openai" else None,
+    )
+
+
+def choose_model(
+    model: str | None = None,
+    *,
+    settings: LLMSettings = LLMSettings(),
+    env: Mapping[str, str] | None = None,
+) -> ModelSpec:
+    """Resolve a model string (or the configured default) to its provider, id and metadata.
+
+    Raises:
+        ConfigError: the string names no known provider, or the config file is invalid.
+    """
+    env = os.environ if env is None else env
+    table = load_table(settings.config_path or config_path(env))
+    source: ModelSource
+    if model:
+        source = "explicit"
+    elif table.default_model:
+        model, source = table.default_model, "config"
+    elif env.get(ENV_MODEL):
+        model, source = env[ENV_MODEL], "env"
+    else:
+        model, source = DEFAULT_MODEL, "default"
+    provider, model_id = _split(model, table)
+    base_url = settings.base_url or (env.get("OPENAI_BASE_URL") or None)
+    spec = _spec_from(
+        provider,
+        model_id,
+        table,
+        base_url=base_url if provider == "openai" else None,
+        n_ctx=settings.n_ctx,
+    )
+    return dataclasses.replace(spec, source=source)
+
+
+def resolve_model(
+    model: str | None = None,
+    *,
+    settings: LLMSettings = LLMSettings(),
+    env: Mapping[str, str] | None = None,
+) -> ModelInfo:
+    """Metadata (context window, tokenizer, prices) of a model, for planning without a backend."""
+    return choose_model(model, settings=settings, env=env).info
+
+
+def _build_backend(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
+    if spec.provider == "openai":
+        from booksum_app.llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(
+            spec.info,
+            model_id=spec.model_id,
+            api_key=env.get("OPENAI_API_KEY") or None,
+            base_url=spec.base_url,
+            timeout_s=settings.timeout_s,
+            reasoning=spec.reasoning,
+        )
+    if spec.provider == "anthropic":
+        from booksum_app.llm.anthropic_backend import AnthropicBackend
+
+        return AnthropicBackend(
+            spec.info,
+            model_id=spec.model_id,
+            api_key=env.get("ANTHROPIC_API_KEY") or None,
+            base_url=settings.base_url if settings.base_url else env.get("ANTHROPIC_BASE_URL"),
+            timeout_s=settings.timeout_s,
+        )
+    if spec.provider == "vllm":
+        from booksum_app.llm.vllm_backend import VLLMBackend
+
+        return VLLMBackend(
+            spec.info,
+            model_id=spec.model_id,
+            tensor_parallel_size=settings.tensor_parallel_size,
+            known_context=spec.known,
+        )
+    from booksum_app.llm.local_backend import LocalBackend
+
+    return LocalBackend(
+        spec.info,
+        model_path=Path(spec.model_id).expanduser() if spec.model_id else None,
+        n_ctx=settings.n_ctx,
+    )
+
+
+def get_model(
+    model: str | None = None,
+    *,
+    settings: LLMSettings = LLMSettings(),
+    env: Mapping[str, str] | None = None,
+    on_call: Callable[[CallRecord], None] | None = None,
+    backend: Backend | None = None,
+) -> Client:
+    """A ready :class:`Client` for a model string (or the default model), with cache and limits.
+
+    ``backend`` replaces the provider's backend (tests, the fake backend) while keeping the
+    resolved metadata's cache identity. ``client.spec.notice`` is set when the default fell
+    back to the embedded demo model.
+
+    Raises:
+        ConfigError: bad model string, config file or cache directory.
+        AuthError: the provider's API key is missing.
+        ModelUnavailable: the backend's package or weights are missing.
+    """
+    env = os.environ if env is None else env
+    spec = choose_model(model, settings=settings, env=env)
+    built = backend if backend is not None else _build_backend(spec, settings, env)
+    cache_store = None
+    if settings.use_cache:
+        cache_store = CallCache(settings.cache_dir or default_cache_dir(env))
+    client = Client(
+        built,
+        cache=cache_store,
+        concurrency=settings.concurrency
+        if settings.concurrency is not None
+        else getattr(built, "default_concurrency", DEFAULT_CONCURRENCY.get(spec.provider, 8)),
+        max_cost_usd=settings.max_cost_usd,
+        max_attempts=settings.max_attempts,
+        on_call=on_call,
+    )
+    client.spec = spec
+    client.notice = spec.notice
+    return client
