@@ -1,0 +1,281 @@
+"""Validity of generated summaries and the regeneration loop (BooookScore App. A.2.1, App. D).
+
+A summary is invalid when it is empty, over its token budget, cut off by ``max_tokens``
+(finish reason ``length``), or does not end with sentence-final punctuation (the reference
+code's check: last character in ``. ? ! " '``; we also accept Chinese 。！？…, closing
+quotes and brackets). An invalid summary is regenerated a bounded number of times
+(App. A.1: "simply asking the model to regenerate up to a fixed number of times"); as in
+the reference code each retry asks for 10 % fewer words and samples at temperature 1.0;
+each retry increments ``Request.sample_index`` so the call cache does not replay the same
+answer. When every try fails, the attempt that keeps the most text after truncation at its
+last sentence end within the budget is used (App. D: "truncate the results at the final
+punctuation mark"), and the node records that it was truncated.
+
+:class:`Regenerator` is a small state machine (``request`` -> ``feed``) so callers can run
+it blocking (:func:`generate_valid`) or on futures (the hierarchical scheduler).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from booksum_app.chunking.sentences import sentence_spans
+from booksum_app.config import COMPRESSION_TEMPERATURE
+from booksum_app.errors import ModelError
+from booksum_app.llm.base import ChatModel, Completion, Request
+
+SENTENCE_FINAL = ".!?。！？…"
+CLOSERS = "\"'”’」』)）]】》*"
+REGENERATION_TEMPERATURE = COMPRESSION_TEMPERATURE  # the reference code resamples at 1.0
+WORD_SHRINK_PER_RETRY = 0.1  # reference code: word_limit * (1 - 0.1 * attempts)
+DEFAULT_MAX_TRIES = 4  # first try + 3 regenerations
+
+EMPTY = "empty"
+CUT_OFF = "cut_off"
+OVER_LIMIT = "over_limit"
+NO_SENTENCE_END = "no_sentence_end"
+
+
+def ends_sentence(text: str) -> bool:
+    """True when ``text`` ends with sentence-final punctuation (closing quotes allowed after it)."""
+    stripped = text.rstrip()
+    if stripped and stripped[-1] in "\"'":  # the reference code accepts a closing ASCII quote
+        return True
+    stripped = stripped.rstrip(CLOSERS)
+    return bool(stripped) and stripped[-1] in SENTENCE_FINAL
+
+
+def summary_problems(
+    text: str, *, finish_reason: str, max_tokens: int, count_tokens: Callable[[str], int]
+) -> tuple[str, ...]:
+    """Why a generated summary is invalid (empty tuple when it is valid)."""
+    if not text.strip():
+        return (EMPTY,)
+    problems = []
+    if finish_reason == "length":
+        problems.append(CUT_OFF)
+    if count_tokens(text) > max_tokens:
+        problems.append(OVER_LIMIT)
+    if not ends_sentence(text):
+        problems.append(NO_SENTENCE_END)
+    return tuple(problems)
+
+
+def truncate_at_sentence_end(
+    text: str, *, max_tokens: int | None, count_tokens: Callable[[str], int], lang: str = "en"
+) -> str:
+    """The longest prefix of ``text`` that ends a sentence and fits ``max_tokens`` (None: any length).
+
+    Without any complete sentence that fits, the text is cut at a word (or character, for
+    Chinese) boundary and closed with a full stop.
+    """
+    text = text.strip()
+    if not text:
+        return ""
+    if ends_sentence(text) and (max_tokens is None or count_tokens(text) <= max_tokens):
+        return text
+    ends = [end for _, end in sentence_spans(text, lang=lang) if ends_sentence(text[:end])]
+    lo, hi, best = 0, len(ends) - 1, ""
+    while lo <= hi:  # token counts grow with the prefix: binary search the last one that fits
+        mid = (lo + hi) // 2
+        candidate = text[: ends[mid]].rstrip()
+        if max_tokens is None or count_tokens(candidate) <= max_tokens:
+            best, lo = candidate, mid + 1
+        else:
+            hi = mid - 1
+    if best:
+        return best
+    return _hard_cut(text, max_tokens=max_tokens, count_tokens=count_tokens, lang=lang)
+
+
+def _hard_cut(text: str, *, max_tokens: int | None, count_tokens: Callable[[str], int], lang: str) -> str:
+    cjk = lang == "zh"
+    units = list(text) if cjk else text.split()
+    joiner = "" if cjk else " "
+    lo, hi = 0, len(units)
+    while lo < hi:  # the most units whose text plus a full stop fits
+        mid = (lo + hi + 1) // 2
+        candidate = joiner.join(units[:mid]) + "."
+        if max_tokens is None or count_tokens(candidate) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    head = joiner.join(units[:lo]).rstrip(",;:，；：、 ")
+    return head + ("。" if cjk else ".") if head else ""
+
+
+@dataclass(frozen=True)
+class CallEntry:
+    """One model call as a summary record keeps it."""
+
+    purpose: str  # "summarize", "merge", "inc_init", "inc_update", "compress", "clean", "direct"
+    node: str  # the node it produced: "L0.3", "inc.12", "compress.12", "final", ...
+    attempt: int  # 0 for the first try, 1.. for regenerations
+    sample_index: int
+    max_tokens: int
+    temperature: float
+    input_tokens: int
+    output_tokens: int
+    latency_s: float
+    cost_usd: float
+    cache_hit: bool
+    finish_reason: str
+
+
+@dataclass(frozen=True)
+class AttemptInfo:
+    """One try of a validated generation."""
+
+    words_asked: int
+    tokens: int
+    finish_reason: str
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The outcome of a validated generation: the text used and how it was obtained."""
+
+    text: str
+    raw_text: str  # the chosen attempt before any truncation
+    tokens: int
+    attempts: tuple[AttemptInfo, ...]
+    truncated: bool
+    calls: tuple[CallEntry, ...]
+
+    @property
+    def retries(self) -> int:
+        return len(self.attempts) - 1
+
+
+class Regenerator:
+    """Validated generation of one summary: bounded regenerations, then truncation."""
+
+    def __init__(
+        self,
+        *,
+        render: Callable[[int], str],
+        words: int,
+        max_tokens: int,
+        temperature: float,
+        purpose: str,
+        node: str,
+        count_tokens: Callable[[str], int],
+        lang: str = "en",
+        max_tries: int = DEFAULT_MAX_TRIES,
+        retry_temperature: float = REGENERATION_TEMPERATURE,
+        top_p: float = 1.0,
+    ) -> None:
+        self._render = render
+        self._words = words
+        self.max_tokens = max_tokens
+        self._temperature = temperature
+        self._retry_temperature = retry_temperature
+        self._top_p = top_p
+        self.purpose = purpose
+        self.node = node
+        self._count = count_tokens
+        self._lang = lang
+        self._max_tries = max(1, max_tries)
+        self._attempts: list[AttemptInfo] = []
+        self._texts: list[str] = []
+        self._calls: list[CallEntry] = []
+        self._done: Generation | None = None
+
+    def words_for_attempt(self, attempt: int) -> int:
+        """Words asked for on try ``attempt`` (10 % fewer per regeneration)."""
+        return max(1, math.floor(self._words * (1 - WORD_SHRINK_PER_RETRY * attempt)))
+
+    def request(self) -> Request:
+        """The request for the next try."""
+        attempt = len(self._attempts)
+        return Request(
+            prompt=self._render(self.words_for_attempt(attempt)),
+            max_tokens=self.max_tokens,
+            temperature=self._temperature if attempt == 0 else self._retry_temperature,
+            top_p=self._top_p,
+            sample_index=attempt,
+            purpose=self.purpose,
+        )
+
+    def feed(self, request: Request, completion: Completion) -> bool:
+        """Take the answer to :meth:`request`; True when the generation is finished."""
+        attempt = len(self._attempts)
+        text = completion.text.strip()
+        tokens = self._count(text) if text else 0
+        problems = summary_problems(
+            text, finish_reason=completion.finish_reason, max_tokens=self.max_tokens,
+            count_tokens=self._count,
+        )
+        self._attempts.append(
+            AttemptInfo(self.words_for_attempt(attempt), tokens, completion.finish_reason, problems)
+        )
+        self._texts.append(text)
+        self._calls.append(
+            CallEntry(
+                purpose=request.purpose, node=self.node, attempt=attempt,
+                sample_index=request.sample_index, max_tokens=request.max_tokens,
+                temperature=request.temperature, input_tokens=completion.usage.input_tokens,
+                output_tokens=completion.usage.output_tokens, latency_s=completion.latency_s,
+                cost_usd=completion.cost_usd, cache_hit=completion.cache_hit,
+                finish_reason=completion.finish_reason,
+            )
+        )
+        if not problems:
+            self._done = self._generation(text, text, truncated=False)
+            return True
+        if len(self._attempts) < self._max_tries:
+            return False
+        candidates = [
+            (truncate_at_sentence_end(t, max_tokens=self.max_tokens, count_tokens=self._count,
+                                      lang=self._lang), t)
+            for t in self._texts if t
+        ]
+        candidates = [(cut, raw) for cut, raw in candidates if cut]
+        if not candidates:
+            raise ModelError(
+                f"{self.purpose} {self.node}: the model returned no usable text in "
+                f"{len(self._attempts)} tries; try another model or a smaller --chunk-size"
+            )
+        cut, raw = max(candidates, key=lambda pair: len(pair[0]))  # first of the longest
+        self._done = self._generation(cut, raw, truncated=True)
+        return True
+
+    def _generation(self, text: str, raw: str, *, truncated: bool) -> Generation:
+        return Generation(
+            text=text, raw_text=raw, tokens=self._count(text) if text else 0,
+            attempts=tuple(self._attempts), truncated=truncated, calls=tuple(self._calls),
+        )
+
+    def result(self) -> Generation:
+        """The finished generation."""
+        if self._done is None:
+            raise RuntimeError("generation not finished: feed it completions first")
+        return self._done
+
+
+def generate_valid(model: ChatModel, regenerator: Regenerator) -> Generation:
+    """Run ``regenerator`` to completion with blocking calls."""
+    while True:
+        request = regenerator.request()
+        if regenerator.feed(request, model.complete(request)):
+            return regenerator.result()
+
+
+__all__ = [
+    "CUT_OFF",
+    "CallEntry",
+    "EMPTY",
+    "AttemptInfo",
+    "Generation",
+    "NO_SENTENCE_END",
+    "OVER_LIMIT",
+    "Regenerator",
+    "REGENERATION_TEMPERATURE",
+    "ends_sentence",
+    "generate_valid",
+    "summary_problems",
+    "truncate_at_sentence_end",
+]
