@@ -5,6 +5,12 @@ so repeated judge prompts (instructions + demonstrations + summary) are read fro
 Anthropic's prompt cache; ``usage.cache_read_input_tokens`` is reported as cached input.
 ``stop_reason`` "max_tokens" becomes finish reason "length". SDK retries are off; the
 call layer retries. The key never appears in a message.
+
+Deviation: the installed SDK (anthropic 2.x) no longer exposes ``temperature`` / ``top_p`` on
+``messages.create``, and current Claude models choose their own sampling. They are sent (via
+``extra_body``) only to models known to accept them (``claude-3*``); for the others the
+request's temperature is not applied, so Anthropic judge scores are less repeatable than
+OpenAI ones at temperature 0. The call cache still makes reruns identical.
 """
 
 from __future__ import annotations
@@ -41,12 +47,16 @@ class AnthropicBackend:
         api_key: str | None,
         base_url: str | None = None,
         timeout_s: float = 600.0,
+        send_sampling: bool | None = None,
     ) -> None:
         if not api_key:
             raise AuthError("No Anthropic API key: set ANTHROPIC_API_KEY")
         self.info = info
         self.model_id = model_id
         self.base_url = base_url
+        self.send_sampling = (
+            model_id.startswith("claude-3") if send_sampling is None else send_sampling
+        )
         self._client = anthropic.Anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
         )
@@ -68,10 +78,12 @@ class AnthropicBackend:
             "model": self.model_id,
             "max_tokens": request.max_tokens,
             "messages": [{"role": "user", "content": content}],
-            "temperature": request.temperature,
         }
-        if request.top_p < 1.0:  # newer Claude models reject temperature and top_p together
-            params["top_p"] = request.top_p
+        if self.send_sampling:
+            sampling: dict[str, float] = {"temperature": request.temperature}
+            if request.top_p < 1.0:  # Claude rejects temperature and top_p together on newer models
+                sampling["top_p"] = request.top_p
+            params["extra_body"] = sampling
         if request.system:
             params["system"] = request.system
         if request.stop:

@@ -1,0 +1,504 @@
+"""A fake OpenAI + Anthropic server on localhost, so the real SDKs can be tested with no network or key.
+
+Speaks ``POST /v1/chat/completions`` (OpenAI, non-streaming) and ``POST /v1/messages``
+(Anthropic) wire formats. Replies come from a function of the parsed request (default:
+:func:`booksum_app.testing.fake_replies.default_reply`); usage is counted with cl100k_base.
+Latency (per call and per output token) and faults are configurable: a deterministic
+``script`` of fault kinds for the next calls, and/or a seeded random ``fault_rate``.
+
+Fault kinds: ``429`` (with Retry-After), ``500``, ``503``, ``timeout`` (hang past the client's
+timeout), ``drop`` (close the socket without a response), ``empty`` (content ""),
+``truncated`` (half the reply, finish_reason "length" / stop_reason "max_tokens"), and the
+non-retryable ``400``, ``401``, ``context`` (400 "context length exceeded").
+
+For a dry run by hand: ``python -m booksum_app.testing.fake_server --port 8765``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+from booksum_app.errors import BooksumError
+from booksum_app.llm.base import Request
+from booksum_app.testing.fake_replies import default_reply
+
+FAULT_KINDS = (
+    "429",
+    "500",
+    "503",
+    "timeout",
+    "drop",
+    "empty",
+    "truncated",
+    "400",
+    "401",
+    "context",
+)
+RETRYABLE_FAULTS = ("429", "500", "503", "timeout", "drop", "empty")
+ReplyFn = Callable[[Request], str]
+
+
+def _count_tokens(text: str) -> int:
+    try:
+        from booksum_app.chunking import get_tokenizer
+
+        return get_tokenizer("cl100k_base").count(text)
+    except (ImportError, BooksumError):
+        return max(1, len(text) // 4) if text else 0
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    """One request the server received (never its auth headers)."""
+
+    api: str  # "openai" or "anthropic"
+    payload: dict[str, Any]
+    fault: str | None
+    had_key: bool
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        """Quiet: the fake server keeps its own log."""
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        fake = self.server.fake
+        path = self.path.split("?", 1)[0].rstrip("/")
+        api = {"/v1/chat/completions": "openai", "/chat/completions": "openai"}.get(path)
+        if path in ("/v1/messages", "/messages"):
+            api = "anthropic"
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        if api is None:
+            self._send_json(
+                404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}
+            )
+            return
+        try:
+            payload = json.loads(body or b"{}")
+        except json.JSONDecodeError:
+            self._send_error(api, 400, "invalid_request_error", "body is not JSON")
+            return
+        had_key = bool(self.headers.get("authorization") or self.headers.get("x-api-key"))
+        fake._enter()
+        try:
+            self._serve(fake, api, payload, had_key)
+        finally:
+            fake._leave()
+
+    def _serve(self, fake: FakeServer, api: str, payload: dict[str, Any], had_key: bool) -> None:
+        if payload.get("stream"):
+            fake._log(LoggedRequest(api, payload, "stream", had_key))
+            self._send_error(api, 400, "invalid_request_error", "this fake server does not stream")
+            return
+        fault = fake._next_fault()
+        fake._log(LoggedRequest(api, payload, fault, had_key))
+        if fault == "drop":
+            self._drop()
+            return
+        if fault == "timeout":
+            fake._stopping.wait(fake.hang_s)
+            self._drop()
+            return
+        if fault in ("429", "500", "503", "400", "401", "context"):
+            self._send_fault(api, fault, fake.retry_after_s)
+            return
+        request = _parse_openai(payload) if api == "openai" else _parse_anthropic(payload)
+        text = "" if fault == "empty" else fake.reply(request)
+        finish = "stop"
+        if fault == "truncated":
+            words = text.split()
+            text, finish = " ".join(words[: max(1, len(words) // 2)]), "length"
+        prompt_text = (request.system or "") + request.user_text
+        n_out = _count_tokens(text)
+        delay = fake.latency_s + fake.latency_per_token_s * n_out
+        if delay > 0:
+            fake._stopping.wait(delay)
+        if api == "openai":
+            self._send_json(
+                200, _openai_body(payload, text, finish, _count_tokens(prompt_text), n_out)
+            )
+        else:
+            prefix = request.shared_prefix
+            cached = fake._prefix_seen(prefix) if prefix else False
+            n_prefix = _count_tokens(prefix) if prefix else 0
+            n_in = _count_tokens(prompt_text) - n_prefix
+            self._send_json(
+                200,
+                _anthropic_body(
+                    payload,
+                    text,
+                    "max_tokens" if finish == "length" else "end_turn",
+                    input_tokens=n_in,
+                    output_tokens=n_out,
+                    cache_read=n_prefix if cached else 0,
+                    cache_write=0 if cached else n_prefix,
+                ),
+            )
+        fake._completed()
+
+    def _send_fault(self, api: str, fault: str, retry_after_s: float) -> None:
+        if fault == "429":
+            headers = {"retry-after": _fmt(retry_after_s)}
+            self._send_error(api, 429, "rate_limit_error", "rate limited (fake)", headers)
+        elif fault == "500":
+            self._send_error(api, 500, "api_error", "internal error (fake)")
+        elif fault == "503":
+            self._send_error(api, 503, "overloaded_error", "service unavailable (fake)")
+        elif fault == "401":
+            self._send_error(api, 401, "authentication_error", "invalid api key (fake)")
+        elif fault == "context":
+            message = (
+                "This model's maximum context length is 8192 tokens (fake): context_length_exceeded"
+                if api == "openai"
+                else "prompt is too long: 300000 tokens > 200000 maximum (fake)"
+            )
+            self._send_error(api, 400, "invalid_request_error", message)
+        else:
+            self._send_error(api, 400, "invalid_request_error", "bad request (fake)")
+
+    def _send_error(
+        self, api: str, status: int, kind: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        if api == "anthropic":
+            body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+        else:
+            body = {"error": {"message": message, "type": kind, "code": None, "param": None}}
+        self._send_json(status, body, headers)
+
+    def _send_json(
+        self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        data = json.dumps(body).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:  # the client went away (e.g. after its own timeout)
+            self.close_connection = True
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    fake: FakeServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Connection errors from clients that hung up are expected here; stay quiet."""
+
+
+def _fmt(seconds: float) -> str:
+    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _parse_openai(payload: dict[str, Any]) -> Request:
+    messages = payload.get("messages") or []
+    system = "".join(
+        _text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer")
+    )
+    user = "".join(_text_of(m.get("content")) for m in messages if m.get("role") == "user")
+    max_tokens = payload.get("max_completion_tokens") or payload.get("max_tokens") or 4096
+    stop = payload.get("stop") or ()
+    return Request(
+        prompt=user,
+        max_tokens=int(max_tokens),
+        temperature=float(payload.get("temperature", 1.0)),
+        top_p=float(payload.get("top_p", 1.0)),
+        system=system or None,
+        stop=(stop,) if isinstance(stop, str) else tuple(stop),
+    )
+
+
+def _parse_anthropic(payload: dict[str, Any]) -> Request:
+    prefix, rest = "", ""
+    for message in payload.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("cache_control") and not rest:
+                    prefix += block.get("text", "")
+                elif isinstance(block, dict):
+                    rest += block.get("text", "")
+        else:
+            rest += _text_of(content)
+    return Request(
+        prompt=rest,
+        shared_prefix=prefix,
+        max_tokens=int(payload.get("max_tokens") or 4096),
+        temperature=float(payload.get("temperature", 1.0)),
+        top_p=float(payload.get("top_p", 1.0)),
+        system=_text_of(payload.get("system")) or None,
+        stop=tuple(payload.get("stop_sequences") or ()),
+    )
+
+
+def _openai_body(
+    payload: dict[str, Any], text: str, finish: str, n_in: int, n_out: int
+) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": payload.get("model", "fake"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish,
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": n_in,
+            "completion_tokens": n_out,
+            "total_tokens": n_in + n_out,
+            "prompt_tokens_details": {"cached_tokens": 0},
+        },
+    }
+
+
+def _anthropic_body(
+    payload: dict[str, Any],
+    text: str,
+    stop_reason: str,
+    *,
+    input_tokens: int,
+    output_tokens: int,
+    cache_read: int,
+    cache_write: int,
+) -> dict[str, Any]:
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": payload.get("model", "fake"),
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cache_creation_input_tokens": cache_write,
+            "cache_read_input_tokens": cache_read,
+        },
+    }
+
+
+class FakeServer:
+    """The fake API server; use as a context manager, point SDKs at :attr:`openai_base_url` etc."""
+
+    def __init__(
+        self,
+        *,
+        reply: ReplyFn | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency_s: float = 0.0,
+        latency_per_token_s: float = 0.0,
+        script: Iterable[str | None] = (),
+        fault_rate: float = 0.0,
+        fault_kinds: Iterable[str] = RETRYABLE_FAULTS,
+        seed: int = 0,
+        retry_after_s: float = 1.0,
+        hang_s: float = 5.0,
+    ) -> None:
+        self.reply: ReplyFn = reply or default_reply
+        self.latency_s = latency_s
+        self.latency_per_token_s = latency_per_token_s
+        self.fault_rate = fault_rate
+        self.fault_kinds = tuple(fault_kinds)
+        for kind in (*self.fault_kinds, *(k for k in script if k is not None)):
+            if kind not in FAULT_KINDS:
+                raise ValueError(f"unknown fault kind {kind!r}; use one of {FAULT_KINDS}")
+        self.retry_after_s = retry_after_s
+        self.hang_s = hang_s
+        self._script: list[str | None] = list(script)
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._log_entries: list[LoggedRequest] = []
+        self._completed_count = 0
+        self._in_flight = 0
+        self.max_in_flight = 0
+        self._prefixes: set[str] = set()
+        self._httpd = _Server((host, port), _Handler)
+        self._httpd.fake = self
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Serve in a background thread."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving and release hanging handlers."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (the Anthropic SDK's base URL)."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """The OpenAI SDK's base URL (``.../v1``)."""
+        return self.url + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """The Anthropic SDK's base URL."""
+        return self.url
+
+    # ---- scripting and observation -----------------------------------------------------
+
+    def add_faults(self, *kinds: str | None) -> None:
+        """Queue fault kinds (None: a normal reply) for the next calls, in order."""
+        for kind in kinds:
+            if kind is not None and kind not in FAULT_KINDS:
+                raise ValueError(f"unknown fault kind {kind!r}; use one of {FAULT_KINDS}")
+        with self._lock:
+            self._script.extend(kinds)
+
+    @property
+    def call_count(self) -> int:
+        """Requests received (faults included)."""
+        with self._lock:
+            return len(self._log_entries)
+
+    @property
+    def completed_count(self) -> int:
+        """Requests answered with a normal 200 reply (empty / truncated ones included)."""
+        with self._lock:
+            return self._completed_count
+
+    @property
+    def requests(self) -> list[LoggedRequest]:
+        """A copy of the request log."""
+        with self._lock:
+            return list(self._log_entries)
+
+    # ---- used by the handler -----------------------------------------------------------
+
+    def _next_fault(self) -> str | None:
+        with self._lock:
+            if self._script:
+                return self._script.pop(0)
+            if self.fault_rate > 0 and self._random.random() < self.fault_rate:
+                return self._random.choice(self.fault_kinds)
+            return None
+
+    def _log(self, entry: LoggedRequest) -> None:
+        with self._lock:
+            self._log_entries.append(entry)
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _completed(self) -> None:
+        with self._lock:
+            self._completed_count += 1
+
+    def _prefix_seen(self, prefix: str) -> bool:
+        with self._lock:
+            seen = prefix in self._prefixes
+            self._prefixes.add(prefix)
+            return seen
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the fake server in the foreground (Ctrl-C to stop)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m booksum_app.testing.fake_server",
+        description="A fake OpenAI/Anthropic API on localhost for dry runs of booksum.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per call")
+    parser.add_argument("--latency-per-token", type=float, default=0.0, help="seconds per token")
+    parser.add_argument("--fault-rate", type=float, default=0.0, help="share of retryable faults")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    server = FakeServer(
+        host=args.host,
+        port=args.port,
+        latency_s=args.latency,
+        latency_per_token_s=args.latency_per_token,
+        fault_rate=args.fault_rate,
+        seed=args.seed,
+    )
+    with server:
+        print(f"OpenAI-compatible:  --model openai:gpt-4o --base-url {server.openai_base_url}")
+        print(f"Anthropic:          ANTHROPIC_BASE_URL={server.anthropic_base_url}")
+        print("any API key works (e.g. OPENAI_API_KEY=dummy); Ctrl-C to stop", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
