@@ -1,0 +1,107 @@
+"""open_book: pick a reader from the file's content and extension (SPEC §2.1)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from booksum_app.books.epub import read_epub
+from booksum_app.books.html import read_html
+from booksum_app.books.markdown import read_markdown
+from booksum_app.books.model import Book
+from booksum_app.books.text import read_text
+from booksum_app.errors import BookFormatError
+
+_EXTENSIONS = {
+    ".epub": "epub",
+    ".txt": "txt",
+    ".text": "txt",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".md": "md",
+    ".markdown": "md",
+}
+_UNSUPPORTED = {
+    ".pdf": "PDF",
+    ".mobi": "Kindle MOBI",
+    ".azw": "Kindle AZW",
+    ".azw3": "Kindle AZW3",
+    ".kfx": "Kindle KFX",
+    ".docx": "Word",
+    ".doc": "Word",
+    ".odt": "OpenDocument",
+    ".rtf": "RTF",
+    ".fb2": "FictionBook",
+    ".djvu": "DjVu",
+    ".cbz": "comic book archive",
+}
+_SUPPORTED = "supported formats: .epub, .txt, .html, .md"
+
+
+def sniff_format(path: Path, head: bytes) -> str:
+    """The reader to use ("epub", "txt", "html", "md") from leading bytes and extension.
+
+    Raises:
+        BookFormatError: the format is not supported.
+    """
+    ext = path.suffix.lower()
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")) and ext not in (".docx", ".odt", ".cbz"):
+        return "epub"  # any zip we are asked to read must be an EPUB; read_epub says if not
+    if head.startswith(b"%PDF"):
+        raise BookFormatError(f"{path.name}: PDF is not supported; convert it to EPUB or text ({_SUPPORTED})")
+    if head[60:68] in (b"BOOKMOBI", b"TEXtREAd"):
+        raise BookFormatError(
+            f"{path.name}: Kindle/MOBI is not supported; convert it to EPUB, e.g. with Calibre"
+        )
+    if ext in _EXTENSIONS:
+        return _EXTENSIONS[ext]
+    if ext in _UNSUPPORTED:
+        raise BookFormatError(
+            f"{path.name}: {_UNSUPPORTED[ext]} files are not supported; convert it ({_SUPPORTED})"
+        )
+    lowered = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if lowered.startswith((b"<!doctype html", b"<html", b"<?xml")) and b"<html" in head.lower():
+        return "html"
+    raise BookFormatError(
+        f"{path.name}: unknown book format '{ext or 'no extension'}'; {_SUPPORTED} "
+        "(rename a plain-text book to .txt)"
+    )
+
+
+def open_book(
+    path: str | os.PathLike[str], *, lang: str | None = None, include_front_matter: bool = False
+) -> Book:
+    """Read a book file (.epub, .txt, .html, .md) into a Book.
+
+    Args:
+        path: the book file; its format is detected from content, then extension.
+        lang: language override ("en", "zh"); by default from metadata or detected.
+        include_front_matter: accept a book whose sections are all front/back matter
+            (they stay flagged non-narrative; ``Book.selected_chapters`` decides).
+
+    Raises:
+        BookFormatError: unreadable, unsupported, malformed, hostile or empty file.
+        DRMProtectedError: an encrypted (DRM) epub.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise BookFormatError(f"{p}: no such file; check the path")
+    if not p.is_file():
+        raise BookFormatError(f"{p}: not a file; give the path of one book file")
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError as exc:
+        raise BookFormatError(f"{p.name}: cannot read the file ({exc.strerror})") from exc
+    if not head:
+        raise BookFormatError(f"{p.name}: the file is empty; nothing to summarize")
+    readers: dict[str, Callable[..., Book]] = {
+        "epub": read_epub,
+        "txt": read_text,
+        "html": read_html,
+        "md": read_markdown,
+    }
+    reader = readers[sniff_format(p, head)]
+    return reader(p, lang=lang, include_front_matter=include_front_matter)

@@ -1,0 +1,283 @@
+"""Safe XML/HTML parsing and (X)HTML to paragraphs, shared by the epub and html readers.
+
+Parsing never touches the network or the file system and never expands entities:
+lxml parsers run with ``resolve_entities=False, no_network=True, load_dtd=False,
+huge_tree=False``, and a document that declares entities in its DOCTYPE (the
+shape of external-entity and entity-expansion attacks) is refused outright.
+EPUB 2 files often use HTML named entities (``&nbsp;``) that are only defined
+by the XHTML DTD we refuse to load; they are replaced by character references
+before parsing.
+
+Text extraction: block elements (p, div, li, blockquote, h1-h6, ...) become
+paragraphs; ``<br>`` becomes a newline inside a paragraph; whitespace runs
+collapse to one space; invisible format characters (word joiner, zero-width
+space, soft hyphen, BOM) are dropped since they only cost tokens. Footnote
+reference markers (``epub:type="noteref"``, ``role="doc-noteref"``, and links
+whose whole text is a marker like ``[3]`` or ``*`` pointing at a fragment) and
+footnote asides are dropped; headings are kept as blocks flagged ``heading``,
+so a reader can take the leading ones as the chapter title.
+"""
+
+from __future__ import annotations
+
+import html.entities
+import re
+from dataclasses import dataclass, field
+
+from lxml import etree
+from lxml import html as lxml_html
+
+from booksum_app.errors import BookFormatError
+
+EPUB_NS = "http://www.idpf.org/2007/ops"
+EPUB_TYPE = f"{{{EPUB_NS}}}type"
+
+_XML_PARSER_OPTS = dict(
+    resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_comments=True
+)
+_ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
+_NAMED_REF = re.compile(r"&([A-Za-z][A-Za-z0-9]{1,31});")
+_XML_BUILTIN = frozenset({"amp", "lt", "gt", "quot", "apos"})
+_INVISIBLE = dict.fromkeys(map(ord, "\u2060\u200b\u00ad\ufeff\u200c\u200d"), None)
+_WS = re.compile(r"\s+")
+_BREAK = "\x00"  # never occurs in parsed XML text
+
+_BLOCK = frozenset(
+    """p div section article aside nav header footer main body blockquote pre li ul ol dl dt dd
+    table thead tbody tfoot tr td th caption figure figcaption hgroup address hr center
+    h1 h2 h3 h4 h5 h6 details summary""".split()
+)
+_SKIP = frozenset("head script style template svg math img object embed video audio title".split())
+_HEADINGS = frozenset("h1 h2 h3 h4 h5 h6".split())
+_NOTE_ASIDES = frozenset({"footnote", "endnote", "rearnote", "note", "footnotes", "endnotes"})
+_MARKER = re.compile(r"^\s*(?:\[\s*\w{1,4}\s*\]|\(\s*\d{1,4}\s*\)|\d{1,4}|[*†‡§¶]+)\s*$")
+
+
+def _check_entities(data: bytes, name: str) -> None:
+    if _ENTITY_DECL.search(data[:65536]) or (b"<!ENTITY" in data):
+        raise BookFormatError(
+            f"{name}: declares XML entities in its DOCTYPE (possible external-entity or "
+            "entity-expansion attack); refusing to parse it"
+        )
+
+
+def _named_to_numeric(text: str) -> str:
+    def repl(m: re.Match[str]) -> str:
+        ent = m.group(1)
+        if ent in _XML_BUILTIN:
+            return m.group(0)
+        cp = html.entities.name2codepoint.get(ent)
+        return f"&#{cp};" if cp is not None else m.group(0)
+
+    return _NAMED_REF.sub(repl, text)
+
+
+def _fix_named_entities(data: bytes) -> bytes:
+    """Replace HTML named entities by numeric references (only when there are any)."""
+    if b"&" not in data or not _NAMED_REF.search(data.decode("latin-1")):
+        return data
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    fixed = _named_to_numeric(text)
+    return fixed.encode("utf-8") if fixed != text else data
+
+
+def parse_xml(data: bytes, *, name: str) -> etree._Element:
+    """Parse an XML document safely; malformed or hostile input raises BookFormatError."""
+    _check_entities(data, name)
+    parser = etree.XMLParser(**_XML_PARSER_OPTS)  # type: ignore[arg-type]
+    try:
+        root = etree.fromstring(_fix_named_entities(data), parser)
+    except etree.XMLSyntaxError as exc:
+        raise BookFormatError(f"{name}: malformed XML ({exc})") from exc
+    if root is None:
+        raise BookFormatError(f"{name}: empty XML document")
+    dtd = root.getroottree().docinfo.internalDTD
+    if dtd is not None and any(True for _ in dtd.iterentities()):
+        raise BookFormatError(
+            f"{name}: declares XML entities in its DOCTYPE (possible external-entity or "
+            "entity-expansion attack); refusing to parse it"
+        )
+    return root
+
+
+def parse_html(data: bytes | str, *, name: str) -> etree._Element:
+    """Parse HTML with lxml's forgiving parser (no network, no DTD, no entity expansion)."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    _check_entities(raw, name)
+    parser = lxml_html.HTMLParser(
+        no_network=True, huge_tree=False, remove_comments=True, remove_pis=True,
+        encoding=None if isinstance(data, bytes) else None,
+    )
+    try:
+        if isinstance(data, str):
+            data = re.sub(r"^\s*<\?xml[^>]*\?>", "", data)
+            root = lxml_html.document_fromstring(data, parser=parser)
+        else:
+            root = lxml_html.document_fromstring(data, parser=parser)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
+        raise BookFormatError(f"{name}: cannot parse HTML ({exc})") from exc
+    return root
+
+
+def parse_xhtml(data: bytes, *, name: str) -> etree._Element:
+    """Parse an epub content document as XML, falling back to the HTML parser if malformed."""
+    try:
+        return parse_xml(data, name=name)
+    except BookFormatError as exc:
+        if "entities" in str(exc):
+            raise
+        return parse_html(data, name=name)
+
+
+def localname(el: etree._Element) -> str:
+    """Tag name without namespace, lower-cased ("" for comments and PIs)."""
+    tag = el.tag
+    if not isinstance(tag, str):
+        return ""
+    if tag[0] == "{":
+        tag = tag.rpartition("}")[2]
+    return tag.lower()
+
+
+def epub_types(el: etree._Element) -> tuple[str, ...]:
+    """The epub:type tokens of an element (namespaced or, in HTML-parsed files, literal)."""
+    value = el.get(EPUB_TYPE) or el.get("epub:type") or ""
+    return tuple(value.split())
+
+
+def clean_text(text: str) -> str:
+    """Collapse whitespace and drop invisible characters, keeping hard breaks as newlines."""
+    lines = (_WS.sub(" ", line.translate(_INVISIBLE)).strip() for line in text.split(_BREAK))
+    return "\n".join(line for line in lines if line)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One paragraph of extracted text; ``heading`` when it came from h1-h6 or an hgroup."""
+
+    text: str
+    heading: bool = False
+    level: int = 0
+
+
+@dataclass
+class Segment:
+    """Blocks between two split points; ``anchor`` is the id or tag that opened it."""
+
+    anchor: str | None
+    blocks: list[Block] = field(default_factory=list)
+
+
+class _Extractor:
+    def __init__(self, split_ids: frozenset[str], split_tags: frozenset[str]) -> None:
+        self.split_ids = split_ids
+        self.split_tags = split_tags
+        self.segments = [Segment(None)]
+        self.parts: list[str] = []
+        self.heading_level = 0
+        self.pre = 0
+
+    def flush(self) -> None:
+        if self.parts:
+            text = clean_text("".join(self.parts))
+            self.parts.clear()
+            if text:
+                self.segments[-1].blocks.append(
+                    Block(text, heading=self.heading_level > 0, level=self.heading_level)
+                )
+
+    def add(self, text: str | None) -> None:
+        if text:
+            self.parts.append(text.replace("\n", _BREAK) if self.pre else text)
+
+    def walk(self, el: etree._Element) -> None:
+        name = localname(el)
+        if name and name not in _SKIP and not self._is_note(el, name):
+            self._element(el, name)
+        self.add(el.tail)
+
+    def _is_note(self, el: etree._Element, name: str) -> bool:
+        if name == "a":
+            types = epub_types(el)
+            role = el.get("role", "")
+            if "noteref" in types or role == "doc-noteref":
+                return True
+            href = el.get("href", "")
+            return "#" in href and bool(_MARKER.match("".join(el.itertext())))
+        if name == "aside":
+            role = el.get("role", "")
+            return bool(_NOTE_ASIDES.intersection(epub_types(el))) or role in (
+                "doc-footnote",
+                "doc-endnote",
+            )
+        return False
+
+    def _element(self, el: etree._Element, name: str) -> None:
+        ident = el.get("id")
+        if (ident and ident in self.split_ids) or name in self.split_tags:
+            self.flush()
+            self.segments.append(Segment(ident if ident in self.split_ids else name))
+        if name == "br":
+            self.parts.append(_BREAK)
+            return
+        block = name in _BLOCK
+        level = 0
+        if name in _HEADINGS:
+            level = int(name[1])
+        elif name == "hgroup":
+            level = 7  # provisional: an hgroup counts as a heading of its own
+        if block:
+            self.flush()
+        saved_level, saved_pre = self.heading_level, self.pre
+        if level and not self.heading_level:
+            self.heading_level = level
+        if name == "pre":
+            self.pre += 1
+        self.add(el.text)
+        for child in el:
+            self.walk(child)
+        if block:
+            self.flush()
+        self.heading_level, self.pre = saved_level, saved_pre
+
+
+def extract_segments(
+    root: etree._Element,
+    *,
+    split_ids: frozenset[str] = frozenset(),
+    split_tags: frozenset[str] = frozenset(),
+) -> list[Segment]:
+    """Paragraph blocks of a document body, cut at elements with ``split_ids`` or ``split_tags``."""
+    body = _find_body(root)
+    ex = _Extractor(split_ids, split_tags)
+    ex.add(body.text)
+    for child in body:
+        ex.walk(child)
+    ex.flush()
+    return ex.segments
+
+
+def _find_body(root: etree._Element) -> etree._Element:
+    for el in root.iter():
+        if localname(el) == "body":
+            return el
+    return root
+
+
+def find_body(root: etree._Element) -> etree._Element:
+    """The ``<body>`` element of a document (the root when there is none)."""
+    return _find_body(root)
+
+
+def split_title(blocks: list[Block]) -> tuple[str, list[Block]]:
+    """Take the leading heading blocks as a title; return (title, remaining blocks)."""
+    n = 0
+    while n < len(blocks) and blocks[n].heading:
+        n += 1
+    if n == 0:
+        return "", blocks
+    title = ": ".join(b.text.replace("\n", " ") for b in blocks[:n])
+    return title, blocks[n:]

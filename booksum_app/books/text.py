@@ -1,0 +1,359 @@
+"""Plain-text reader: encoding detection, paragraphs, chapter headings, Gutenberg boilerplate.
+
+Encodings (no chardet): a BOM decides first (UTF-8, UTF-16 LE/BE, UTF-32); NUL bytes
+concentrated on one byte parity mean BOM-less UTF-16; any other NUL or a high share
+of control characters means a binary file, refused. Then strict decodes in order
+UTF-8 -> GB18030 -> cp1252. GB18030 also accepts many cp1252 byte pairs ("é" + "s"),
+so its result is only taken when it looks Chinese: at least 90 % of the non-ASCII
+characters are CJK ideographs or CJK/full-width punctuation and ideographs make up
+at least 5 % of letters (or ``lang="zh"`` was given), or when cp1252 cannot decode.
+
+Paragraphs: blocks separated by blank lines, their lines joined (with no space
+between CJK characters). A file with almost no blank lines and long lines, or
+Chinese text with almost no blank lines, is read one paragraph per line; in Chinese
+text a line starting with full-width indentation (U+3000) also starts a paragraph.
+
+Chapter headings on a line of their own, at the start of a block: "Chapter 12",
+"CHAPTER XII", "Chapter Twelve", "Chapter the First", "BOOK ONE", "Part II",
+"Letter 4", "Prologue"/"Epilogue", "第十二章", "第十二回", "第12章", "楔子"/"尾声";
+standalone upper-case Roman numerals ("XII.") only when the book has at least
+three of them. A block of several heading lines is a table of contents, not a
+heading. Front/back matter titles on their own line (Contents, Preface, 目录, ...)
+open a non-narrative section. Text before the first heading is front matter when it
+looks like a title page or contents (short lines); otherwise it is kept.
+Project Gutenberg's "*** START OF ..."/"*** END OF ..." header and license are
+excluded as non-narrative ("gutenberg boilerplate").
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from booksum_app.books.language import count_cjk, detect_language
+from booksum_app.books.matter import check_has_text, classify_leading, classify_title
+from booksum_app.books.model import Book, Chapter
+from booksum_app.errors import BookFormatError
+
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+_CJKISH = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\u2010-\u2027]")
+
+_UNITS = "one|two|three|four|five|six|seven|eight|nine"
+_TEENS = "ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen"
+_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+_ORDS = (
+    "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|last|final"
+)
+_NUMBER = rf"(?:\d{{1,4}}|[ivxlcdm]{{1,8}}|(?:{_TENS})(?:[-\s](?:{_UNITS}))?|{_TEENS}|{_UNITS}|(?:the\s+)?(?:{_ORDS}))"
+_EN_HEADING = re.compile(
+    rf"^(?:chapter|chap\.|book|part|volume|vol\.|letter|canto|section|act|scene)\s+{_NUMBER}\b"
+    r"\.?(?:\s*[:.—–-]?\s*\S.{0,70})?$|^(?:prologue|epilogue)\b(?:\s*[:.—–-]?\s*\S.{0,70})?$",
+    re.IGNORECASE,
+)
+_ZH_NUM = "0-9０-９零〇一二三四五六七八九十百千万两兩"
+_ZH_HEADING = re.compile(
+    rf"^(?:第[{_ZH_NUM}]+[章回节節卷部篇集幕]|序章|楔子|尾声|尾聲|引子|序幕|终章|終章)(?:[\s　:：、.．].{{0,40}}|.{{0,30}})$"
+)
+_ROMAN_LINE = re.compile(r"^[IVXLC]{1,7}\.?$")
+_GUTENBERG_START = re.compile(r"^\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
+_GUTENBERG_END = re.compile(r"^\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
+_GUTENBERG_FIELD = re.compile(r"^(Title|Author):\s*(.+)$")
+
+
+# ---- decoding --------------------------------------------------------------
+
+
+def decode_text(data: bytes, *, name: str, lang: str | None = None) -> tuple[str, str]:
+    """Decode the bytes of a text file; return (text, encoding name).
+
+    Raises:
+        BookFormatError: the file is binary or in no supported encoding.
+    """
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                text = data[len(bom) :].decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise BookFormatError(
+                    f"{name}: starts with a {encoding} byte-order mark but is not valid {encoding} "
+                    f"({exc.reason} at byte {exc.start}); re-save it as UTF-8"
+                ) from exc
+            return _check_not_binary(text, name), f"{encoding}-bom" if encoding == "utf-8" else encoding
+    if b"\x00" in data:
+        return _decode_utf16_without_bom(data, name), _utf16_guess(data) or "binary"
+    try:
+        return _check_not_binary(data.decode("utf-8"), name), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    gb = _try(data, "gb18030")
+    cp = _try(data, "cp1252")
+    if gb is not None and (cp is None or _looks_chinese(gb, lang=lang)):
+        return _check_not_binary(gb, name), "gb18030"
+    if cp is not None:
+        return _check_not_binary(cp, name), "cp1252"
+    raise BookFormatError(
+        f"{name}: cannot decode the text as UTF-8, UTF-16, GB18030 or cp1252; "
+        "re-save it as UTF-8"
+    )
+
+
+def _try(data: bytes, encoding: str) -> str | None:
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+
+
+def _looks_chinese(text: str, *, lang: str | None) -> bool:
+    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    if non_ascii == 0:
+        return False
+    cjkish = len(_CJKISH.findall(text))
+    if cjkish < 0.9 * non_ascii:
+        return False
+    if lang == "zh":
+        return True
+    letters = sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    return count_cjk(text) >= 0.05 * (count_cjk(text) + letters)
+
+
+def _utf16_guess(data: bytes) -> str | None:
+    sample = data[:65536]
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    if odd >= 0.95 * (even + odd) and len(data) % 2 == 0:
+        return "utf-16-le"
+    if even >= 0.95 * (even + odd) and len(data) % 2 == 0:
+        return "utf-16-be"
+    return None
+
+
+def _decode_utf16_without_bom(data: bytes, name: str) -> str:
+    encoding = _utf16_guess(data)
+    if encoding is not None:
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            pass
+        else:
+            if not _too_many_controls(text):
+                return text
+    raise BookFormatError(
+        f"{name}: looks like a binary file, not text (it contains NUL bytes); "
+        "give booksum an .epub, .txt, .html or .md book"
+    )
+
+
+def _too_many_controls(text: str) -> bool:
+    sample = text[:65536]
+    return len(_CONTROL.findall(sample)) > max(8, len(sample) // 100)
+
+
+def _check_not_binary(text: str, name: str) -> str:
+    if _too_many_controls(text):
+        raise BookFormatError(
+            f"{name}: looks like a binary file, not text (many control characters); "
+            "give booksum an .epub, .txt, .html or .md book"
+        )
+    return text
+
+
+# ---- structure -------------------------------------------------------------
+
+
+@dataclass
+class _Section:
+    title: str
+    line: int
+    kind: str  # "front", "heading", "boilerplate"
+    paragraphs: list[str] = field(default_factory=list)
+    toc: bool = False
+
+
+def _is_heading(line: str, *, romans: bool) -> bool:
+    if len(line) > 90:
+        return False
+    return bool(
+        _EN_HEADING.match(line)
+        or _ZH_HEADING.match(line)
+        or (romans and _ROMAN_LINE.match(line))
+    )
+
+
+def join_lines(lines: list[str]) -> str:
+    """Join wrapped lines of one paragraph: a space between words, nothing between CJK characters."""
+    out = lines[0]
+    for line in lines[1:]:
+        if out and line and count_cjk(out[-1] + line[0]) == 2:
+            out += line
+        elif out and line and _CJKISH.match(out[-1]) and _CJKISH.match(line[0]):
+            out += line
+        else:
+            out += " " + line
+    return out
+
+
+def _blocks(lines: list[str], *, line_mode: bool, zh: bool) -> list[tuple[int, list[str]]]:
+    """Group lines into blocks (start line index, raw lines)."""
+    blocks: list[tuple[int, list[str]]] = []
+    current: list[str] = []
+    start = 0
+    for i, raw in enumerate(lines):
+        stripped = raw.strip()
+        new_para = line_mode or (
+            zh
+            and bool(current)
+            and (
+                raw.startswith(("\u3000", "  "))
+                or bool(_ZH_HEADING.match(stripped))
+                or (len(current) == 1 and bool(_ZH_HEADING.match(current[0])))
+            )
+        )
+        if not stripped or new_para:
+            if current:
+                blocks.append((start, current))
+                current = []
+            if not stripped:
+                continue
+        if not current:
+            start = i
+        current.append(stripped.lstrip("\u3000"))
+    if current:
+        blocks.append((start, current))
+    return blocks
+
+
+def split_text(text: str, *, lang: str) -> list[_Section]:
+    """Split decoded text into sections at chapter headings (see module docstring)."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").split("\n")
+    start, end = 0, len(lines)
+    for i, line in enumerate(lines):
+        if _GUTENBERG_START.match(line.strip()):
+            start = i + 1
+            break
+    for i in range(len(lines) - 1, start - 1, -1):
+        if _GUTENBERG_END.match(lines[i].strip()):
+            end = i
+            break
+    sections: list[_Section] = []
+    if start > 0:
+        header = [line.strip() for line in lines[:start] if line.strip()]
+        sections.append(_Section("Project Gutenberg header", 1, "boilerplate", header))
+    body = lines[start:end]
+    nonblank = sum(1 for line in body if line.strip())
+    blank = len(body) - nonblank
+    avg_len = sum(len(line) for line in body) / max(nonblank, 1)
+    zh = lang == "zh"
+    line_mode = blank < 0.05 * nonblank and (zh or avg_len > 100)
+    blocks = _blocks(body, line_mode=line_mode, zh=zh)
+    romans = sum(1 for _, b in blocks if len(b) == 1 and _ROMAN_LINE.match(b[0])) >= 3
+
+    current = _Section("", start + 1, "front")
+    sections.append(current)
+    for offset, block in blocks:
+        first = block[0]
+        heading_lines = sum(1 for line in block if _is_heading(line, romans=romans))
+        if heading_lines >= 2:
+            current.paragraphs.append("\n".join(block))
+            current.toc = True
+            continue
+        matter = len(first) <= 40 and classify_title(first) is not None
+        if heading_lines == 1 and _is_heading(first, romans=romans) or matter:
+            rest = block[1:]
+            title = first
+            if rest and len(rest) <= 2 and sum(len(r) for r in rest) <= 100:
+                title = ": ".join([first.rstrip(".:"), *rest])
+                rest = []
+            current = _Section(title, start + offset + 1, "heading")
+            sections.append(current)
+            if rest:
+                current.paragraphs.append(join_lines(rest))
+            continue
+        current.paragraphs.append(join_lines(block))
+    if end < len(lines):
+        footer = [line.strip() for line in lines[end:] if line.strip()]
+        sections.append(_Section("Project Gutenberg license", end + 1, "boilerplate", footer))
+    return sections
+
+
+def _classify(section: _Section, *, has_headings: bool) -> str | None:
+    if section.kind == "boilerplate":
+        return "gutenberg boilerplate"
+    if section.kind == "front":
+        if not has_headings:
+            return None
+        return classify_leading(section.paragraphs, looks_like_toc=section.toc)
+    return classify_title(section.title)
+
+
+def read_text(path: Path, *, lang: str | None = None, include_front_matter: bool = False) -> Book:
+    """Read a plain-text book.
+
+    Raises:
+        BookFormatError: binary, undecodable or empty file.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BookFormatError(f"{path.name}: cannot read the file ({exc.strerror})") from exc
+    text, encoding = decode_text(data, name=path.name, lang=lang)
+    language = lang or detect_language(text)
+    return book_from_text(
+        text, path=path, language=language, encoding=encoding,
+        include_front_matter=include_front_matter,
+    )
+
+
+def book_from_text(
+    text: str, *, path: Path, language: str, encoding: str = "", include_front_matter: bool = False
+) -> Book:
+    """Build a Book from decoded text (used by read_text, exposed for callers holding a str)."""
+    sections = split_text(text, lang=language)
+    has_headings = any(s.kind == "heading" for s in sections)
+    chapters = []
+    for s in sections:
+        if s.kind == "front" and not s.paragraphs:
+            continue
+        reason = _classify(s, has_headings=has_headings)
+        if reason is None and not s.paragraphs:
+            reason = "no text"
+        title = s.title or ("Opening" if has_headings else path.stem)
+        chapters.append(
+            Chapter(
+                title=title,
+                paragraphs=tuple(s.paragraphs),
+                narrative=reason is None,
+                excluded_reason=reason,
+                source=f"line {s.line}",
+            )
+        )
+    check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
+    fields = _gutenberg_fields(sections)
+    metadata = {"encoding": encoding} if encoding else {}
+    return Book(
+        title=fields.get("Title", path.stem),
+        authors=tuple(a.strip() for a in fields["Author"].split(" and ")) if "Author" in fields else (),
+        language=language,
+        chapters=tuple(chapters),
+        source_path=str(path),
+        format="txt",
+        metadata=metadata,
+    )
+
+
+def _gutenberg_fields(sections: list[_Section]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    if sections and sections[0].kind == "boilerplate":
+        for line in sections[0].paragraphs:
+            m = _GUTENBERG_FIELD.match(line)
+            if m and m.group(1) not in found:
+                found[m.group(1)] = m.group(2).strip()
+    return found
