@@ -1,0 +1,261 @@
+"""Read and write the BooookScore release formats (summaries and annotations; SPEC §4).
+
+Formats (github.com/lilakk/BooookScore, ``summaries/`` and ``annotations/``):
+
+- summaries: ``{book_file_name: summary}``.
+- per-sentence annotations (the paper's method, §4.1): ``{book: {sentence: {"questions": str,
+  "types": [type, ...]}}}`` holding only the sentences judged confusing; a book whose value is
+  null, or that is absent, has no confusing sentence. The number of sentences of a summary is
+  not stored: it comes from splitting the summary with NLTK Punkt English, exactly as the
+  original ``get_booookscore`` does, so these files are scored together with their summaries.
+- batched "v2" annotations: ``{book: {sentence: {"sentence_num", "sentence", "questions",
+  "types"}}}`` with every sentence present (questions/types null where there is no confusion;
+  types a comma-separated string). The denominator is the number of entries, as in the
+  original ``calc_booookscore_v2`` (a sentence repeated verbatim in a summary is one entry).
+
+Deviation (ours, additive): a sentence the judge never answered readably is written with
+``"unparseable": true`` and null questions/types; reading it back marks it unparseable. The
+original per-sentence scorer would count such an entry as confusing, never as no confusion.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from booksum_app.chunking import detect_lang, split_sentences
+from booksum_app.errors import InputError
+from booksum_app.scoring.judgement import SentenceJudgement, SummaryJudgement, normalise_type
+
+AnnotationFormat = Literal["sentence", "batched"]
+ANNOTATION_FORMATS: tuple[AnnotationFormat, ...] = ("sentence", "batched")
+
+
+def load_json(path: Path, *, what: str) -> Any:
+    """Parse a JSON file, turning every failure into a one-line :class:`InputError`."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8-sig") as handle:
+            return json.load(handle)
+    except FileNotFoundError as exc:
+        raise InputError(f"{what} file {path} does not exist; check the path") from exc
+    except IsADirectoryError as exc:
+        raise InputError(f"{what} file {path} is a directory; pass a JSON file") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} file {path} is not UTF-8 text; pass a JSON file") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{what} file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read {what} file {path}: {exc.strerror or exc}") from exc
+
+
+def read_summaries(path: Path) -> dict[str, str]:
+    """Read a ``{book: summary}`` JSON file.
+
+    Raises:
+        InputError: the file is missing, not JSON, or not an object of strings.
+    """
+    data = load_json(path, what="summaries")
+    return parse_summaries(data, source=str(path))
+
+
+def parse_summaries(data: Any, *, source: str = "summaries") -> dict[str, str]:
+    """Validate a ``{book: summary}`` object."""
+    if not isinstance(data, dict) or not data:
+        raise InputError(f"{source} must be a non-empty JSON object {{book: summary}}")
+    bad = [book for book, text in data.items() if not isinstance(text, str)]
+    if bad:
+        raise InputError(f"{source}: the summary of {bad[0]!r} is not a string; expected {{book: summary}}")
+    return dict(data)
+
+
+def detect_format(data: Mapping[str, Any]) -> AnnotationFormat:
+    """``"batched"`` when entries carry ``sentence_num`` (v2), else ``"sentence"``."""
+    for entries in data.values():
+        if isinstance(entries, dict):
+            for entry in entries.values():
+                if isinstance(entry, dict) and "sentence_num" in entry:
+                    return "batched"
+    return "sentence"
+
+
+def _types(value: Any, *, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        items: Iterable[Any] = value.split(",")
+    elif isinstance(value, list):
+        items = value
+    else:
+        raise InputError(f"{where}: 'types' must be a list, a string or null")
+    kinds = []
+    for item in items:
+        if not isinstance(item, str) or not item.strip():
+            continue
+        kinds.append(normalise_type(item) or item.strip().lower())  # keep unknown names visible
+    return tuple(kinds)
+
+
+def _questions(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        value = " ".join(str(v) for v in value)
+    text = str(value).strip()
+    return text or None
+
+
+def _entry(sentence: str, entry: Any, *, index: int, where: str) -> SentenceJudgement:
+    if not isinstance(entry, dict):
+        raise InputError(f"{where}: each annotation must be an object with 'questions' and 'types'")
+    if entry.get("unparseable"):
+        return SentenceJudgement(index=index, sentence=sentence, unparseable=True)
+    return SentenceJudgement(
+        index=index,
+        sentence=sentence,
+        questions=_questions(entry.get("questions")),
+        types=_types(entry.get("types"), where=where),
+    )
+
+
+def judgements_from_release(
+    data: Any,
+    *,
+    summaries: Mapping[str, str] | None = None,
+    fmt: AnnotationFormat | None = None,
+    source: str = "annotations",
+) -> list[SummaryJudgement]:
+    """Turn a release annotations object into one :class:`SummaryJudgement` per summary.
+
+    Per-sentence format: one judgement per book of ``summaries`` (required), in its order;
+    absent/null books have no confusing sentence. Batched (v2): one per annotated book; when
+    ``summaries`` is given both must name the same books.
+
+    Raises:
+        InputError: malformed data, or books that do not match the summaries.
+    """
+    if not isinstance(data, dict):
+        raise InputError(f"{source} must be a JSON object {{book: {{sentence: annotation}}}}")
+    fmt = fmt or detect_format(data)
+    if fmt not in ANNOTATION_FORMATS:
+        raise InputError(f"unknown annotations format {fmt!r}; use one of {ANNOTATION_FORMATS}")
+    for book, entries in data.items():
+        if entries is not None and not isinstance(entries, dict):
+            raise InputError(f"{source}: annotations of {book!r} must be an object or null")
+    if summaries is not None:
+        extra = sorted(set(data) - set(summaries))
+        if extra:
+            raise InputError(
+                f"{source} annotates {len(extra)} book(s) absent from the summaries "
+                f"(e.g. {extra[0]!r}); pass the summaries file the annotations were made from"
+            )
+    if fmt == "sentence":
+        if summaries is None:
+            raise InputError(
+                f"{source} holds per-sentence annotations (only confusing sentences): the summaries "
+                "are needed to count sentences; pass the summaries file too"
+            )
+        return [
+            _per_sentence(book, summary, data.get(book) or {}, source=source)
+            for book, summary in summaries.items()
+        ]
+    if summaries is not None:
+        missing = sorted(set(summaries) - set(data))
+        if missing:
+            raise InputError(
+                f"{source} (batched v2) has no annotations for {len(missing)} summary(ies) "
+                f"(e.g. {missing[0]!r}); rerun the judge on them or score a matching summaries file"
+            )
+    return [
+        _batched(book, entries or {}, summary=None if summaries is None else summaries[book], source=source)
+        for book, entries in data.items()
+    ]
+
+
+def _per_sentence(book: str, summary: str, entries: Mapping[str, Any], *, source: str) -> SummaryJudgement:
+    sentences = split_sentences(summary, lang=detect_lang(summary))
+    positions: dict[str, list[int]] = {}
+    for i, sentence in enumerate(sentences):
+        positions.setdefault(sentence, []).append(i)
+    judged = []
+    for sentence, entry in entries.items():
+        slots = positions.get(sentence)
+        index = slots.pop(0) if slots else -1
+        judged.append(_entry(sentence, entry, index=index, where=f"{source}[{book!r}]"))
+    judged.sort(key=lambda j: (j.index < 0, j.index))
+    return SummaryJudgement(book=book, n_sentences=len(sentences), sentences=tuple(judged), summary=summary)
+
+
+def _batched(book: str, entries: Mapping[str, Any], *, summary: str | None, source: str) -> SummaryJudgement:
+    judged = []
+    for position, (sentence, entry) in enumerate(entries.items()):
+        num = entry.get("sentence_num") if isinstance(entry, dict) else None
+        index = num - 1 if isinstance(num, int) and num >= 1 else position
+        judged.append(_entry(sentence, entry, index=index, where=f"{source}[{book!r}]"))
+    return SummaryJudgement(book=book, n_sentences=len(entries), sentences=tuple(judged), summary=summary)
+
+
+def read_annotations(
+    path: Path,
+    *,
+    summaries: Mapping[str, str] | None = None,
+    fmt: AnnotationFormat | None = None,
+) -> list[SummaryJudgement]:
+    """Read a release annotations file (format detected unless ``fmt`` is given).
+
+    Raises:
+        InputError: unreadable or malformed file, or books that do not match the summaries.
+    """
+    data = load_json(path, what="annotations")
+    return judgements_from_release(data, summaries=summaries, fmt=fmt, source=str(path))
+
+
+def to_release(judgements: Iterable[SummaryJudgement], *, fmt: AnnotationFormat) -> dict[str, Any]:
+    """The release object for ``judgements``: per-sentence (confusing only) or batched v2 (all)."""
+    out: dict[str, Any] = {}
+    for summary in judgements:
+        if fmt == "sentence":
+            entries: dict[str, Any] = {}
+            for j in summary.sentences:
+                if j.unparseable:
+                    entries[j.sentence] = {"questions": None, "types": None, "unparseable": True}
+                elif j.confusing:
+                    entries[j.sentence] = {"questions": j.questions, "types": list(j.types)}
+            out[summary.book] = entries or None
+        elif fmt == "batched":
+            entries = {}
+            for j in summary.sentences:
+                entry: dict[str, Any] = {
+                    "sentence_num": j.index + 1,
+                    "sentence": j.sentence,
+                    "questions": j.questions if j.confusing else None,
+                    "types": ", ".join(j.types) if j.confusing and j.types else None,
+                }
+                if j.unparseable:
+                    entry["unparseable"] = True
+                entries.setdefault(j.sentence, entry)
+            out[summary.book] = entries
+        else:
+            raise InputError(f"unknown annotations format {fmt!r}; use one of {ANNOTATION_FORMATS}")
+    return out
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to ``path`` through a temporary file, so a crash never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        json.dump(data, handle, ensure_ascii=False, indent=1)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+
+def write_annotations(path: Path, judgements: Iterable[SummaryJudgement], *, fmt: AnnotationFormat) -> None:
+    """Write ``judgements`` to ``path`` in the release format ``fmt``."""
+    write_json_atomic(path, to_release(judgements, fmt=fmt))

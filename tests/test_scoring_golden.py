@@ -1,0 +1,83 @@
+"""Golden tests against the BooookScore release: scores, lengths and repetition of Table 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from booksum_app.scoring.aggregate import aggregate
+from booksum_app.scoring.ngrams import ngram_stats, summarize_ngrams
+from booksum_app.scoring.release import read_annotations, read_summaries
+
+RELEASE_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "booookscore-release"
+
+CONFIGS = ["gpt4-2048-hier", "gpt4-2048-inc", "chatgpt-2048-hier", "chatgpt-2048-inc"]
+
+
+def _release(name: str) -> Path:
+    path = RELEASE_DIR / name
+    if not path.is_file():
+        pytest.skip(f"BooookScore release file {path} not found")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [("gpt4-2048-hier", 89.4), ("gpt4-2048-inc", 82.9), ("chatgpt-2048-hier", 84.5), ("chatgpt-2048-inc", 67.7)],
+)
+def test_per_sentence_annotations_reproduce_release_scores(config: str, expected: float) -> None:
+    summaries = read_summaries(_release(f"summaries/{config}-cleaned.json"))
+    judgements = read_annotations(_release(f"annotations/{config}.json"), summaries=summaries)
+    system = aggregate(judgements)
+    assert system.n_summaries == 100  # every summary counts, unannotated ones score 1
+    assert system.n_unparseable == 0
+    assert round(system.percent() or 0.0, 1) == expected
+    assert system.ci_low is not None and system.ci_high is not None
+    assert system.ci_low < system.score < system.ci_high  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(("config", "expected"), [("gpt4-2048-hier", 90.8), ("chatgpt-2048-hier", 88.3)])
+def test_batched_v2_annotations_reproduce_release_scores(config: str, expected: float) -> None:
+    summaries = read_summaries(_release(f"summaries/{config}-cleaned.json"))
+    judgements = read_annotations(_release(f"annotations/v2/{config}-cleaned.json"), summaries=summaries)
+    system = aggregate(judgements)
+    assert round(system.percent() or 0.0, 1) == expected
+    # v2 files list every sentence: the denominator is the number of entries
+    assert system.n_sentences == sum(len(j.sentences) for j in judgements)
+
+
+def test_batched_v2_scores_without_summaries_too() -> None:
+    judgements = read_annotations(_release("annotations/v2/gpt4-2048-hier-cleaned.json"))
+    assert round(aggregate(judgements).percent() or 0.0, 1) == 90.8
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [("gpt4-2048-hier", 778.6), ("gpt4-2048-inc", 805.4), ("chatgpt-2048-hier", 667.3), ("chatgpt-2048-inc", 484.5)],
+)
+def test_average_length_equals_table_2(config: str, expected: float) -> None:
+    from booksum_app.chunking import get_tokenizer
+
+    tokenizer = get_tokenizer("cl100k_base")
+    summaries = json.loads(_release(f"summaries/{config}-cleaned.json").read_text(encoding="utf-8"))
+    lengths = [tokenizer.count(text) for text in summaries.values()]
+    assert round(sum(lengths) / len(lengths), 1) == expected
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ("gpt4-2048-hier", 4.2),
+        pytest.param("gpt4-2048-inc", 3.4, marks=pytest.mark.slow),
+        pytest.param("chatgpt-2048-hier", 9.0, marks=pytest.mark.slow),
+        pytest.param("chatgpt-2048-inc", 3.5, marks=pytest.mark.slow),
+    ],
+)
+def test_repeated_trigrams_within_0_3_of_table_2(config: str, expected: float) -> None:
+    summaries = read_summaries(_release(f"summaries/{config}-cleaned.json"))
+    stats = summarize_ngrams(ngram_stats(text) for text in summaries.values())
+    assert stats.repeated_pct is not None
+    assert abs(stats.repeated_pct - expected) <= 0.3
+    assert stats.novel_pct is None  # no source given
