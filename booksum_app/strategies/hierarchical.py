@@ -1,0 +1,353 @@
+"""Hierarchical merging (BooookScore §2, App. A.1, App. J.2; Wu et al. 2021).
+
+1. Level 0: summarize every chunk (``summarize_chunk``) within G_0; these calls are
+   independent and are all submitted at once.
+2. Level l >= 1: consecutive summaries of level l-1 are packed greedily (real token counts,
+   "Summary k:" headers included) into one merge call while instructions + prior context +
+   inputs + G_l + margin <= W. The first group of a level uses ``merge``; every later group
+   uses ``merge_with_context`` with the previous merged summary of the same level as
+   context, cut at a sentence end to at most ``min(G_l, 20 % of the free room)`` tokens,
+   keeping its beginning (as the reference code does).
+3. Repeat until one summary is left. A group that covers a whole level is the root and gets
+   budget G (when it fits; else G_l). Budgets: :func:`booksum_app.compression.budget.plan_hier`.
+
+Every summary is validated (:mod:`booksum_app.compression.validity`): regenerated when empty,
+cut off, over budget or unfinished, then truncated at a sentence end.
+
+Scheduling: a dependency-driven event loop over futures. All leaves start at once; a merge
+group of level l+1 starts as soon as the level-l summaries it covers exist, its boundary is
+known (the next summary overflows it, or level l is complete) and, for later groups, the
+previous group of its level has finished (the prior-context chain). Levels therefore overlap
+and the wall time approaches the critical path (longest dependency chain), not the sum of
+per-level rounds. Deviation from App. A.1 step 1: level-0 calls summarize one chunk each (the
+reference code does too); the chunk size already fills the budgeted context.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+
+from booksum_app.compression.budget import (
+    PROMPT_MARGIN_TOKENS,
+    HierPlan,
+    MergeRoom,
+    check_fits,
+    merge_room,
+    plan_hier,
+    words_for_tokens,
+)
+from booksum_app.compression.validity import CallEntry, Generation, Regenerator, truncate_at_sentence_end
+from booksum_app.errors import ConfigError
+from booksum_app.llm.base import ChatModel, Completion, Request
+from booksum_app.strategies.base import (
+    PromptBundle,
+    ProgressFn,
+    StrategyConfig,
+    StrategyJob,
+    StrategyResult,
+    SummaryNode,
+    notify,
+)
+
+TEMPLATES = ("summarize_chunk", "merge", "merge_with_context")
+ITEM_HEADER = "Summary {k}:\n\n"
+ITEM_SEPARATOR = "\n\n"
+
+
+def format_group(texts: list[str]) -> str:
+    """The numbered inputs of one merge call (as in the reference implementation)."""
+    return ITEM_SEPARATOR.join(ITEM_HEADER.format(k=k) + t for k, t in enumerate(texts, start=1))
+
+
+@dataclass
+class _Level:
+    """Run-time state of one level of the tree."""
+
+    nodes: dict[int, SummaryNode] = field(default_factory=dict)
+    groups: list[tuple[int, int]] = field(default_factory=list)  # (start, end) over the level below
+    next_start: int = 0  # first summary of the level below not yet in a group
+    in_flight: bool = False
+    complete: bool = False
+    item_tokens: dict[int, int] = field(default_factory=dict)  # header+text tokens of level-below items
+
+    @property
+    def count(self) -> int:
+        return len(self.groups)
+
+
+@dataclass(frozen=True)
+class _Pending:
+    regenerator: Regenerator
+    request: Request
+    level: int
+    index: int
+    children: tuple[int, ...]
+    chunk_span: tuple[int, int]
+    budget: int
+    prompt_tokens: int
+    context_node: str | None
+    context_tokens: int
+
+
+class Hierarchical:
+    """The ``hier`` strategy."""
+
+    name = "hier"
+    description = "hierarchical merging: summarize chunks, then merge summaries level by level"
+
+    def template_names(self, config: StrategyConfig) -> tuple[str, ...]:
+        """Templates this strategy renders."""
+        return TEMPLATES
+
+    def base_prompt_set(self, config: StrategyConfig) -> str | None:
+        """None: the configured summarization set."""
+        return None
+
+    def run(
+        self,
+        job: StrategyJob,
+        *,
+        model: ChatModel,
+        prompts: PromptBundle,
+        on_progress: ProgressFn | None = None,
+    ) -> StrategyResult:
+        """Summarize ``job.chunks`` by hierarchical merging."""
+        return _Run(job, model=model, prompts=prompts, on_progress=on_progress).execute()
+
+
+class _Run:
+    """One hierarchical merging run: planning, the event loop, and the result."""
+
+    def __init__(
+        self, job: StrategyJob, *, model: ChatModel, prompts: PromptBundle, on_progress: ProgressFn | None
+    ) -> None:
+        if not job.chunks:
+            raise ConfigError("the book has no text to summarize (no chunks); check --include-front-matter")
+        self.job, self.cfg, self.model, self.prompts = job, job.config, model, prompts
+        self.on_progress = on_progress
+        self.count = model.count_tokens
+        self.window = model.info.context_window
+        self.G = self.cfg.max_summary_tokens
+        max_out = model.info.max_output_tokens
+        if max_out is not None and self.G > max_out:
+            raise ConfigError(
+                f"--max-summary-len {self.G} exceeds the model's {max_out}-token output limit; lower it"
+            )
+        ctx_overhead = self.count(prompts["merge_with_context"].skeleton())
+        self.merge_overhead = ctx_overhead
+        self.item_overhead = self.count(ITEM_HEADER.format(k=999) + ITEM_SEPARATOR)
+        self.plan: HierPlan = plan_hier(
+            n_leaves=len(job.chunks), context_window=self.window, max_summary_tokens=self.G,
+            merge_overhead_tokens=ctx_overhead, item_overhead_tokens=self.item_overhead,
+        )
+        self.levels: list[_Level] = [_Level()]
+        self.futures: dict[Future[Completion], _Pending] = {}
+        self.calls: list[CallEntry] = []
+        self.root: SummaryNode | None = None
+        self.total_nodes = sum(self.plan.nodes_per_level)
+        self.done_nodes = 0
+
+    # ---- planning helpers ------------------------------------------------------------
+
+    def room(self, level: int) -> MergeRoom:
+        return merge_room(
+            context_window=self.window, overhead_tokens=self.merge_overhead,
+            budget_tokens=self.plan.budget(level),
+        )
+
+    # ---- submission --------------------------------------------------------------------
+
+    def submit(self, pending: _Pending) -> None:
+        future = self.model.submit(pending.request)
+        self.futures[future] = pending
+
+    def start_leaves(self) -> None:
+        """Submit every chunk summary at once.
+
+        The prompt size is checked as instructions + the chunk's own token count (the chunker
+        measured it with this model's tokenizer), so submitting costs no re-tokenization.
+        """
+        template = self.prompts["summarize_chunk"]
+        budget = self.plan.budget(0)
+        words = words_for_tokens(budget)
+        instructions = self.count(template.render(text="", word_limit=words))
+        for index, chunk in enumerate(self.job.chunks):
+            text = chunk.text
+
+            def render(words: int, text: str = text) -> str:
+                return template.render(text=text, word_limit=words)
+
+            regen = self._regenerator(render, budget, purpose="summarize", node=f"L0.{index}")
+            request = regen.request()
+            chunk_tokens = chunk.n_tokens if chunk.n_tokens > 0 else self.count(text)
+            prompt_tokens = instructions + chunk_tokens
+            check_fits(
+                prompt_tokens=prompt_tokens + PROMPT_MARGIN_TOKENS, max_tokens=budget,
+                context_window=self.window, what=f"chunk {index}",
+                fix=f"lower --chunk-size (now {self.cfg.chunk_size})",
+            )
+            self.submit(_Pending(regen, request, 0, index, (), (index, index), budget, prompt_tokens, None, 0))
+
+    def _regenerator(self, render: object, budget: int, *, purpose: str, node: str) -> Regenerator:
+        return Regenerator(
+            render=render,  # type: ignore[arg-type]
+            words=words_for_tokens(budget), max_tokens=budget, temperature=self.cfg.temperature,
+            retry_temperature=self.cfg.compression_temperature, purpose=purpose, node=node,
+            count_tokens=self.count, lang=self.cfg.lang, max_tries=self.cfg.max_tries,
+            top_p=self.cfg.top_p,
+        )
+
+    # ---- the event loop ------------------------------------------------------------------
+
+    def execute(self) -> StrategyResult:
+        self.start_leaves()
+        try:
+            while self.futures:
+                done, _ = wait(list(self.futures), return_when=FIRST_COMPLETED)
+                for future in done:
+                    pending = self.futures.pop(future)
+                    completion = future.result()
+                    if pending.regenerator.feed(pending.request, completion):
+                        self.finish(pending, pending.regenerator.result())
+                    else:
+                        self.submit(_replace_request(pending, pending.regenerator.request()))
+                self.schedule()
+        except BaseException:
+            for future in self.futures:
+                future.cancel()
+            raise
+        if self.root is None:  # pragma: no cover - the loop always ends at a root
+            raise RuntimeError("hierarchical merging ended without a final summary")
+        nodes = tuple(
+            node for level in self.levels for _, node in sorted(level.nodes.items())
+        )
+        return StrategyResult(
+            summary=self.root.text, nodes=nodes, calls=tuple(self.calls),
+            level_budgets=self.plan.budgets,
+        )
+
+    def finish(self, pending: _Pending, generation: Generation) -> None:
+        self.calls.extend(generation.calls)
+        level = pending.level
+        kind = "chunk" if level == 0 else "merge"
+        node = SummaryNode(
+            id=f"L{level}.{pending.index}", kind=kind, level=level, index=pending.index,
+            children=pending.children, chunk_span=pending.chunk_span, text=generation.text,
+            tokens=generation.tokens, budget_tokens=pending.budget,
+            words_asked=generation.attempts[-1].words_asked, prompt_tokens=pending.prompt_tokens,
+            context_node=pending.context_node, context_tokens=pending.context_tokens,
+            retries=generation.retries, truncated=generation.truncated, attempts=generation.attempts,
+        )
+        state = self.levels[level]
+        state.nodes[pending.index] = node
+        self.done_nodes += 1
+        notify(self.on_progress, "chunks" if level == 0 else "merges", self.done_nodes,
+               max(self.total_nodes, self.done_nodes), node.id)
+        if level == 0:
+            state.complete = len(state.nodes) == len(self.job.chunks)
+            if len(self.job.chunks) == 1:
+                self.root = node
+        else:
+            state.in_flight = False
+            below = self.levels[level - 1]
+            state.complete = below.complete and state.next_start == len(below.nodes)
+            if state.complete and state.count == 1:
+                self.root = node
+
+    def schedule(self) -> None:
+        """Start every merge group whose inputs, boundary and prior context are ready."""
+        if self.root is not None:
+            return
+        level = 1
+        while level <= len(self.levels):
+            below = self.levels[level - 1]
+            if level == len(self.levels):
+                if not below.nodes or (below.complete and len(below.nodes) == 1):
+                    break
+                self.levels.append(_Level())
+            state = self.levels[level]
+            if not state.in_flight and not state.complete:
+                self.try_group(level, state, below)
+            level += 1
+
+    def try_group(self, level: int, state: _Level, below: _Level) -> None:
+        room = self.room(level)
+        start = state.next_start
+        used = 0
+        end = start
+        while end in below.nodes:
+            tokens = state.item_tokens.get(end)
+            if tokens is None:
+                tokens = state.item_tokens[end] = (
+                    self.count(ITEM_HEADER.format(k=end - start + 1) + below.nodes[end].text)
+                    + self.count(ITEM_SEPARATOR)
+                )
+            if used + tokens > room.inputs_tokens and end > start:
+                break  # the next summary overflows: the group is [start, end)
+            used += tokens
+            end += 1
+        else:
+            # ran out of ready summaries: the group is closed only when the level below is done
+            below_total = len(below.nodes)
+            if not (below.complete and end == below_total and end > start):
+                if below.complete and start == below_total:
+                    state.complete = True
+                return
+        self.start_group(level, state, below, start, end)
+
+    def start_group(self, level: int, state: _Level, below: _Level, start: int, end: int) -> None:
+        index = state.count
+        texts = [below.nodes[i].text for i in range(start, end)]
+        summaries = format_group(texts)
+        covers_all = index == 0 and below.complete and start == 0 and end == len(below.nodes)
+        budget = self.plan.budget(level)
+        context_text, context_node, context_tokens = "", None, 0
+        if index == 0:
+            template = self.prompts["merge"]
+            if covers_all:
+                skeleton = self.count(template.render(summaries=summaries, word_limit=words_for_tokens(self.G)))
+                if skeleton + self.G <= self.window:
+                    budget = self.G
+        else:
+            template = self.prompts["merge_with_context"]
+            previous = state.nodes[index - 1]
+            room = self.room(level)
+            context_text = truncate_at_sentence_end(
+                previous.text, max_tokens=room.context_tokens, count_tokens=self.count, lang=self.cfg.lang
+            )
+            context_node, context_tokens = previous.id, self.count(context_text) if context_text else 0
+
+        def render(words: int) -> str:
+            if index == 0:
+                return template.render(summaries=summaries, word_limit=words)
+            return template.render(context=context_text, summaries=summaries, word_limit=words)
+
+        regen = self._regenerator(render, budget, purpose="merge", node=f"L{level}.{index}")
+        request = regen.request()
+        prompt_tokens = self.count(request.prompt)
+        check_fits(
+            prompt_tokens=prompt_tokens, max_tokens=budget, context_window=self.window,
+            what=f"merge L{level}.{index}", fix="lower --max-summary-len or --chunk-size",
+        )
+        state.groups.append((start, end))
+        state.next_start = end
+        state.item_tokens.clear()  # header numbers restart at 1 in the next group
+        state.in_flight = True
+        span = (below.nodes[start].chunk_span[0], below.nodes[end - 1].chunk_span[1])
+        self.submit(
+            _Pending(regen, request, level, index, tuple(range(start, end)), span, budget,
+                     prompt_tokens, context_node, context_tokens)
+        )
+
+
+def _replace_request(pending: _Pending, request: Request) -> _Pending:
+    """The same node with its next try's request (a regeneration asks for fewer words: no larger)."""
+    return _Pending(
+        pending.regenerator, request, pending.level, pending.index, pending.children,
+        pending.chunk_span, pending.budget, pending.prompt_tokens, pending.context_node,
+        pending.context_tokens,
+    )
+
+
+__all__ = ["Hierarchical", "format_group"]

@@ -1,0 +1,145 @@
+"""Incremental updating (BooookScore §2, App. A.2, App. A.2.1, App. J.1).
+
+1. ``inc_init`` summarizes chunk 1 -> S_1.
+2. For each next chunk c_i, ``inc_update`` rewrites S_{i-1} with c_i -> S_i.
+3. Whenever S_i exceeds G tokens it is compressed (``compress``, temperature 1.0, bounded
+   retries, then truncation at a sentence end: :func:`booksum_app.compression.compress_to_budget`).
+
+Budget policy (:mod:`booksum_app.compression.budget`): the prompts ask for the progress target
+``max(min(G, 128), G * i / n)`` tokens' worth of words after chunk i of n (the reference
+code's growing target), and a compression brings S_i down to that target, so the running
+summary grows with progress through the book and reaches G only at the end. Init/update calls
+may write up to 1.5 G tokens so an over-long summary arrives complete and can be compressed
+(an answer cut off even there is regenerated, then truncated). Deviation from the reference
+code: on overflow it compresses S_{i-1} and redoes the update; we compress S_i as App. A.2
+step 3 describes, which costs one call less per overflow.
+
+The calls are sequential by nature (each update needs the previous summary).
+"""
+
+from __future__ import annotations
+
+from booksum_app.compression.budget import (
+    PROMPT_MARGIN_TOKENS,
+    check_fits,
+    inc_target_tokens,
+    inc_update_max_tokens,
+    words_for_tokens,
+)
+from booksum_app.compression.compress import compress_to_budget
+from booksum_app.compression.validity import CallEntry, Regenerator, generate_valid
+from booksum_app.errors import ConfigError
+from booksum_app.llm.base import ChatModel
+from booksum_app.strategies.base import (
+    CompressionInfo,
+    PromptBundle,
+    ProgressFn,
+    StrategyConfig,
+    StrategyJob,
+    StrategyResult,
+    SummaryNode,
+    notify,
+)
+
+TEMPLATES = ("inc_init", "inc_update", "compress")
+
+
+class Incremental:
+    """The ``inc`` strategy."""
+
+    name = "inc"
+    description = "incremental updating: keep one running summary, update it chunk by chunk, compress past G"
+
+    def template_names(self, config: StrategyConfig) -> tuple[str, ...]:
+        """Templates this strategy renders."""
+        return TEMPLATES
+
+    def base_prompt_set(self, config: StrategyConfig) -> str | None:
+        """None: the configured summarization set."""
+        return None
+
+    def run(
+        self,
+        job: StrategyJob,
+        *,
+        model: ChatModel,
+        prompts: PromptBundle,
+        on_progress: ProgressFn | None = None,
+    ) -> StrategyResult:
+        """Summarize ``job.chunks`` by incremental updating."""
+        cfg = job.config
+        if not job.chunks:
+            raise ConfigError("the book has no text to summarize (no chunks); check --include-front-matter")
+        G = cfg.max_summary_tokens
+        window = model.info.context_window
+        count = model.count_tokens
+        cap = inc_update_max_tokens(max_summary_tokens=G)
+        max_out = model.info.max_output_tokens
+        if max_out is not None:
+            if G > max_out:
+                raise ConfigError(
+                    f"--max-summary-len {G} exceeds the model's {max_out}-token output limit; lower it"
+                )
+            cap = min(cap, max_out)
+        n = len(job.chunks)
+        nodes: list[SummaryNode] = []
+        calls: list[CallEntry] = []
+        running = ""
+        for i, chunk in enumerate(job.chunks):
+            target = inc_target_tokens(i, n, max_summary_tokens=G)
+            template = prompts["inc_init"] if i == 0 else prompts["inc_update"]
+            previous = running
+
+            def render(words: int, text: str = chunk.text, previous: str = previous, first: bool = i == 0) -> str:
+                if first:
+                    return template.render(text=text, word_limit=words)
+                return template.render(text=text, summary=previous, word_limit=words)
+
+            words = words_for_tokens(target)
+            prompt_tokens = count(render(words))
+            room = window - prompt_tokens - PROMPT_MARGIN_TOKENS
+            max_tokens = min(cap, room)
+            if max_tokens < G:  # the update must at least be able to write a G-token summary
+                check_fits(
+                    prompt_tokens=prompt_tokens + PROMPT_MARGIN_TOKENS, max_tokens=G,
+                    context_window=window, what=f"update with chunk {i}",
+                    fix=f"lower --chunk-size (now {cfg.chunk_size}) or --max-summary-len",
+                )
+            regen = Regenerator(
+                render=render, words=words, max_tokens=max_tokens, temperature=cfg.temperature,
+                retry_temperature=cfg.compression_temperature,
+                purpose="inc_init" if i == 0 else "inc_update", node=f"inc.{i}", count_tokens=count,
+                lang=cfg.lang, max_tries=cfg.max_tries, top_p=cfg.top_p,
+            )
+            generation = generate_valid(model, regen)
+            calls.extend(generation.calls)
+            running, tokens = generation.text, generation.tokens
+            compression: CompressionInfo | None = None
+            if tokens > G:
+                result = compress_to_budget(
+                    running, model=model, max_tokens=target, template=prompts["compress"],
+                    lang=cfg.lang, max_tries=cfg.max_tries, node=f"inc.{i}",
+                    temperature=cfg.compression_temperature, top_p=cfg.top_p,
+                )
+                calls.extend(result.calls)
+                compression = CompressionInfo(
+                    input_tokens=result.input_tokens, output_tokens=result.output_tokens,
+                    target_tokens=target, truncated=result.truncated, attempts=result.attempts,
+                    text_before=running,
+                )
+                running, tokens = result.text, result.output_tokens
+            nodes.append(
+                SummaryNode(
+                    id=f"inc.{i}", kind="inc_init" if i == 0 else "inc_update", level=0, index=i,
+                    children=(), chunk_span=(0, i), text=running, tokens=tokens,
+                    budget_tokens=target, words_asked=generation.attempts[-1].words_asked,
+                    prompt_tokens=prompt_tokens, retries=generation.retries,
+                    truncated=generation.truncated, attempts=generation.attempts,
+                    compression=compression,
+                )
+            )
+            notify(on_progress, "updates", i + 1, n, f"inc.{i}")
+        return StrategyResult(summary=running, nodes=tuple(nodes), calls=tuple(calls))
+
+
+__all__ = ["Incremental"]
