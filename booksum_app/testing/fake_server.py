@@ -71,10 +71,10 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the fake server keeps its own log."""
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+    def do_POST(self) -> None:
         fake = self.server.fake
         path = self.path.split("?", 1)[0].rstrip("/")
         api = {"/v1/chat/completions": "openai", "/chat/completions": "openai"}.get(path)
