@@ -1,0 +1,229 @@
+"""Summarize one book: read, chunk, run a strategy, clean, and build the record (SPEC §2, §2.3).
+
+Post-processing (BooookScore App. A.2 fn. 20, J.3, D.1) runs on the final summary of every
+strategy when ``clean`` is on: the LLM artifact-removal pass, then the deterministic cleanup
+(prompt echoes, stepwise phrases, sentences copied from the prompts, trailing fragment). The
+record keeps both the raw and the cleaned summary.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from booksum_app.books import Book, open_book
+from booksum_app.chunking import CallableTokenizer, chunk_book, detect_lang
+from booksum_app.compression.artifacts import remove_artifacts
+from booksum_app.config import (
+    COMPRESSION_TEMPERATURE,
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_MAX_SUMMARY_TOKENS,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TOP_P,
+)
+from booksum_app.errors import ConfigError
+from booksum_app.llm.base import ChatModel
+from booksum_app.llm.calls import CallRecord
+from booksum_app.llm.registry import LLMSettings, get_model
+from booksum_app.runners.progress import RunProgress
+from booksum_app.signature import make_signature
+from booksum_app.strategies import STRATEGIES, StrategyConfig, StrategyJob, load_prompts
+from booksum_app.strategies.base import ProgressFn
+from booksum_app.strategies.record import BookInfo, SummaryRecord, Totals
+
+LANG_CHOICES = ("auto", "en", "zh")
+
+
+def resolve_lang(lang: str, book: Book) -> str:
+    """``en`` or ``zh`` for prompts and sentence splitting; ``auto`` reads the book."""
+    if lang not in LANG_CHOICES:
+        raise ConfigError(f"--lang {lang!r}: use one of {', '.join(LANG_CHOICES)}")
+    if lang != "auto":
+        return lang
+    code = (book.language or "").lower()
+    if code.startswith("zh"):
+        return "zh"
+    if code.startswith("en"):
+        return "en"
+    return detect_lang(book.text()[:20_000])
+
+
+def default_record_path(book_path: str, strategy: str, out: Path | None) -> Path:
+    """Where the JSON record goes: next to OUT, else ``./booksum-out/<stem>-<strategy>.json``."""
+    if out is not None:
+        return Path(out).with_suffix(".json")
+    stem = Path(book_path).stem or "book"
+    return Path("booksum-out") / f"{stem}-{strategy}.json"
+
+
+def summarize_book(
+    path_or_book: str | os.PathLike[str] | Book,
+    *,
+    strategy: str = "hier",
+    model: str | ChatModel | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS,
+    prompts: str = "paper",
+    lang: str = "auto",
+    clean: bool = True,
+    chapter_aware: bool = False,
+    include_front_matter: bool = False,
+    direct_template: str = "ib",
+    temperature: float = DEFAULT_TEMPERATURE,
+    compression_temperature: float = COMPRESSION_TEMPERATURE,
+    top_p: float = DEFAULT_TOP_P,
+    llm_settings: LLMSettings = LLMSettings(),
+    on_progress: ProgressFn | None = None,
+    on_call: Callable[[CallRecord], None] | None = None,
+    progress: RunProgress | None = None,
+) -> SummaryRecord:
+    """Summarize a book file (or a :class:`Book`) with one strategy and return its full record.
+
+    Args:
+        path_or_book: .epub/.txt/.html/.md path, or an already opened Book.
+        strategy: a key of ``STRATEGIES`` ("hier", "inc", "direct").
+        model: a model string (see ``booksum_app.llm.registry``), a ready ChatModel, or None
+            for the default model.
+        chunk_size: tokens per chunk (BooookScore default 2048).
+        max_summary_tokens: G, the final summary's token budget (default 900).
+        prompts: "paper", "simple", or a directory of override templates.
+        lang: "auto", "en" or "zh".
+        clean: run artifact removal (LLM pass + deterministic cleanup) on the final summary.
+
+    Raises:
+        ConfigError, BookFormatError, PromptError, ModelError, CostLimitExceeded.
+    """
+    if strategy not in STRATEGIES:
+        raise ConfigError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    impl = STRATEGIES[strategy]
+    book = path_or_book if isinstance(path_or_book, Book) else open_book(
+        path_or_book, include_front_matter=include_front_matter
+    )
+    owned = None
+    if model is None or isinstance(model, str):
+        hooks = [h for h in (on_call, progress.on_call if progress else None) if h is not None]
+        owned = chat = get_model(
+            model, settings=llm_settings,
+            on_call=(lambda record: [h(record) for h in hooks]) if hooks else None,
+        )
+    else:
+        chat = model
+    if progress is not None:
+        progress.attach(chat)
+    events = [f for f in (on_progress, progress.on_event if progress else None) if f is not None]
+
+    def notify(event: Any) -> None:
+        for f in events:
+            f(event)
+
+    try:
+        return _run(
+            book, impl=impl, chat=chat, chunk_size=chunk_size, max_summary_tokens=max_summary_tokens,
+            prompts=prompts, lang=resolve_lang(lang, book), clean=clean, chapter_aware=chapter_aware,
+            include_front_matter=include_front_matter, direct_template=direct_template,
+            temperature=temperature, compression_temperature=compression_temperature, top_p=top_p,
+            on_progress=notify if events else None,
+        )
+    finally:
+        if owned is not None:
+            owned.close()
+
+
+def _run(
+    book: Book,
+    *,
+    impl: Any,
+    chat: ChatModel,
+    chunk_size: int,
+    max_summary_tokens: int,
+    prompts: str,
+    lang: str,
+    clean: bool,
+    chapter_aware: bool,
+    include_front_matter: bool,
+    direct_template: str,
+    temperature: float,
+    compression_temperature: float,
+    top_p: float,
+    on_progress: ProgressFn | None,
+) -> SummaryRecord:
+    started = time.perf_counter()
+    config = StrategyConfig(
+        chunk_size=chunk_size, max_summary_tokens=max_summary_tokens, temperature=temperature,
+        compression_temperature=compression_temperature, top_p=top_p, prompts=prompts, lang=lang,
+        direct_template=direct_template,
+    )
+    tokenizer = CallableTokenizer(f"model:{chat.info.name}", chat.count_tokens)
+    chunks = tuple(
+        chunk_book(book, chunk_size=chunk_size, tokenizer=tokenizer, chapter_aware=chapter_aware,
+                   include_front_matter=include_front_matter)
+    )
+    text = book.text(include_front_matter=include_front_matter)
+    bundle = load_prompts(
+        prompts, lang=lang, names=impl.template_names(config), base_set=impl.base_prompt_set(config)
+    )
+    result = impl.run(StrategyJob(chunks, text, config), model=chat, prompts=bundle, on_progress=on_progress)
+
+    cleaning: dict[str, Any] | None = None
+    summary, calls = result.summary, result.calls
+    if clean:
+        clean_bundle = load_prompts(prompts if prompts != "simple" else "paper", lang=lang, names=("clean",))
+        cleaned = remove_artifacts(
+            result.summary, model=chat, template=clean_bundle["clean"], lang=lang,
+            prompt_texts=[t.text for t in bundle.templates.values()], top_p=top_p,
+        )
+        summary, calls = cleaned.cleaned, calls + cleaned.calls
+        cleaning = {
+            "llm_text": cleaned.llm_text, "llm_rejected": cleaned.llm_rejected,
+            "removed": list(cleaned.removed), "prompt": clean_bundle.signature,
+        }
+    wall_s = time.perf_counter() - started
+    paid = [c for c in calls if not c.cache_hit]
+    totals = Totals(
+        calls=len(calls), cache_hits=len(calls) - len(paid),
+        input_tokens=sum(c.input_tokens for c in calls),
+        output_tokens=sum(c.output_tokens for c in calls),
+        cost_usd=round(sum(c.cost_usd for c in paid), 6), wall_s=round(wall_s, 3),
+        retries=sum(n.retries for n in result.nodes),
+        truncations=sum(int(n.truncated) for n in result.nodes),
+        compressions=sum(int(n.compression is not None) for n in result.nodes),
+    )
+    signature = make_signature(
+        impl.name, model=chat.info.name, chunk=chunk_size if impl.name != "direct" else None,
+        G=max_summary_tokens, prompts=bundle.signature, lang=lang, temp=temperature,
+        clean="on" if clean else "off",
+    )
+    info = BookInfo(
+        title=book.title, authors=tuple(book.authors), language=book.language,
+        source_path=book.source_path, format=book.format,
+        chapters_kept=tuple(c.title for c in book.selected_chapters(include_front_matter=include_front_matter)),
+        chapters_excluded=()
+        if include_front_matter
+        else tuple((c.title, c.excluded_reason or "") for c in book.excluded_chapters),
+        n_chunks=len(chunks), n_tokens=sum(c.n_tokens for c in chunks),
+    )
+    record_config = {
+        "strategy": impl.name, "model": chat.info.name, "context_window": chat.info.context_window,
+        "tokenizer": chat.info.tokenizer, "chunk_size": chunk_size,
+        "max_summary_tokens": max_summary_tokens, "temperature": temperature,
+        "compression_temperature": compression_temperature, "top_p": top_p, "prompts": prompts,
+        "prompt_signature": bundle.signature, "templates": {n: t.version for n, t in bundle.templates.items()},
+        "lang": lang, "clean": clean, "chapter_aware": chapter_aware,
+        "include_front_matter": include_front_matter, "max_tries": config.max_tries,
+    }
+    if impl.name == "direct":
+        record_config["direct_template"] = direct_template
+    record = SummaryRecord(
+        strategy=impl.name, model=chat.info.name, signature=signature, config=record_config,
+        book=info, summary=summary, raw_summary=result.summary, nodes=result.nodes, calls=calls,
+        totals=totals, level_budgets=result.level_budgets, truncation=result.truncation,
+        cleaning=cleaning, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    return record
+
+
+__all__ = ["LANG_CHOICES", "default_record_path", "resolve_lang", "summarize_book"]
