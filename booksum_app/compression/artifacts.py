@@ -59,9 +59,7 @@ _LEADING_PHRASE = re.compile(
     rf"(?:\s+\w+)?\s+{_PART},\s*(\w)",
     re.IGNORECASE | re.MULTILINE,
 )
-_INNER_PHRASE = re.compile(
-    rf",\s*(?:in|within)\s+{_WHICH}\s+{_PART}\s*,", re.IGNORECASE
-)
+_INNER_PHRASE = re.compile(rf",\s*(?:in|within)\s+{_WHICH}\s+{_PART}\s*,", re.IGNORECASE)
 _TRAILING_PHRASE = re.compile(
     rf"\s+(?:in|within)\s+(?:this|the\s+(?:current|previous|latest|given|provided))\s+{_PART}"
     rf"(?=[.!?,;])",
@@ -101,7 +99,7 @@ def clean_deterministic(
         if not match or not match.group(0).strip():
             break
         removed.append(match.group(0).strip())
-        text = text[match.end():].lstrip()
+        text = text[match.end() :].lstrip()
 
     def leading(m: re.Match[str]) -> str:
         removed.append(m.group(0)[:-1].strip())
@@ -134,7 +132,7 @@ def clean_deterministic(
     if text and not ends_sentence(text):
         cut = truncate_at_sentence_end(text, max_tokens=None, count_tokens=len, lang=lang)
         if cut and cut != text and ends_sentence(cut):
-            removed.append(text[len(cut):].strip())
+            removed.append(text[len(cut) :].strip())
             text = cut
     return text, tuple(r for r in removed if r)
 
@@ -157,17 +155,27 @@ def remove_artifacts(
         input_tokens = model.count_tokens(text)
         max_tokens = input_tokens + input_tokens // 10 + 32
         request = Request(
-            prompt=template.render(summary=text), max_tokens=max_tokens,
-            temperature=ARTIFACT_TEMPERATURE, top_p=top_p, purpose="clean",
+            prompt=template.render(summary=text),
+            max_tokens=max_tokens,
+            temperature=ARTIFACT_TEMPERATURE,
+            top_p=top_p,
+            purpose="clean",
         )
         completion = model.complete(request)
         llm_text = completion.text.strip()
         calls = (
             CallEntry(
-                purpose="clean", node="final", attempt=0, sample_index=0, max_tokens=max_tokens,
-                temperature=ARTIFACT_TEMPERATURE, input_tokens=completion.usage.input_tokens,
-                output_tokens=completion.usage.output_tokens, latency_s=completion.latency_s,
-                cost_usd=completion.cost_usd, cache_hit=completion.cache_hit,
+                purpose="clean",
+                node="final",
+                attempt=0,
+                sample_index=0,
+                max_tokens=max_tokens,
+                temperature=ARTIFACT_TEMPERATURE,
+                input_tokens=completion.usage.input_tokens,
+                output_tokens=completion.usage.output_tokens,
+                latency_s=completion.latency_s,
+                cost_usd=completion.cost_usd,
+                cache_hit=completion.cache_hit,
                 finish_reason=completion.finish_reason,
             ),
         )

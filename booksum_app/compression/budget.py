@@ -153,7 +153,9 @@ def inc_update_max_tokens(*, max_summary_tokens: int) -> int:
     return math.ceil(max_summary_tokens * INC_OVERFLOW_RATIO)
 
 
-def direct_text_budget(*, context_window: int, overhead_tokens: int, max_summary_tokens: int) -> int:
+def direct_text_budget(
+    *, context_window: int, overhead_tokens: int, max_summary_tokens: int
+) -> int:
     """Tokens of book text a direct (one-call) prompt can hold."""
     return context_window - overhead_tokens - PROMPT_MARGIN_TOKENS - max_summary_tokens
 
@@ -171,12 +173,12 @@ def check_fits(
 
 __all__ = [
     "CONTEXT_SHARE",
-    "HierPlan",
     "LEVEL_RATIO",
-    "MergeRoom",
     "MIN_BUDGET_TOKENS",
     "PROMPT_MARGIN_TOKENS",
     "WORDS_PER_TOKEN",
+    "HierPlan",
+    "MergeRoom",
     "check_fits",
     "count_words",
     "direct_text_budget",

@@ -76,19 +76,33 @@ def compress_to_budget(
         return template.render(**values)
 
     regenerator = Regenerator(
-        render=render, words=words_for_tokens(max_tokens), max_tokens=max_tokens,
-        temperature=temperature, retry_temperature=temperature, purpose="compress", node=node,
-        count_tokens=model.count_tokens, lang=lang, max_tries=max_tries, top_p=top_p,
+        render=render,
+        words=words_for_tokens(max_tokens),
+        max_tokens=max_tokens,
+        temperature=temperature,
+        retry_temperature=temperature,
+        purpose="compress",
+        node=node,
+        count_tokens=model.count_tokens,
+        lang=lang,
+        max_tries=max_tries,
+        top_p=top_p,
     )
     check_fits(
-        prompt_tokens=model.count_tokens(regenerator.request().prompt), max_tokens=max_tokens,
-        context_window=model.info.context_window, what=f"compression of {node}",
+        prompt_tokens=model.count_tokens(regenerator.request().prompt),
+        max_tokens=max_tokens,
+        context_window=model.info.context_window,
+        what=f"compression of {node}",
         fix="lower --max-summary-len",
     )
     generation = generate_valid(model, regenerator)
     return CompressionResult(
-        text=generation.text, input_tokens=input_tokens, output_tokens=generation.tokens,
-        target_tokens=max_tokens, attempts=generation.attempts, truncated=generation.truncated,
+        text=generation.text,
+        input_tokens=input_tokens,
+        output_tokens=generation.tokens,
+        target_tokens=max_tokens,
+        attempts=generation.attempts,
+        truncated=generation.truncated,
         calls=generation.calls,
     )
 

@@ -90,7 +90,9 @@ def truncate_at_sentence_end(
     return _hard_cut(text, max_tokens=max_tokens, count_tokens=count_tokens, lang=lang)
 
 
-def _hard_cut(text: str, *, max_tokens: int | None, count_tokens: Callable[[str], int], lang: str) -> str:
+def _hard_cut(
+    text: str, *, max_tokens: int | None, count_tokens: Callable[[str], int], lang: str
+) -> str:
     cjk = lang == "zh"
     units = list(text) if cjk else text.split()
     joiner = "" if cjk else " "
@@ -206,7 +208,9 @@ class Regenerator:
         text = completion.text.strip()
         tokens = self._count(text) if text else 0
         problems = summary_problems(
-            text, finish_reason=completion.finish_reason, max_tokens=self.max_tokens,
+            text,
+            finish_reason=completion.finish_reason,
+            max_tokens=self.max_tokens,
             count_tokens=self._count,
         )
         self._attempts.append(
@@ -215,11 +219,17 @@ class Regenerator:
         self._texts.append(text)
         self._calls.append(
             CallEntry(
-                purpose=request.purpose, node=self.node, attempt=attempt,
-                sample_index=request.sample_index, max_tokens=request.max_tokens,
-                temperature=request.temperature, input_tokens=completion.usage.input_tokens,
-                output_tokens=completion.usage.output_tokens, latency_s=completion.latency_s,
-                cost_usd=completion.cost_usd, cache_hit=completion.cache_hit,
+                purpose=request.purpose,
+                node=self.node,
+                attempt=attempt,
+                sample_index=request.sample_index,
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                input_tokens=completion.usage.input_tokens,
+                output_tokens=completion.usage.output_tokens,
+                latency_s=completion.latency_s,
+                cost_usd=completion.cost_usd,
+                cache_hit=completion.cache_hit,
                 finish_reason=completion.finish_reason,
             )
         )
@@ -229,9 +239,14 @@ class Regenerator:
         if len(self._attempts) < self._max_tries:
             return False
         candidates = [
-            (truncate_at_sentence_end(t, max_tokens=self.max_tokens, count_tokens=self._count,
-                                      lang=self._lang), t)
-            for t in self._texts if t
+            (
+                truncate_at_sentence_end(
+                    t, max_tokens=self.max_tokens, count_tokens=self._count, lang=self._lang
+                ),
+                t,
+            )
+            for t in self._texts
+            if t
         ]
         candidates = [(cut, raw) for cut, raw in candidates if cut]
         if not candidates:
@@ -245,8 +260,12 @@ class Regenerator:
 
     def _generation(self, text: str, raw: str, *, truncated: bool) -> Generation:
         return Generation(
-            text=text, raw_text=raw, tokens=self._count(text) if text else 0,
-            attempts=tuple(self._attempts), truncated=truncated, calls=tuple(self._calls),
+            text=text,
+            raw_text=raw,
+            tokens=self._count(text) if text else 0,
+            attempts=tuple(self._attempts),
+            truncated=truncated,
+            calls=tuple(self._calls),
         )
 
     def result(self) -> Generation:
@@ -266,14 +285,14 @@ def generate_valid(model: ChatModel, regenerator: Regenerator) -> Generation:
 
 __all__ = [
     "CUT_OFF",
-    "CallEntry",
     "EMPTY",
-    "AttemptInfo",
-    "Generation",
     "NO_SENTENCE_END",
     "OVER_LIMIT",
-    "Regenerator",
     "REGENERATION_TEMPERATURE",
+    "AttemptInfo",
+    "CallEntry",
+    "Generation",
+    "Regenerator",
     "ends_sentence",
     "generate_valid",
     "summary_problems",

@@ -149,10 +149,14 @@ def load_template(
     if override_dir is not None:
         override_dir = Path(override_dir)
         if not override_dir.is_dir():
-            raise PromptError(f"prompt directory {override_dir} does not exist; pass an existing directory")
+            raise PromptError(
+                f"prompt directory {override_dir} does not exist; pass an existing directory"
+            )
         for candidate in (override_dir / lang / f"{name}.txt", override_dir / f"{name}.txt"):
             if candidate.is_file():
-                return parse_template(name, candidate.read_text(encoding="utf-8"), source=str(candidate))
+                return parse_template(
+                    name, candidate.read_text(encoding="utf-8"), source=str(candidate)
+                )
     sets = [prompt_set]
     while sets[-1] in FALLBACK_SET:
         sets.append(FALLBACK_SET[sets[-1]])

@@ -71,8 +71,16 @@ class RunProgress:
         in_flight = int(getattr(self._model, "in_flight", 0) or 0)
         with self._lock:
             return ProgressSnapshot(
-                self._stage, self._done, self._total, self._calls, self._hits, in_flight,
-                self._in, self._out, self._cost, time.perf_counter() - self._start,
+                self._stage,
+                self._done,
+                self._total,
+                self._calls,
+                self._hits,
+                in_flight,
+                self._in,
+                self._out,
+                self._cost,
+                time.perf_counter() - self._start,
             )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,7 @@ def summarize_book(
     temperature: float = DEFAULT_TEMPERATURE,
     compression_temperature: float = COMPRESSION_TEMPERATURE,
     top_p: float = DEFAULT_TOP_P,
-    llm_settings: LLMSettings = LLMSettings(),
+    llm_settings: LLMSettings | None = None,
     on_progress: ProgressFn | None = None,
     on_call: Callable[[CallRecord], None] | None = None,
     progress: RunProgress | None = None,
@@ -100,14 +100,17 @@ def summarize_book(
     if strategy not in STRATEGIES:
         raise ConfigError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     impl = STRATEGIES[strategy]
-    book = path_or_book if isinstance(path_or_book, Book) else open_book(
-        path_or_book, include_front_matter=include_front_matter
+    book = (
+        path_or_book
+        if isinstance(path_or_book, Book)
+        else open_book(path_or_book, include_front_matter=include_front_matter)
     )
     owned = None
     if model is None or isinstance(model, str):
         hooks = [h for h in (on_call, progress.on_call if progress else None) if h is not None]
         owned = chat = get_model(
-            model, settings=llm_settings,
+            model,
+            settings=llm_settings or LLMSettings(),
             on_call=(lambda record: [h(record) for h in hooks]) if hooks else None,
         )
     else:
@@ -122,10 +125,20 @@ def summarize_book(
 
     try:
         return _run(
-            book, impl=impl, chat=chat, chunk_size=chunk_size, max_summary_tokens=max_summary_tokens,
-            prompts=prompts, lang=resolve_lang(lang, book), clean=clean, chapter_aware=chapter_aware,
-            include_front_matter=include_front_matter, direct_template=direct_template,
-            temperature=temperature, compression_temperature=compression_temperature, top_p=top_p,
+            book,
+            impl=impl,
+            chat=chat,
+            chunk_size=chunk_size,
+            max_summary_tokens=max_summary_tokens,
+            prompts=prompts,
+            lang=resolve_lang(lang, book),
+            clean=clean,
+            chapter_aware=chapter_aware,
+            include_front_matter=include_front_matter,
+            direct_template=direct_template,
+            temperature=temperature,
+            compression_temperature=compression_temperature,
+            top_p=top_p,
             on_progress=notify if events else None,
         )
     finally:
@@ -153,75 +166,128 @@ def _run(
 ) -> SummaryRecord:
     started = time.perf_counter()
     config = StrategyConfig(
-        chunk_size=chunk_size, max_summary_tokens=max_summary_tokens, temperature=temperature,
-        compression_temperature=compression_temperature, top_p=top_p, prompts=prompts, lang=lang,
+        chunk_size=chunk_size,
+        max_summary_tokens=max_summary_tokens,
+        temperature=temperature,
+        compression_temperature=compression_temperature,
+        top_p=top_p,
+        prompts=prompts,
+        lang=lang,
         direct_template=direct_template,
     )
     tokenizer = CallableTokenizer(f"model:{chat.info.name}", chat.count_tokens)
     chunks = tuple(
-        chunk_book(book, chunk_size=chunk_size, tokenizer=tokenizer, chapter_aware=chapter_aware,
-                   include_front_matter=include_front_matter)
+        chunk_book(
+            book,
+            chunk_size=chunk_size,
+            tokenizer=tokenizer,
+            chapter_aware=chapter_aware,
+            include_front_matter=include_front_matter,
+        )
     )
     text = book.text(include_front_matter=include_front_matter)
     bundle = load_prompts(
         prompts, lang=lang, names=impl.template_names(config), base_set=impl.base_prompt_set(config)
     )
-    result = impl.run(StrategyJob(chunks, text, config), model=chat, prompts=bundle, on_progress=on_progress)
+    result = impl.run(
+        StrategyJob(chunks, text, config), model=chat, prompts=bundle, on_progress=on_progress
+    )
 
     cleaning: dict[str, Any] | None = None
     summary, calls = result.summary, result.calls
     if clean:
-        clean_bundle = load_prompts(prompts if prompts != "simple" else "paper", lang=lang, names=("clean",))
+        clean_bundle = load_prompts(
+            prompts if prompts != "simple" else "paper", lang=lang, names=("clean",)
+        )
         cleaned = remove_artifacts(
-            result.summary, model=chat, template=clean_bundle["clean"], lang=lang,
-            prompt_texts=[t.text for t in bundle.templates.values()], top_p=top_p,
+            result.summary,
+            model=chat,
+            template=clean_bundle["clean"],
+            lang=lang,
+            prompt_texts=[t.text for t in bundle.templates.values()],
+            top_p=top_p,
         )
         summary, calls = cleaned.cleaned, calls + cleaned.calls
         cleaning = {
-            "llm_text": cleaned.llm_text, "llm_rejected": cleaned.llm_rejected,
-            "removed": list(cleaned.removed), "prompt": clean_bundle.signature,
+            "llm_text": cleaned.llm_text,
+            "llm_rejected": cleaned.llm_rejected,
+            "removed": list(cleaned.removed),
+            "prompt": clean_bundle.signature,
         }
     wall_s = time.perf_counter() - started
     paid = [c for c in calls if not c.cache_hit]
     totals = Totals(
-        calls=len(calls), cache_hits=len(calls) - len(paid),
+        calls=len(calls),
+        cache_hits=len(calls) - len(paid),
         input_tokens=sum(c.input_tokens for c in calls),
         output_tokens=sum(c.output_tokens for c in calls),
-        cost_usd=round(sum(c.cost_usd for c in paid), 6), wall_s=round(wall_s, 3),
+        cost_usd=round(sum(c.cost_usd for c in paid), 6),
+        wall_s=round(wall_s, 3),
         retries=sum(n.retries for n in result.nodes),
         truncations=sum(int(n.truncated) for n in result.nodes),
         compressions=sum(int(n.compression is not None) for n in result.nodes),
     )
     signature = make_signature(
-        impl.name, model=chat.info.name, chunk=chunk_size if impl.name != "direct" else None,
-        G=max_summary_tokens, prompts=bundle.signature, lang=lang, temp=temperature,
+        impl.name,
+        model=chat.info.name,
+        chunk=chunk_size if impl.name != "direct" else None,
+        G=max_summary_tokens,
+        prompts=bundle.signature,
+        lang=lang,
+        temp=temperature,
         clean="on" if clean else "off",
     )
     info = BookInfo(
-        title=book.title, authors=tuple(book.authors), language=book.language,
-        source_path=book.source_path, format=book.format,
-        chapters_kept=tuple(c.title for c in book.selected_chapters(include_front_matter=include_front_matter)),
+        title=book.title,
+        authors=tuple(book.authors),
+        language=book.language,
+        source_path=book.source_path,
+        format=book.format,
+        chapters_kept=tuple(
+            c.title for c in book.selected_chapters(include_front_matter=include_front_matter)
+        ),
         chapters_excluded=()
         if include_front_matter
         else tuple((c.title, c.excluded_reason or "") for c in book.excluded_chapters),
-        n_chunks=len(chunks), n_tokens=sum(c.n_tokens for c in chunks),
+        n_chunks=len(chunks),
+        n_tokens=sum(c.n_tokens for c in chunks),
     )
     record_config = {
-        "strategy": impl.name, "model": chat.info.name, "context_window": chat.info.context_window,
-        "tokenizer": chat.info.tokenizer, "chunk_size": chunk_size,
-        "max_summary_tokens": max_summary_tokens, "temperature": temperature,
-        "compression_temperature": compression_temperature, "top_p": top_p, "prompts": prompts,
-        "prompt_signature": bundle.signature, "templates": {n: t.version for n, t in bundle.templates.items()},
-        "lang": lang, "clean": clean, "chapter_aware": chapter_aware,
-        "include_front_matter": include_front_matter, "max_tries": config.max_tries,
+        "strategy": impl.name,
+        "model": chat.info.name,
+        "context_window": chat.info.context_window,
+        "tokenizer": chat.info.tokenizer,
+        "chunk_size": chunk_size,
+        "max_summary_tokens": max_summary_tokens,
+        "temperature": temperature,
+        "compression_temperature": compression_temperature,
+        "top_p": top_p,
+        "prompts": prompts,
+        "prompt_signature": bundle.signature,
+        "templates": {n: t.version for n, t in bundle.templates.items()},
+        "lang": lang,
+        "clean": clean,
+        "chapter_aware": chapter_aware,
+        "include_front_matter": include_front_matter,
+        "max_tries": config.max_tries,
     }
     if impl.name == "direct":
         record_config["direct_template"] = direct_template
     record = SummaryRecord(
-        strategy=impl.name, model=chat.info.name, signature=signature, config=record_config,
-        book=info, summary=summary, raw_summary=result.summary, nodes=result.nodes, calls=calls,
-        totals=totals, level_budgets=result.level_budgets, truncation=result.truncation,
-        cleaning=cleaning, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        strategy=impl.name,
+        model=chat.info.name,
+        signature=signature,
+        config=record_config,
+        book=info,
+        summary=summary,
+        raw_summary=result.summary,
+        nodes=result.nodes,
+        calls=calls,
+        totals=totals,
+        level_budgets=result.level_budgets,
+        truncation=result.truncation,
+        cleaning=cleaning,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     return record
 

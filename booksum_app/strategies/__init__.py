@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 from booksum_app.strategies.base import (
-    PromptBundle,
     ProgressEvent,
+    PromptBundle,
     Strategy,
     StrategyConfig,
     StrategyJob,
@@ -35,8 +35,8 @@ STRATEGIES: dict[str, Strategy] = {
 __all__ = [
     "STRATEGIES",
     "BookInfo",
-    "PromptBundle",
     "ProgressEvent",
+    "PromptBundle",
     "Strategy",
     "StrategyConfig",
     "StrategyJob",

@@ -46,9 +46,13 @@ class StrategyConfig:
 
     def __post_init__(self) -> None:
         if self.chunk_size < 64:
-            raise ConfigError(f"--chunk-size {self.chunk_size} is too small; use at least 64 tokens")
+            raise ConfigError(
+                f"--chunk-size {self.chunk_size} is too small; use at least 64 tokens"
+            )
         if self.max_summary_tokens < 16:
-            raise ConfigError(f"--max-summary-len {self.max_summary_tokens} is too small; use at least 16")
+            raise ConfigError(
+                f"--max-summary-len {self.max_summary_tokens} is too small; use at least 16"
+            )
         if self.direct_template not in DIRECT_TEMPLATE_CHOICES:
             raise ConfigError(f"--direct-template must be one of {DIRECT_TEMPLATE_CHOICES}")
         if self.max_tries < 1:
@@ -202,7 +206,9 @@ class Strategy(Protocol):
     ) -> StrategyResult: ...
 
 
-def notify(on_progress: ProgressFn | None, stage: str, done: int, total: int, node: str = "") -> None:
+def notify(
+    on_progress: ProgressFn | None, stage: str, done: int, total: int, node: str = ""
+) -> None:
     """Send a progress event when someone listens."""
     if on_progress is not None:
         on_progress(ProgressEvent(stage, done, total, node))
@@ -211,9 +217,9 @@ def notify(on_progress: ProgressFn | None, stage: str, done: int, total: int, no
 __all__ = [
     "CompressionInfo",
     "DirectTruncation",
-    "PromptBundle",
     "ProgressEvent",
     "ProgressFn",
+    "PromptBundle",
     "Strategy",
     "StrategyConfig",
     "StrategyJob",

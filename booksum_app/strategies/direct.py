@@ -29,8 +29,8 @@ from booksum_app.errors import ConfigError, ContextTooLong
 from booksum_app.llm.base import ChatModel
 from booksum_app.strategies.base import (
     DirectTruncation,
-    PromptBundle,
     ProgressFn,
+    PromptBundle,
     StrategyConfig,
     StrategyJob,
     StrategyResult,
@@ -44,7 +44,12 @@ MAX_FIT_ROUNDS = 8
 
 
 def head_tail(
-    text: str, *, budget_tokens: int, count_tokens: object, lang: str, head_share: float = HEAD_SHARE
+    text: str,
+    *,
+    budget_tokens: int,
+    count_tokens: object,
+    lang: str,
+    head_share: float = HEAD_SHARE,
 ) -> tuple[str, str]:
     """Whole sentences from the start (``head_share`` of the budget) and from the end (the rest)."""
     count = count_tokens  # Callable[[str], int]
@@ -57,7 +62,7 @@ def head_tail(
     suffix = list(accumulate(reversed(sizes)))
     n_tail = min(bisect.bisect_right(suffix, tail_budget), len(spans) - n_head)
     head = text[: spans[n_head - 1][1]] if n_head else ""
-    tail = text[spans[len(spans) - n_tail][0]:] if n_tail else ""
+    tail = text[spans[len(spans) - n_tail][0] :] if n_tail else ""
     return head, tail
 
 
@@ -100,7 +105,9 @@ class Direct:
             return template.render(text=body)
 
         overhead = count(render(words, ""))
-        budget = direct_text_budget(context_window=window, overhead_tokens=overhead, max_summary_tokens=G)
+        budget = direct_text_budget(
+            context_window=window, overhead_tokens=overhead, max_summary_tokens=G
+        )
         if budget < 64:
             raise ContextTooLong(
                 f"the model's {window}-token context leaves no room for book text with a {G}-token "
@@ -110,34 +117,62 @@ class Direct:
         body, truncation = text, None
         if book_tokens > budget:
             target = budget
-            for _ in range(MAX_FIT_ROUNDS):  # per-sentence counts are estimates: shrink until it fits
-                head, tail = head_tail(text, budget_tokens=target, count_tokens=count, lang=cfg.lang)
+            for _ in range(
+                MAX_FIT_ROUNDS
+            ):  # per-sentence counts are estimates: shrink until it fits
+                head, tail = head_tail(
+                    text, budget_tokens=target, count_tokens=count, lang=cfg.lang
+                )
                 body = head + TRUNCATION_MARKER + tail
                 if count(render(words, body)) + G + PROMPT_MARGIN_TOKENS <= window:
                     break
                 target = int(target * 0.97)
             head_tokens, tail_tokens = count(head), count(tail)
             truncation = DirectTruncation(
-                book_tokens=book_tokens, text_budget_tokens=budget, head_tokens=head_tokens,
-                tail_tokens=tail_tokens, cut_tokens=max(0, book_tokens - head_tokens - tail_tokens),
-                head_share=HEAD_SHARE, marker=TRUNCATION_MARKER.strip(),
+                book_tokens=book_tokens,
+                text_budget_tokens=budget,
+                head_tokens=head_tokens,
+                tail_tokens=tail_tokens,
+                cut_tokens=max(0, book_tokens - head_tokens - tail_tokens),
+                head_share=HEAD_SHARE,
+                marker=TRUNCATION_MARKER.strip(),
             )
         prompt_tokens = count(render(words, body))
         check_fits(
-            prompt_tokens=prompt_tokens + PROMPT_MARGIN_TOKENS, max_tokens=G, context_window=window,
-            what="direct prompt", fix="lower --max-summary-len",
+            prompt_tokens=prompt_tokens + PROMPT_MARGIN_TOKENS,
+            max_tokens=G,
+            context_window=window,
+            what="direct prompt",
+            fix="lower --max-summary-len",
         )
         regen = Regenerator(
-            render=lambda w: render(w, body), words=words, max_tokens=G, temperature=cfg.temperature,
-            retry_temperature=cfg.compression_temperature, purpose="direct", node="direct",
-            count_tokens=count, lang=cfg.lang, max_tries=cfg.max_tries, top_p=cfg.top_p,
+            render=lambda w: render(w, body),
+            words=words,
+            max_tokens=G,
+            temperature=cfg.temperature,
+            retry_temperature=cfg.compression_temperature,
+            purpose="direct",
+            node="direct",
+            count_tokens=count,
+            lang=cfg.lang,
+            max_tries=cfg.max_tries,
+            top_p=cfg.top_p,
         )
         generation = generate_valid(model, regen)
         node = SummaryNode(
-            id="direct", kind="direct", level=0, index=0, children=(),
-            chunk_span=(0, max(0, len(job.chunks) - 1)), text=generation.text,
-            tokens=generation.tokens, budget_tokens=G, words_asked=generation.attempts[-1].words_asked,
-            prompt_tokens=prompt_tokens, retries=generation.retries, truncated=generation.truncated,
+            id="direct",
+            kind="direct",
+            level=0,
+            index=0,
+            children=(),
+            chunk_span=(0, max(0, len(job.chunks) - 1)),
+            text=generation.text,
+            tokens=generation.tokens,
+            budget_tokens=G,
+            words_asked=generation.attempts[-1].words_asked,
+            prompt_tokens=prompt_tokens,
+            retries=generation.retries,
+            truncated=generation.truncated,
             attempts=generation.attempts,
         )
         notify(on_progress, "direct", 1, 1, "direct")
@@ -146,4 +181,4 @@ class Direct:
         )
 
 
-__all__ = ["Direct", "head_tail", "HEAD_SHARE", "TRUNCATION_MARKER"]
+__all__ = ["HEAD_SHARE", "TRUNCATION_MARKER", "Direct", "head_tail"]

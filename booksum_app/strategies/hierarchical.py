@@ -37,12 +37,17 @@ from booksum_app.compression.budget import (
     plan_hier,
     words_for_tokens,
 )
-from booksum_app.compression.validity import CallEntry, Generation, Regenerator, truncate_at_sentence_end
+from booksum_app.compression.validity import (
+    CallEntry,
+    Generation,
+    Regenerator,
+    truncate_at_sentence_end,
+)
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ChatModel, Completion, Request
 from booksum_app.strategies.base import (
-    PromptBundle,
     ProgressFn,
+    PromptBundle,
     StrategyConfig,
     StrategyJob,
     StrategyResult,
@@ -69,7 +74,9 @@ class _Level:
     next_start: int = 0  # first summary of the level below not yet in a group
     in_flight: bool = False
     complete: bool = False
-    item_tokens: dict[int, int] = field(default_factory=dict)  # header+text tokens of level-below items
+    item_tokens: dict[int, int] = field(
+        default_factory=dict
+    )  # header+text tokens of level-below items
 
     @property
     def count(self) -> int:
@@ -120,10 +127,17 @@ class _Run:
     """One hierarchical merging run: planning, the event loop, and the result."""
 
     def __init__(
-        self, job: StrategyJob, *, model: ChatModel, prompts: PromptBundle, on_progress: ProgressFn | None
+        self,
+        job: StrategyJob,
+        *,
+        model: ChatModel,
+        prompts: PromptBundle,
+        on_progress: ProgressFn | None,
     ) -> None:
         if not job.chunks:
-            raise ConfigError("the book has no text to summarize (no chunks); check --include-front-matter")
+            raise ConfigError(
+                "the book has no text to summarize (no chunks); check --include-front-matter"
+            )
         self.job, self.cfg, self.model, self.prompts = job, job.config, model, prompts
         self.on_progress = on_progress
         self.count = model.count_tokens
@@ -138,8 +152,11 @@ class _Run:
         self.merge_overhead = ctx_overhead
         self.item_overhead = self.count(ITEM_HEADER.format(k=999) + ITEM_SEPARATOR)
         self.plan: HierPlan = plan_hier(
-            n_leaves=len(job.chunks), context_window=self.window, max_summary_tokens=self.G,
-            merge_overhead_tokens=ctx_overhead, item_overhead_tokens=self.item_overhead,
+            n_leaves=len(job.chunks),
+            context_window=self.window,
+            max_summary_tokens=self.G,
+            merge_overhead_tokens=ctx_overhead,
+            item_overhead_tokens=self.item_overhead,
         )
         self.levels: list[_Level] = [_Level()]
         self.futures: dict[Future[Completion], _Pending] = {}
@@ -152,7 +169,8 @@ class _Run:
 
     def room(self, level: int) -> MergeRoom:
         return merge_room(
-            context_window=self.window, overhead_tokens=self.merge_overhead,
+            context_window=self.window,
+            overhead_tokens=self.merge_overhead,
             budget_tokens=self.plan.budget(level),
         )
 
@@ -183,18 +201,30 @@ class _Run:
             chunk_tokens = chunk.n_tokens if chunk.n_tokens > 0 else self.count(text)
             prompt_tokens = instructions + chunk_tokens
             check_fits(
-                prompt_tokens=prompt_tokens + PROMPT_MARGIN_TOKENS, max_tokens=budget,
-                context_window=self.window, what=f"chunk {index}",
+                prompt_tokens=prompt_tokens + PROMPT_MARGIN_TOKENS,
+                max_tokens=budget,
+                context_window=self.window,
+                what=f"chunk {index}",
                 fix=f"lower --chunk-size (now {self.cfg.chunk_size})",
             )
-            self.submit(_Pending(regen, request, 0, index, (), (index, index), budget, prompt_tokens, None, 0))
+            self.submit(
+                _Pending(
+                    regen, request, 0, index, (), (index, index), budget, prompt_tokens, None, 0
+                )
+            )
 
     def _regenerator(self, render: object, budget: int, *, purpose: str, node: str) -> Regenerator:
         return Regenerator(
             render=render,  # type: ignore[arg-type]
-            words=words_for_tokens(budget), max_tokens=budget, temperature=self.cfg.temperature,
-            retry_temperature=self.cfg.compression_temperature, purpose=purpose, node=node,
-            count_tokens=self.count, lang=self.cfg.lang, max_tries=self.cfg.max_tries,
+            words=words_for_tokens(budget),
+            max_tokens=budget,
+            temperature=self.cfg.temperature,
+            retry_temperature=self.cfg.compression_temperature,
+            purpose=purpose,
+            node=node,
+            count_tokens=self.count,
+            lang=self.cfg.lang,
+            max_tries=self.cfg.max_tries,
             top_p=self.cfg.top_p,
         )
 
@@ -219,11 +249,11 @@ class _Run:
             raise
         if self.root is None:  # pragma: no cover - the loop always ends at a root
             raise RuntimeError("hierarchical merging ended without a final summary")
-        nodes = tuple(
-            node for level in self.levels for _, node in sorted(level.nodes.items())
-        )
+        nodes = tuple(node for level in self.levels for _, node in sorted(level.nodes.items()))
         return StrategyResult(
-            summary=self.root.text, nodes=nodes, calls=tuple(self.calls),
+            summary=self.root.text,
+            nodes=nodes,
+            calls=tuple(self.calls),
             level_budgets=self.plan.budgets,
         )
 
@@ -232,18 +262,33 @@ class _Run:
         level = pending.level
         kind = "chunk" if level == 0 else "merge"
         node = SummaryNode(
-            id=f"L{level}.{pending.index}", kind=kind, level=level, index=pending.index,
-            children=pending.children, chunk_span=pending.chunk_span, text=generation.text,
-            tokens=generation.tokens, budget_tokens=pending.budget,
-            words_asked=generation.attempts[-1].words_asked, prompt_tokens=pending.prompt_tokens,
-            context_node=pending.context_node, context_tokens=pending.context_tokens,
-            retries=generation.retries, truncated=generation.truncated, attempts=generation.attempts,
+            id=f"L{level}.{pending.index}",
+            kind=kind,
+            level=level,
+            index=pending.index,
+            children=pending.children,
+            chunk_span=pending.chunk_span,
+            text=generation.text,
+            tokens=generation.tokens,
+            budget_tokens=pending.budget,
+            words_asked=generation.attempts[-1].words_asked,
+            prompt_tokens=pending.prompt_tokens,
+            context_node=pending.context_node,
+            context_tokens=pending.context_tokens,
+            retries=generation.retries,
+            truncated=generation.truncated,
+            attempts=generation.attempts,
         )
         state = self.levels[level]
         state.nodes[pending.index] = node
         self.done_nodes += 1
-        notify(self.on_progress, "chunks" if level == 0 else "merges", self.done_nodes,
-               max(self.total_nodes, self.done_nodes), node.id)
+        notify(
+            self.on_progress,
+            "chunks" if level == 0 else "merges",
+            self.done_nodes,
+            max(self.total_nodes, self.done_nodes),
+            node.id,
+        )
         if level == 0:
             state.complete = len(state.nodes) == len(self.job.chunks)
             if len(self.job.chunks) == 1:
@@ -279,10 +324,9 @@ class _Run:
         while end in below.nodes:
             tokens = state.item_tokens.get(end)
             if tokens is None:
-                tokens = state.item_tokens[end] = (
-                    self.count(ITEM_HEADER.format(k=end - start + 1) + below.nodes[end].text)
-                    + self.count(ITEM_SEPARATOR)
-                )
+                tokens = state.item_tokens[end] = self.count(
+                    ITEM_HEADER.format(k=end - start + 1) + below.nodes[end].text
+                ) + self.count(ITEM_SEPARATOR)
             if used + tokens > room.inputs_tokens and end > start:
                 break  # the next summary overflows: the group is [start, end)
             used += tokens
@@ -306,7 +350,9 @@ class _Run:
         if index == 0:
             template = self.prompts["merge"]
             if covers_all:
-                skeleton = self.count(template.render(summaries=summaries, word_limit=words_for_tokens(self.G)))
+                skeleton = self.count(
+                    template.render(summaries=summaries, word_limit=words_for_tokens(self.G))
+                )
                 if skeleton + self.G <= self.window:
                     budget = self.G
         else:
@@ -314,9 +360,15 @@ class _Run:
             previous = state.nodes[index - 1]
             room = self.room(level)
             context_text = truncate_at_sentence_end(
-                previous.text, max_tokens=room.context_tokens, count_tokens=self.count, lang=self.cfg.lang
+                previous.text,
+                max_tokens=room.context_tokens,
+                count_tokens=self.count,
+                lang=self.cfg.lang,
             )
-            context_node, context_tokens = previous.id, self.count(context_text) if context_text else 0
+            context_node, context_tokens = (
+                previous.id,
+                self.count(context_text) if context_text else 0,
+            )
 
         def render(words: int) -> str:
             if index == 0:
@@ -327,8 +379,11 @@ class _Run:
         request = regen.request()
         prompt_tokens = self.count(request.prompt)
         check_fits(
-            prompt_tokens=prompt_tokens, max_tokens=budget, context_window=self.window,
-            what=f"merge L{level}.{index}", fix="lower --max-summary-len or --chunk-size",
+            prompt_tokens=prompt_tokens,
+            max_tokens=budget,
+            context_window=self.window,
+            what=f"merge L{level}.{index}",
+            fix="lower --max-summary-len or --chunk-size",
         )
         state.groups.append((start, end))
         state.next_start = end
@@ -336,16 +391,33 @@ class _Run:
         state.in_flight = True
         span = (below.nodes[start].chunk_span[0], below.nodes[end - 1].chunk_span[1])
         self.submit(
-            _Pending(regen, request, level, index, tuple(range(start, end)), span, budget,
-                     prompt_tokens, context_node, context_tokens)
+            _Pending(
+                regen,
+                request,
+                level,
+                index,
+                tuple(range(start, end)),
+                span,
+                budget,
+                prompt_tokens,
+                context_node,
+                context_tokens,
+            )
         )
 
 
 def _replace_request(pending: _Pending, request: Request) -> _Pending:
     """The same node with its next try's request (a regeneration asks for fewer words: no larger)."""
     return _Pending(
-        pending.regenerator, request, pending.level, pending.index, pending.children,
-        pending.chunk_span, pending.budget, pending.prompt_tokens, pending.context_node,
+        pending.regenerator,
+        request,
+        pending.level,
+        pending.index,
+        pending.children,
+        pending.chunk_span,
+        pending.budget,
+        pending.prompt_tokens,
+        pending.context_node,
         pending.context_tokens,
     )
 

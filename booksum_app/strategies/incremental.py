@@ -30,10 +30,11 @@ from booksum_app.compression.compress import compress_to_budget
 from booksum_app.compression.validity import CallEntry, Regenerator, generate_valid
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ChatModel
+from booksum_app.prompts import Template
 from booksum_app.strategies.base import (
     CompressionInfo,
-    PromptBundle,
     ProgressFn,
+    PromptBundle,
     StrategyConfig,
     StrategyJob,
     StrategyResult,
@@ -48,7 +49,9 @@ class Incremental:
     """The ``inc`` strategy."""
 
     name = "inc"
-    description = "incremental updating: keep one running summary, update it chunk by chunk, compress past G"
+    description = (
+        "incremental updating: keep one running summary, update it chunk by chunk, compress past G"
+    )
 
     def template_names(self, config: StrategyConfig) -> tuple[str, ...]:
         """Templates this strategy renders."""
@@ -69,7 +72,9 @@ class Incremental:
         """Summarize ``job.chunks`` by incremental updating."""
         cfg = job.config
         if not job.chunks:
-            raise ConfigError("the book has no text to summarize (no chunks); check --include-front-matter")
+            raise ConfigError(
+                "the book has no text to summarize (no chunks); check --include-front-matter"
+            )
         G = cfg.max_summary_tokens
         window = model.info.context_window
         count = model.count_tokens
@@ -90,8 +95,13 @@ class Incremental:
             template = prompts["inc_init"] if i == 0 else prompts["inc_update"]
             previous = running
 
-            def render(words: int, text: str = chunk.text, previous: str = previous, first: bool = i == 0) -> str:
-                if first:
+            def render(
+                words: int,
+                text: str = chunk.text,
+                previous: str = previous,
+                template: Template = template,
+            ) -> str:
+                if "summary" not in template.fields:
                     return template.render(text=text, word_limit=words)
                 return template.render(text=text, summary=previous, word_limit=words)
 
@@ -101,15 +111,24 @@ class Incremental:
             max_tokens = min(cap, room)
             if max_tokens < G:  # the update must at least be able to write a G-token summary
                 check_fits(
-                    prompt_tokens=prompt_tokens + PROMPT_MARGIN_TOKENS, max_tokens=G,
-                    context_window=window, what=f"update with chunk {i}",
+                    prompt_tokens=prompt_tokens + PROMPT_MARGIN_TOKENS,
+                    max_tokens=G,
+                    context_window=window,
+                    what=f"update with chunk {i}",
                     fix=f"lower --chunk-size (now {cfg.chunk_size}) or --max-summary-len",
                 )
             regen = Regenerator(
-                render=render, words=words, max_tokens=max_tokens, temperature=cfg.temperature,
+                render=render,
+                words=words,
+                max_tokens=max_tokens,
+                temperature=cfg.temperature,
                 retry_temperature=cfg.compression_temperature,
-                purpose="inc_init" if i == 0 else "inc_update", node=f"inc.{i}", count_tokens=count,
-                lang=cfg.lang, max_tries=cfg.max_tries, top_p=cfg.top_p,
+                purpose="inc_init" if i == 0 else "inc_update",
+                node=f"inc.{i}",
+                count_tokens=count,
+                lang=cfg.lang,
+                max_tries=cfg.max_tries,
+                top_p=cfg.top_p,
             )
             generation = generate_valid(model, regen)
             calls.extend(generation.calls)
@@ -117,24 +136,42 @@ class Incremental:
             compression: CompressionInfo | None = None
             if tokens > G:
                 result = compress_to_budget(
-                    running, model=model, max_tokens=target, template=prompts["compress"],
-                    lang=cfg.lang, max_tries=cfg.max_tries, node=f"inc.{i}",
-                    temperature=cfg.compression_temperature, top_p=cfg.top_p,
+                    running,
+                    model=model,
+                    max_tokens=target,
+                    template=prompts["compress"],
+                    lang=cfg.lang,
+                    max_tries=cfg.max_tries,
+                    node=f"inc.{i}",
+                    temperature=cfg.compression_temperature,
+                    top_p=cfg.top_p,
                 )
                 calls.extend(result.calls)
                 compression = CompressionInfo(
-                    input_tokens=result.input_tokens, output_tokens=result.output_tokens,
-                    target_tokens=target, truncated=result.truncated, attempts=result.attempts,
+                    input_tokens=result.input_tokens,
+                    output_tokens=result.output_tokens,
+                    target_tokens=target,
+                    truncated=result.truncated,
+                    attempts=result.attempts,
                     text_before=running,
                 )
                 running, tokens = result.text, result.output_tokens
             nodes.append(
                 SummaryNode(
-                    id=f"inc.{i}", kind="inc_init" if i == 0 else "inc_update", level=0, index=i,
-                    children=(), chunk_span=(0, i), text=running, tokens=tokens,
-                    budget_tokens=target, words_asked=generation.attempts[-1].words_asked,
-                    prompt_tokens=prompt_tokens, retries=generation.retries,
-                    truncated=generation.truncated, attempts=generation.attempts,
+                    id=f"inc.{i}",
+                    kind="inc_init" if i == 0 else "inc_update",
+                    level=0,
+                    index=i,
+                    children=(),
+                    chunk_span=(0, i),
+                    text=running,
+                    tokens=tokens,
+                    budget_tokens=target,
+                    words_asked=generation.attempts[-1].words_asked,
+                    prompt_tokens=prompt_tokens,
+                    retries=generation.retries,
+                    truncated=generation.truncated,
+                    attempts=generation.attempts,
                     compression=compression,
                 )
             )

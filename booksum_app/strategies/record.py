@@ -96,31 +96,45 @@ class SummaryRecord:
         try:
             book = data["book"]
             return cls(
-                strategy=data["strategy"], model=data["model"], signature=data["signature"],
+                strategy=data["strategy"],
+                model=data["model"],
+                signature=data["signature"],
                 config=dict(data["config"]),
                 book=BookInfo(
-                    title=book["title"], authors=tuple(book["authors"]), language=book["language"],
-                    source_path=book["source_path"], format=book["format"],
+                    title=book["title"],
+                    authors=tuple(book["authors"]),
+                    language=book["language"],
+                    source_path=book["source_path"],
+                    format=book["format"],
                     chapters_kept=tuple(book["chapters_kept"]),
                     chapters_excluded=tuple((t, r) for t, r in book["chapters_excluded"]),
-                    n_chunks=book["n_chunks"], n_tokens=book["n_tokens"],
+                    n_chunks=book["n_chunks"],
+                    n_tokens=book["n_tokens"],
                 ),
-                summary=data["summary"], raw_summary=data["raw_summary"],
+                summary=data["summary"],
+                raw_summary=data["raw_summary"],
                 nodes=tuple(_node(n) for n in data["nodes"]),
                 calls=tuple(CallEntry(**c) for c in data["calls"]),
                 totals=Totals(**data["totals"]),
                 level_budgets=tuple(data.get("level_budgets", ())),
-                truncation=DirectTruncation(**data["truncation"]) if data.get("truncation") else None,
-                cleaning=data.get("cleaning"), schema_version=version,
-                created_at=data.get("created_at", ""), extra=dict(data.get("extra", {})),
+                truncation=DirectTruncation(**data["truncation"])
+                if data.get("truncation")
+                else None,
+                cleaning=data.get("cleaning"),
+                schema_version=version,
+                created_at=data.get("created_at", ""),
+                extra=dict(data.get("extra", {})),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"malformed summary record ({exc!r}); regenerate it with booksum summarize") from exc
+            raise InputError(
+                f"malformed summary record ({exc!r}); regenerate it with booksum summarize"
+            ) from exc
 
 
 def _attempts(items: list[dict[str, Any]]) -> tuple[AttemptInfo, ...]:
     return tuple(
-        AttemptInfo(a["words_asked"], a["tokens"], a["finish_reason"], tuple(a["problems"])) for a in items
+        AttemptInfo(a["words_asked"], a["tokens"], a["finish_reason"], tuple(a["problems"]))
+        for a in items
     )
 
 
@@ -132,7 +146,8 @@ def _node(data: dict[str, Any]) -> SummaryNode:
     values["attempts"] = _attempts(data.get("attempts", []))
     values["compression"] = (
         CompressionInfo(**{**compression, "attempts": _attempts(compression["attempts"])})
-        if compression else None
+        if compression
+        else None
     )
     return SummaryNode(**values)
 
@@ -169,9 +184,9 @@ def read_record(path: Path) -> SummaryRecord:
 
 
 __all__ = [
-    "BookInfo",
     "RECORD_KIND",
     "SCHEMA_VERSION",
+    "BookInfo",
     "SummaryRecord",
     "Totals",
     "read_record",
