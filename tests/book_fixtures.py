@@ -45,7 +45,9 @@ def chapter(title: str, *paragraphs: str, section_type: str = "chapter") -> str:
     paras = "".join(f"<p>{p}</p>" for p in paragraphs)
     stype = f' epub:type="{section_type}"' if section_type else ""
     body_type = "bodymatter z3998:fiction" if section_type in ("chapter", "") else "frontmatter"
-    return xhtml(f"<section{stype}><h2>{title}</h2>{paras}</section>", title=title, body_type=body_type)
+    return xhtml(
+        f"<section{stype}><h2>{title}</h2>{paras}</section>", title=title, body_type=body_type
+    )
 
 
 def epub_files(
@@ -87,7 +89,9 @@ def epub_files(
         files["OEBPS/nav.xhtml"] = xhtml(
             f'<nav epub:type="toc"><ol>{lis}</ol></nav>', title="Contents"
         ).encode()
-        items.append('<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>')
+        items.append(
+            '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
+        )
         spine_attr, version = "", "3.0"
     files["OEBPS/content.opf"] = (
         '<?xml version="1.0" encoding="utf-8"?>'

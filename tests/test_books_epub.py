@@ -6,13 +6,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from book_fixtures import chapter, epub_files, sample_book, simple_epub, write_zip, xhtml
+
 from booksum_app.books import Book, open_book
 from booksum_app.books.archive import SafeZip, ZipLimits
 from booksum_app.errors import BookFormatError, DRMProtectedError
-
-ROMAN = "I II III IV V VI VII VIII IX X XI XII XIII XIV XV XVI XVII XVIII XIX XX".split()
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +58,11 @@ def test_frankenstein_has_4_letters_and_24_chapters(frankenstein: Book) -> None:
     kept = frankenstein.selected_chapters()
     assert len(kept) == 28
     assert [c.title for c in kept[:5]] == [
-        "Letter I", "Letter II", "Letter III", "Letter IV", "Chapter I",
+        "Letter I",
+        "Letter II",
+        "Letter III",
+        "Letter IV",
+        "Chapter I",
     ]
     assert kept[-1].title == "Chapter XXIV"
     # the nested "Walton, in Continuation" subsection stays inside Chapter XXIV, as a paragraph
@@ -85,7 +87,10 @@ def test_include_front_matter_keeps_every_section(frankenstein: Book) -> None:
 
 def test_letter_header_and_noterefs(frankenstein: Book) -> None:
     letter = frankenstein.selected_chapters()[0]
-    assert letter.paragraphs[:2] == ("To Mrs. Saville, England.", "St. Petersburgh, Dec. 11th, 17—.")
+    assert letter.paragraphs[:2] == (
+        "To Mrs. Saville, England.",
+        "St. Petersburgh, Dec. 11th, 17—.",
+    )
 
 
 def test_footnote_reference_markers_are_dropped() -> None:
@@ -103,7 +108,11 @@ def test_war_and_peace_title_paths_and_division_pages() -> None:
     assert kept[0].title == "Book I / Part I: 1805 / Chapter I"
     assert kept[-1].title == "Epilogue / Second Epilogue / Chapter XII"
     division = next(c for c in book.chapters if c.source.endswith("book-1.xhtml"))
-    assert (division.narrative, division.excluded_reason, division.paragraphs) == (False, "no text", ())
+    assert (division.narrative, division.excluded_reason, division.paragraphs) == (
+        False,
+        "no text",
+        (),
+    )
     reasons = {c.excluded_reason for c in book.excluded_chapters}
     assert "epub:type=z3998:dramatis-personae" in reasons
 
@@ -136,11 +145,20 @@ def test_epub2_with_ncx_and_title_heuristics(tmp_path: Path) -> None:
     docs = [
         ("toc.html", xhtml("<h1>Contents</h1><p>Chapter 1 .... 3</p>", doctype=doctype)),
         ("copy.html", xhtml("<h2>Copyright</h2><p>All rights reserved.</p>", doctype=doctype)),
-        ("c1.html", xhtml("<h2>The Start</h2><p>Once&nbsp;upon a time&mdash;long ago.</p>", doctype=doctype)),
+        (
+            "c1.html",
+            xhtml(
+                "<h2>The Start</h2><p>Once&nbsp;upon a time&mdash;long ago.</p>", doctype=doctype
+            ),
+        ),
         ("ack.html", xhtml("<h2>Acknowledgements</h2><p>Thanks to all.</p>", doctype=doctype)),
     ]
-    nav = [("toc.html", "Contents"), ("copy.html", "Copyright"), ("c1.html", "Chapter 1"),
-           ("ack.html", "Acknowledgements")]
+    nav = [
+        ("toc.html", "Contents"),
+        ("copy.html", "Copyright"),
+        ("c1.html", "Chapter 1"),
+        ("ack.html", "Acknowledgements"),
+    ]
     book = open_book(write_zip(tmp_path / "b.epub", epub_files(docs, nav=nav, ncx=True)))
     assert [(c.title, c.excluded_reason) for c in book.chapters] == [
         ("Contents", "title: Contents"),
@@ -267,8 +285,10 @@ def test_book_without_text(tmp_path: Path) -> None:
 
 
 def test_book_with_only_front_matter(tmp_path: Path) -> None:
-    docs = [("t.xhtml", chapter("Title", "A Book", section_type="titlepage")),
-            ("c.xhtml", chapter("Colophon", "Set in Garamond.", section_type="colophon"))]
+    docs = [
+        ("t.xhtml", chapter("Title", "A Book", section_type="titlepage")),
+        ("c.xhtml", chapter("Colophon", "Set in Garamond.", section_type="colophon")),
+    ]
     path = write_zip(tmp_path / "b.epub", epub_files(docs))
     _refused(path, "no narrative text", "epub:type=colophon", "--include-front-matter")
     book = open_book(path, include_front_matter=True)
@@ -322,13 +342,17 @@ def _font_obfuscation(algorithm: str, uri: str) -> bytes:
 def test_encrypted_content_is_refused_as_drm(tmp_path: Path) -> None:
     files = epub_files([("c.xhtml", chapter("I", "Text."))])
     files["META-INF/encryption.xml"] = ADEPT
-    _refused(write_zip(tmp_path / "b.epub", files), "Adobe ADEPT", "OEBPS/c.xhtml", exc=DRMProtectedError)
+    _refused(
+        write_zip(tmp_path / "b.epub", files), "Adobe ADEPT", "OEBPS/c.xhtml", exc=DRMProtectedError
+    )
 
 
 def test_unknown_encryption_of_content_is_refused(tmp_path: Path) -> None:
     files = epub_files([("c.xhtml", chapter("I", "Text."))])
     files["META-INF/encryption.xml"] = ADEPT.replace(b"http://ns.adobe.com/adept", b"urn:x")
-    _refused(write_zip(tmp_path / "b.epub", files), "unknown scheme", "aes128-cbc", exc=DRMProtectedError)
+    _refused(
+        write_zip(tmp_path / "b.epub", files), "unknown scheme", "aes128-cbc", exc=DRMProtectedError
+    )
 
 
 @pytest.mark.parametrize(
@@ -344,8 +368,11 @@ def test_font_obfuscation_alone_is_accepted(tmp_path: Path, algorithm: str) -> N
 
 @pytest.mark.parametrize(
     ("member", "scheme"),
-    [("META-INF/rights.xml", "Adobe ADEPT"), ("META-INF/sinf.xml", "Apple FairPlay"),
-     ("META-INF/license.lcpl", "Readium LCP")],
+    [
+        ("META-INF/rights.xml", "Adobe ADEPT"),
+        ("META-INF/sinf.xml", "Apple FairPlay"),
+        ("META-INF/license.lcpl", "Readium LCP"),
+    ],
 )
 def test_drm_marker_files_are_refused(tmp_path: Path, member: str, scheme: str) -> None:
     files = epub_files([("c.xhtml", chapter("I", "Text."))])

@@ -13,6 +13,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 from urllib.parse import unquote
 
 from booksum_app.errors import BookFormatError
@@ -88,7 +89,7 @@ class SafeZip:
         """Close the underlying file."""
         self._zip.close()
 
-    def __enter__(self) -> SafeZip:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -113,7 +114,9 @@ class SafeZip:
         """Bytes of one member, enforcing the size caps while decompressing."""
         stored = self.resolve(name)
         if stored is None:
-            raise BookFormatError(f"{self.path.name}: missing member {name}; the epub is incomplete")
+            raise BookFormatError(
+                f"{self.path.name}: missing member {name}; the epub is incomplete"
+            )
         info = self._by_name[stored]
         lim = self.limits
         cap = min(info.file_size, lim.max_member_bytes)

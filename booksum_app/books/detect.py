@@ -50,7 +50,9 @@ def sniff_format(path: Path, head: bytes) -> str:
     if head.startswith((b"PK\x03\x04", b"PK\x05\x06")) and ext not in (".docx", ".odt", ".cbz"):
         return "epub"  # any zip we are asked to read must be an EPUB; read_epub says if not
     if head.startswith(b"%PDF"):
-        raise BookFormatError(f"{path.name}: PDF is not supported; convert it to EPUB or text ({_SUPPORTED})")
+        raise BookFormatError(
+            f"{path.name}: PDF is not supported; convert it to EPUB or text ({_SUPPORTED})"
+        )
     if head[60:68] in (b"BOOKMOBI", b"TEXtREAd"):
         raise BookFormatError(
             f"{path.name}: Kindle/MOBI is not supported; convert it to EPUB, e.g. with Calibre"

@@ -35,6 +35,7 @@ from pathlib import Path
 from lxml import etree
 
 from booksum_app.books.archive import SafeZip, join_href
+from booksum_app.books.language import detect_language
 from booksum_app.books.markup import (
     clean_text,
     epub_types,
@@ -52,7 +53,6 @@ from booksum_app.books.matter import (
     has_narrative_type,
 )
 from booksum_app.books.model import Book, Chapter
-from booksum_app.books.language import detect_language
 from booksum_app.errors import BookFormatError, DRMProtectedError
 
 OPF_NS = "http://www.idpf.org/2007/opf"
@@ -62,7 +62,9 @@ NCX_NS = "http://www.daisy.org/z3986/2005/ncx/"
 ENC_NS = "http://www.w3.org/2001/04/xmlenc#"
 DSIG_NS = "http://www.w3.org/2000/09/xmldsig#"
 
-FONT_OBFUSCATION = frozenset({"http://www.idpf.org/2008/embedding", "http://ns.adobe.com/pdf/enc#RC"})
+FONT_OBFUSCATION = frozenset(
+    {"http://www.idpf.org/2008/embedding", "http://ns.adobe.com/pdf/enc#RC"}
+)
 _TEXT_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/xml", "text/xml"})
 _CONTENT_EXT = (".xhtml", ".html", ".htm", ".xml", ".opf", ".ncx", ".txt")
 _GUIDE_TYPES = {"title-page": "titlepage", "copyright-page": "copyright-page", "notes": "endnotes"}
@@ -230,8 +232,17 @@ def _read_package(zf: SafeZip, name: str) -> _Package:
     title, authors, language, metadata = _read_metadata(meta_el)
     metadata["opf_version"] = opf.get("version", "")
     return _Package(
-        opf_path, opf.get("version", ""), metadata, title, authors, language,
-        manifest, spine, ncx, nav, guide,
+        opf_path,
+        opf.get("version", ""),
+        metadata,
+        title,
+        authors,
+        language,
+        manifest,
+        spine,
+        ncx,
+        nav,
+        guide,
     )
 
 
@@ -295,9 +306,7 @@ def _read_navigation(
     return entries, landmarks
 
 
-def _walk_nav_list(
-    el: etree._Element, base: str, parent: int | None, out: list[_NavEntry]
-) -> None:
+def _walk_nav_list(el: etree._Element, base: str, parent: int | None, out: list[_NavEntry]) -> None:
     for child in el:
         tag = localname(child)
         if tag == "li":
@@ -359,7 +368,9 @@ def _read_spine(
             )
         root = parse_xhtml(zf.read(item.path), name=f"{name}: {item.path}")
         drafts.extend(
-            _drafts_for_file(root, item, linear, entries, by_path.get(item.path, []), landmarks, pkg)
+            _drafts_for_file(
+                root, item, linear, entries, by_path.get(item.path, []), landmarks, pkg
+            )
         )
     # ancestors named in title paths: narrative files and heading-only division pages
     named_paths = {d.path for d in drafts if d.reason in (None, "no text")}
@@ -475,7 +486,11 @@ def _title_path(d: _Draft, entries: list[_NavEntry], named_paths: set[str]) -> s
 
 
 def _finish(
-    chapters: list[Chapter], pkg: _Package, path: Path, *, lang: str | None,
+    chapters: list[Chapter],
+    pkg: _Package,
+    path: Path,
+    *,
+    lang: str | None,
     include_front_matter: bool,
 ) -> Book:
     check_has_text(

@@ -18,7 +18,13 @@ from pathlib import Path
 from lxml import etree
 
 from booksum_app.books.language import detect_language
-from booksum_app.books.markup import clean_text, extract_segments, localname, parse_html, split_title
+from booksum_app.books.markup import (
+    clean_text,
+    extract_segments,
+    localname,
+    parse_html,
+    split_title,
+)
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter
 from booksum_app.books.text import decode_text
@@ -43,7 +49,9 @@ def read_html(path: Path, *, lang: str | None = None, include_front_matter: bool
     else:
         text, _ = decode_text(data, name=path.name, lang=lang)
         root = parse_html(text, name=path.name)
-    return book_from_html_tree(root, path=path, lang=lang, include_front_matter=include_front_matter)
+    return book_from_html_tree(
+        root, path=path, lang=lang, include_front_matter=include_front_matter
+    )
 
 
 def _drop_boilerplate(root: etree._Element) -> None:
@@ -51,7 +59,9 @@ def _drop_boilerplate(root: etree._Element) -> None:
         el
         for el in root.iter()
         if isinstance(el.tag, str)
-        and (el.get("id") in _BOILERPLATE_IDS or "pg-boilerplate" in (el.get("class") or "").split())
+        and (
+            el.get("id") in _BOILERPLATE_IDS or "pg-boilerplate" in (el.get("class") or "").split()
+        )
     ]
     for el in doomed:
         parent = el.getparent()
@@ -98,12 +108,19 @@ def book_from_html_tree(
             if reason is None and not paragraphs:
                 reason = "no text"
         chapters.append(
-            Chapter(title=title, paragraphs=paragraphs, narrative=reason is None,
-                    excluded_reason=reason, source=f"section {n}")
+            Chapter(
+                title=title,
+                paragraphs=paragraphs,
+                narrative=reason is None,
+                excluded_reason=reason,
+                source=f"section {n}",
+            )
         )
     check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
-    language = lang or html_lang.split("-")[0].lower() or detect_language(
-        " ".join(c.text for c in chapters)[:50000]
+    language = (
+        lang
+        or html_lang.split("-")[0].lower()
+        or detect_language(" ".join(c.text for c in chapters)[:50000])
     )
     book_title = h1_text if split_tags == {"h2"} else (head_title or h1_text or path.stem)
     return Book(

@@ -17,7 +17,7 @@ from pathlib import Path
 from booksum_app.books.language import detect_language
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter
-from booksum_app.books.text import join_lines, decode_text
+from booksum_app.books.text import decode_text, join_lines
 from booksum_app.errors import BookFormatError
 
 _ATX = re.compile(r"^(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
@@ -93,13 +93,22 @@ def _parse(lines: list[str]) -> list[tuple[int, str, list[str], int]]:
             flush()
             items.append((len(atx.group(1)), strip_inline(atx.group(2)), [], i + 1))
             continue
-        if _SETEXT.match(stripped) and len(block) == 1 and not _LIST.match(block[0]):
-            if stripped[0] == "=" or len(stripped) >= 2:
-                level = 1 if stripped[0] == "=" else 2
-                items.append((level, strip_inline(block[0]), [], start))
-                block.clear()
-                continue
-        if not stripped or _RULE.match(stripped) or _FOOTDEF.match(stripped) or _LINKDEF.match(stripped):
+        if (
+            _SETEXT.match(stripped)
+            and len(block) == 1
+            and not _LIST.match(block[0])
+            and (stripped[0] == "=" or len(stripped) >= 2)
+        ):
+            level = 1 if stripped[0] == "=" else 2
+            items.append((level, strip_inline(block[0]), [], start))
+            block.clear()
+            continue
+        if (
+            not stripped
+            or _RULE.match(stripped)
+            or _FOOTDEF.match(stripped)
+            or _LINKDEF.match(stripped)
+        ):
             flush()
             continue
         stripped = re.sub(r"^(?:>\s?)+", "", stripped)
@@ -157,15 +166,23 @@ def read_markdown(
             reason = classify_title(title) if has_headings else None
             if reason is None and not paragraphs:
                 reason = "no text"
-        chapters.append(Chapter(title=title, paragraphs=tuple(paragraphs), narrative=reason is None,
-                                excluded_reason=reason, source=f"line {line}"))
+        chapters.append(
+            Chapter(
+                title=title,
+                paragraphs=tuple(paragraphs),
+                narrative=reason is None,
+                excluded_reason=reason,
+                source=f"line {line}",
+            )
+        )
     check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
     author = fields.get("author", "")
     metadata = {"encoding": encoding}
     return Book(
         title=book_title or path.stem,
         authors=(author,) if author else (),
-        language=lang or fields.get("lang", fields.get("language", "")).split("-")[0].lower()
+        language=lang
+        or fields.get("lang", fields.get("language", "")).split("-")[0].lower()
         or detect_language(" ".join(c.text for c in chapters)[:50000]),
         chapters=tuple(chapters),
         source_path=str(path),

@@ -32,23 +32,28 @@ from booksum_app.errors import BookFormatError
 EPUB_NS = "http://www.idpf.org/2007/ops"
 EPUB_TYPE = f"{{{EPUB_NS}}}type"
 
-_XML_PARSER_OPTS = dict(
-    resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_comments=True
-)
+_XML_PARSER_OPTS = {
+    "resolve_entities": False,
+    "no_network": True,
+    "load_dtd": False,
+    "huge_tree": False,
+    "remove_comments": True,
+}
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 _NAMED_REF = re.compile(r"&([A-Za-z][A-Za-z0-9]{1,31});")
 _XML_BUILTIN = frozenset({"amp", "lt", "gt", "quot", "apos"})
-_INVISIBLE = dict.fromkeys(map(ord, "\u2060\u200b\u00ad\ufeff\u200c\u200d"), None)
-_WS = re.compile(r"\s+")
+_INVISIBLE = re.compile("[\u2060\u200b\u00ad\ufeff\u200c\u200d]")
 _BREAK = "\x00"  # never occurs in parsed XML text
 
 _BLOCK = frozenset(
     """p div section article aside nav header footer main body blockquote pre li ul ol dl dt dd
     table thead tbody tfoot tr td th caption figure figcaption hgroup address hr center
-    h1 h2 h3 h4 h5 h6 details summary""".split()
+    h1 h2 h3 h4 h5 h6 details summary""".split()  # noqa: SIM905
 )
-_SKIP = frozenset("head script style template svg math img object embed video audio title".split())
-_HEADINGS = frozenset("h1 h2 h3 h4 h5 h6".split())
+_SKIP = frozenset(
+    "head script style template svg math img object embed video audio title".split()  # noqa: SIM905
+)
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _NOTE_ASIDES = frozenset({"footnote", "endnote", "rearnote", "note", "footnotes", "endnotes"})
 _MARKER = re.compile(r"^\s*(?:\[\s*\w{1,4}\s*\]|\(\s*\d{1,4}\s*\)|\d{1,4}|[*†‡§¶]+)\s*$")
 
@@ -87,7 +92,7 @@ def _fix_named_entities(data: bytes) -> bytes:
 def parse_xml(data: bytes, *, name: str) -> etree._Element:
     """Parse an XML document safely; malformed or hostile input raises BookFormatError."""
     _check_entities(data, name)
-    parser = etree.XMLParser(**_XML_PARSER_OPTS)  # type: ignore[arg-type]
+    parser = etree.XMLParser(**_XML_PARSER_OPTS)
     try:
         root = etree.fromstring(_fix_named_entities(data), parser)
     except etree.XMLSyntaxError as exc:
@@ -108,15 +113,12 @@ def parse_html(data: bytes | str, *, name: str) -> etree._Element:
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     _check_entities(raw, name)
     parser = lxml_html.HTMLParser(
-        no_network=True, huge_tree=False, remove_comments=True, remove_pis=True,
-        encoding=None if isinstance(data, bytes) else None,
+        no_network=True, huge_tree=False, remove_comments=True, remove_pis=True
     )
+    if isinstance(data, str):
+        data = re.sub(r"^\s*<\?xml[^>]*\?>", "", data)  # lxml refuses str with an encoding decl
     try:
-        if isinstance(data, str):
-            data = re.sub(r"^\s*<\?xml[^>]*\?>", "", data)
-            root = lxml_html.document_fromstring(data, parser=parser)
-        else:
-            root = lxml_html.document_fromstring(data, parser=parser)
+        root = lxml_html.document_fromstring(data, parser=parser)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
         raise BookFormatError(f"{name}: cannot parse HTML ({exc})") from exc
     return root
@@ -150,7 +152,10 @@ def epub_types(el: etree._Element) -> tuple[str, ...]:
 
 def clean_text(text: str) -> str:
     """Collapse whitespace and drop invisible characters, keeping hard breaks as newlines."""
-    lines = (_WS.sub(" ", line.translate(_INVISIBLE)).strip() for line in text.split(_BREAK))
+    text = _INVISIBLE.sub("", text)
+    if _BREAK not in text:
+        return " ".join(text.split())
+    lines = (" ".join(line.split()) for line in text.split(_BREAK))
     return "\n".join(line for line in lines if line)
 
 

@@ -147,7 +147,7 @@ def classify_types(types: Iterable[str], *, section_types: Iterable[str] = ()) -
             continue
         return f"epub:type={t}"
     if all_types & _CONTAINER_TYPES and not all_types & (NARRATIVE_TYPES - {"z3998:fiction"}):
-        container = sorted(all_types & _CONTAINER_TYPES)[0]
+        container = min(all_types & _CONTAINER_TYPES)
         return f"epub:type={container}"
     return None
 

@@ -1,8 +1,9 @@
 """Plain-text reader: encoding detection, paragraphs, chapter headings, Gutenberg boilerplate.
 
 Encodings (no chardet): a BOM decides first (UTF-8, UTF-16 LE/BE, UTF-32); NUL bytes
-concentrated on one byte parity mean BOM-less UTF-16; any other NUL or a high share
-of control characters means a binary file, refused. Then strict decodes in order
+mean BOM-less UTF-16 when one byte order decodes to text rich in ASCII and CJK
+punctuation; otherwise NULs or a high share of control characters mean a binary
+file, refused. Then strict decodes in order
 UTF-8 -> GB18030 -> cp1252. GB18030 also accepts many cp1252 byte pairs ("é" + "s"),
 so its result is only taken when it looks Chinese: at least 90 % of the non-ASCII
 characters are CJK ideographs or CJK/full-width punctuation and ideographs make up
@@ -45,7 +46,9 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-_CJKISH = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\u2010-\u2027]")
+_CJKISH = re.compile(
+    r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\u2010-\u2027]"
+)
 
 _UNITS = "one|two|three|four|five|six|seven|eight|nine"
 _TEENS = "ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen"
@@ -87,9 +90,11 @@ def decode_text(data: bytes, *, name: str, lang: str | None = None) -> tuple[str
                     f"{name}: starts with a {encoding} byte-order mark but is not valid {encoding} "
                     f"({exc.reason} at byte {exc.start}); re-save it as UTF-8"
                 ) from exc
-            return _check_not_binary(text, name), f"{encoding}-bom" if encoding == "utf-8" else encoding
+            return _check_not_binary(
+                text, name
+            ), f"{encoding}-bom" if encoding == "utf-8" else encoding
     if b"\x00" in data:
-        return _decode_utf16_without_bom(data, name), _utf16_guess(data) or "binary"
+        return _decode_utf16_without_bom(data, name)
     try:
         return _check_not_binary(data.decode("utf-8"), name), "utf-8"
     except UnicodeDecodeError:
@@ -101,8 +106,7 @@ def decode_text(data: bytes, *, name: str, lang: str | None = None) -> tuple[str
     if cp is not None:
         return _check_not_binary(cp, name), "cp1252"
     raise BookFormatError(
-        f"{name}: cannot decode the text as UTF-8, UTF-16, GB18030 or cp1252; "
-        "re-save it as UTF-8"
+        f"{name}: cannot decode the text as UTF-8, UTF-16, GB18030 or cp1252; re-save it as UTF-8"
     )
 
 
@@ -126,26 +130,28 @@ def _looks_chinese(text: str, *, lang: str | None) -> bool:
     return count_cjk(text) >= 0.05 * (count_cjk(text) + letters)
 
 
-def _utf16_guess(data: bytes) -> str | None:
-    sample = data[:65536]
-    even, odd = sample[0::2].count(0), sample[1::2].count(0)
-    if odd >= 0.95 * (even + odd) and len(data) % 2 == 0:
-        return "utf-16-le"
-    if even >= 0.95 * (even + odd) and len(data) % 2 == 0:
-        return "utf-16-be"
-    return None
+_UTF16_SIGNAL = re.compile(r"[\t\n\r -~\u3000-\u303f\uff00-\uffef]")
 
 
-def _decode_utf16_without_bom(data: bytes, name: str) -> str:
-    encoding = _utf16_guess(data)
-    if encoding is not None:
-        try:
-            text = data.decode(encoding)
-        except UnicodeDecodeError:
-            pass
-        else:
-            if not _too_many_controls(text):
-                return text
+def _decode_utf16_without_bom(data: bytes, name: str) -> tuple[str, str]:
+    """Decode BOM-less UTF-16, choosing the byte order that yields more ASCII and CJK punctuation.
+
+    NUL parity alone misleads for Chinese: a newline puts its NUL on one side, U+3000 on the other.
+    """
+    best: tuple[int, str, str] | None = None
+    if len(data) % 2 == 0:
+        for encoding in ("utf-16-le", "utf-16-be"):
+            try:
+                text = data.decode(encoding)
+            except UnicodeDecodeError:
+                continue
+            score = len(_UTF16_SIGNAL.findall(text[:65536]))
+            if best is None or score > best[0]:
+                best = (score, text, encoding)
+    if best is not None:
+        score, text, encoding = best
+        if score >= 0.05 * min(len(text), 65536) and not _too_many_controls(text):
+            return text, encoding
     raise BookFormatError(
         f"{name}: looks like a binary file, not text (it contains NUL bytes); "
         "give booksum an .epub, .txt, .html or .md book"
@@ -182,9 +188,7 @@ def _is_heading(line: str, *, romans: bool) -> bool:
     if len(line) > 90:
         return False
     return bool(
-        _EN_HEADING.match(line)
-        or _ZH_HEADING.match(line)
-        or (romans and _ROMAN_LINE.match(line))
+        _EN_HEADING.match(line) or _ZH_HEADING.match(line) or (romans and _ROMAN_LINE.match(line))
     )
 
 
@@ -192,9 +196,7 @@ def join_lines(lines: list[str]) -> str:
     """Join wrapped lines of one paragraph: a space between words, nothing between CJK characters."""
     out = lines[0]
     for line in lines[1:]:
-        if out and line and count_cjk(out[-1] + line[0]) == 2:
-            out += line
-        elif out and line and _CJKISH.match(out[-1]) and _CJKISH.match(line[0]):
+        if out and line and _CJKISH.match(out[-1]) and _CJKISH.match(line[0]):
             out += line
         else:
             out += " " + line
@@ -248,11 +250,12 @@ def split_text(text: str, *, lang: str) -> list[_Section]:
         header = [line.strip() for line in lines[:start] if line.strip()]
         sections.append(_Section("Project Gutenberg header", 1, "boilerplate", header))
     body = lines[start:end]
-    nonblank = sum(1 for line in body if line.strip())
-    blank = len(body) - nonblank
-    avg_len = sum(len(line) for line in body) / max(nonblank, 1)
+    filled = [i for i, line in enumerate(body) if line.strip()]
+    nonblank = len(filled)
+    blank = (filled[-1] - filled[0] + 1 - nonblank) if filled else 0  # interior blank lines
+    avg_len = sum(len(body[i]) for i in filled) / max(nonblank, 1)
     zh = lang == "zh"
-    line_mode = blank < 0.05 * nonblank and (zh or avg_len > 100)
+    line_mode = (zh and blank < 0.1 * nonblank) or (blank < 0.05 * nonblank and avg_len > 100)
     blocks = _blocks(body, line_mode=line_mode, zh=zh)
     romans = sum(1 for _, b in blocks if len(b) == 1 and _ROMAN_LINE.match(b[0])) >= 3
 
@@ -307,7 +310,10 @@ def read_text(path: Path, *, lang: str | None = None, include_front_matter: bool
     text, encoding = decode_text(data, name=path.name, lang=lang)
     language = lang or detect_language(text)
     return book_from_text(
-        text, path=path, language=language, encoding=encoding,
+        text,
+        path=path,
+        language=language,
+        encoding=encoding,
         include_front_matter=include_front_matter,
     )
 
@@ -340,7 +346,9 @@ def book_from_text(
     metadata = {"encoding": encoding} if encoding else {}
     return Book(
         title=fields.get("Title", path.stem),
-        authors=tuple(a.strip() for a in fields["Author"].split(" and ")) if "Author" in fields else (),
+        authors=tuple(a.strip() for a in fields["Author"].split(" and "))
+        if "Author" in fields
+        else (),
         language=language,
         chapters=tuple(chapters),
         source_path=str(path),

@@ -1,0 +1,258 @@
+"""Plain-text reader: encodings, headings, paragraphs, boilerplate, refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from booksum_app.books import open_book
+from booksum_app.books.text import decode_text
+from booksum_app.errors import BookFormatError
+
+EN = """CHAPTER I.
+The Beginning
+
+It was a cold morning in the café; naïve Zoë said “hello” — twice.
+She waited by the window.
+
+Then the bell rang.
+
+CHAPTER II.
+
+Nothing more happened.
+"""
+
+ZH = """第一章 开端
+　　那是一个寒冷的早晨，她在窗边等待。
+　　“你好，”她说。然后钟声响了。
+第二章 结局
+　　再也没有发生什么。
+"""
+
+
+@pytest.mark.parametrize(
+    ("encoding", "bom"),
+    [
+        ("utf-8", b""),
+        ("utf-8", b"\xef\xbb\xbf"),
+        ("utf-16-le", b"\xff\xfe"),
+        ("utf-16-be", b"\xfe\xff"),
+        ("utf-16-le", b""),
+        ("utf-16-be", b""),
+    ],
+)
+@pytest.mark.parametrize("text", [EN, ZH], ids=["en", "zh"])
+def test_unicode_encodings_round_trip(tmp_path: Path, encoding: str, bom: bytes, text: str) -> None:
+    path = tmp_path / "book.txt"
+    path.write_bytes(bom + text.encode(encoding))
+    decoded, _ = decode_text(path.read_bytes(), name="book.txt")
+    assert decoded == text
+    book = open_book(path)
+    assert [c.title for c in book.chapters][:2] in (
+        ["CHAPTER I: The Beginning", "CHAPTER II."],
+        ["第一章 开端", "第二章 结局"],
+    )
+
+
+def test_gb18030_chinese(tmp_path: Path) -> None:
+    path = tmp_path / "book.txt"
+    path.write_bytes(ZH.encode("gb18030"))
+    assert decode_text(path.read_bytes(), name="b") == (ZH, "gb18030")
+    book = open_book(path)
+    assert book.language == "zh"
+    assert book.chapters[0].paragraphs == (
+        "那是一个寒冷的早晨，她在窗边等待。",
+        "“你好，”她说。然后钟声响了。",
+    )
+    assert book.metadata["encoding"] == "gb18030"
+
+
+def test_cp1252_english_is_not_mistaken_for_gb18030(tmp_path: Path) -> None:
+    path = tmp_path / "book.txt"
+    path.write_bytes(EN.encode("cp1252"))
+    assert decode_text(path.read_bytes(), name="b") == (EN, "cp1252")
+    book = open_book(path)
+    assert book.language == "en"
+    assert book.chapters[0].paragraphs[0].startswith("It was a cold morning in the café; naïve Zoë")
+
+
+def test_english_headings_and_paragraphs(tmp_path: Path) -> None:
+    path = tmp_path / "book.txt"
+    path.write_text(EN, encoding="utf-8")
+    book = open_book(path)
+    assert [(c.title, c.paragraphs) for c in book.chapters] == [
+        (
+            "CHAPTER I: The Beginning",
+            (
+                (
+                    "It was a cold morning in the café; naïve Zoë said “hello” — twice. "
+                    "She waited by the window."
+                ),
+                "Then the bell rang.",
+            ),
+        ),
+        ("CHAPTER II.", ("Nothing more happened.",)),
+    ]
+    assert book.chapters[1].source == "line 9"
+
+
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "Chapter 12",
+        "CHAPTER XII",
+        "Chapter Twelve",
+        "Chapter Twenty-One",
+        "Chapter the First",
+        "BOOK ONE",
+        "Part II",
+        "Letter 4",
+        "PROLOGUE",
+        "Epilogue",
+        "Chapter 3: The Storm",
+        "第十二章",
+        "第十二回",
+        "第12章",
+        "第十二章　风雪",
+        "楔子",
+    ],
+)
+def test_heading_forms(tmp_path: Path, heading: str) -> None:
+    path = tmp_path / "book.txt"
+    path.write_text(f"{heading}\n\nThe body of the chapter goes on here.\n", encoding="utf-8")
+    (only,) = open_book(path).chapters
+    assert (only.title, only.narrative) == (heading, True)
+
+
+@pytest.mark.parametrize(
+    "line", ["Part of the problem was the rain.", "Chapter and verse were quoted.", "Book lovers"]
+)
+def test_prose_that_starts_like_a_heading_is_not_one(tmp_path: Path, line: str) -> None:
+    path = tmp_path / "book.txt"
+    path.write_text(f"CHAPTER 1\n\n{line}\n\nMore text follows here.\n", encoding="utf-8")
+    book = open_book(path)
+    assert len(book.chapters) == 1 and book.chapters[0].paragraphs[0] == line
+
+
+def test_chinese_one_paragraph_per_line_without_indentation(tmp_path: Path) -> None:
+    text = "第一回 甄士隐梦幻识通灵\n此开卷第一回也。\n作者自云：曾历过一番梦幻之后。\n第二回 贾夫人仙逝扬州城\n诗云。\n"
+    path = tmp_path / "hlm.txt"
+    path.write_text(text, encoding="utf-8")
+    book = open_book(path)
+    assert [(c.title, len(c.paragraphs)) for c in book.chapters] == [
+        ("第一回 甄士隐梦幻识通灵", 2),
+        ("第二回 贾夫人仙逝扬州城", 1),
+    ]
+
+
+def test_chinese_table_of_contents_lines_are_not_chapters(tmp_path: Path) -> None:
+    text = "目录\n第一章 开端\n第二章 结局\n\n" + ZH
+    path = tmp_path / "book.txt"
+    path.write_text(text, encoding="utf-8")
+    book = open_book(path)
+    kept = book.selected_chapters()
+    assert [c.title for c in kept] == ["第一章 开端", "第二章 结局"]
+    assert all(c.paragraphs for c in kept)
+
+
+GUTENBERG = """The Project Gutenberg eBook of A Tale
+
+Title: A Tale
+Author: Some Writer
+
+*** START OF THE PROJECT GUTENBERG EBOOK A TALE ***
+
+A TALE
+
+by Some Writer
+
+CONTENTS
+
+ CHAPTER I. The Start
+ CHAPTER II. The End
+
+CHAPTER I. The Start
+
+The story begins here, and it goes on for a while with words enough to count.
+
+CHAPTER II. The End
+
+And here it ends, as all things must.
+
+*** END OF THE PROJECT GUTENBERG EBOOK A TALE ***
+
+Updated editions will replace the previous one.
+"""
+
+
+def test_gutenberg_boilerplate_and_contents_are_excluded(tmp_path: Path) -> None:
+    path = tmp_path / "tale.txt"
+    path.write_text(GUTENBERG, encoding="utf-8")
+    book = open_book(path)
+    assert (book.title, book.authors) == ("A Tale", ("Some Writer",))
+    assert [(c.title, c.excluded_reason) for c in book.chapters] == [
+        ("Project Gutenberg header", "gutenberg boilerplate"),
+        ("Opening", "front matter before the first chapter heading"),
+        ("CONTENTS", "title: CONTENTS"),
+        ("CHAPTER I. The Start", None),
+        ("CHAPTER II. The End", None),
+        ("Project Gutenberg license", "gutenberg boilerplate"),
+    ]
+    assert "Gutenberg" not in book.text()
+
+
+def test_text_without_headings_is_one_chapter(tmp_path: Path) -> None:
+    path = tmp_path / "story.txt"
+    path.write_text("One line\nwrapped here.\n\nSecond paragraph.\n", encoding="utf-8")
+    (only,) = open_book(path).chapters
+    assert (only.title, only.paragraphs) == (
+        "story",
+        ("One line wrapped here.", "Second paragraph."),
+    )
+
+
+def test_lang_argument_wins(tmp_path: Path) -> None:
+    path = tmp_path / "story.txt"
+    path.write_text("Plain English text.\n", encoding="utf-8")
+    assert open_book(path, lang="zh").language == "zh"
+
+
+def test_binary_file_named_txt_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "image.txt"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8)
+    with pytest.raises(BookFormatError, match="binary file") as info:
+        open_book(path)
+    assert "\n" not in str(info.value)
+
+
+def test_control_characters_without_nul_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "junk.txt"
+    path.write_bytes(bytes([1, 2, 3, 4, 5, 6, 7, 8, 65]) * 200)
+    with pytest.raises(BookFormatError, match="binary file"):
+        open_book(path)
+
+
+def test_empty_and_blank_files_are_refused(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with pytest.raises(BookFormatError, match="empty"):
+        open_book(empty)
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n\n   \n", encoding="utf-8")
+    with pytest.raises(BookFormatError, match="no text found"):
+        open_book(blank)
+
+
+def test_undecodable_bytes_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"abc \x81\x20\x8d\x20 def")  # invalid in UTF-8, GB18030 and cp1252
+    with pytest.raises(BookFormatError, match="cannot decode"):
+        open_book(path)
+
+
+def test_bad_utf8_after_bom_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"\xef\xbb\xbfabc \xff\xfe def")
+    with pytest.raises(BookFormatError, match="byte-order mark"):
+        open_book(path)
