@@ -59,7 +59,9 @@ _ALIASES: dict[str, str] = {
     "language problem": "language",
     "grammar": "language",
 }
-_NO_CONFUSION_WORDS = frozenset({"no confusion", "none", "n/a", "na", "no", "nothing", "null", ""})
+_NO_CONFUSION_WORDS = frozenset(
+    {"no confusion", "no confusions", "none", "n/a", "na", "no", "nothing", "null", "no confusion found"}
+)
 _PUNCT_EDGES = " \t\r\n.,;:!*_`'\"“”‘’()[]{}<>-"
 
 
@@ -68,8 +70,7 @@ def _canonical_key(text: str) -> str:
     key = re.sub(r"[-_/]+", " ", key)
     key = re.sub(r"\s+", " ", key).strip()
     key = re.sub(r"\b(omission|type|error|issue)s\b", r"\1", key)
-    key = re.sub(r"\s+(type|error|confusion)$", "", key) if key not in _NO_CONFUSION_WORDS else key
-    return key
+    return re.sub(r"\s+(type|error|confusion)$", "", key) if key not in _NO_CONFUSION_WORDS else key
 
 
 def normalise_type(text: str) -> str | None:
@@ -83,8 +84,9 @@ def normalise_type(text: str) -> str | None:
 
 
 def is_no_confusion(text: str) -> bool:
-    """Whether a questions/types field says "no confusion" (or "none", "N/A", empty)."""
-    return _canonical_key(text) in _NO_CONFUSION_WORDS
+    """Whether a questions/types field says "no confusion" (or "none", "N/A"); empty text does not."""
+    key = " ".join(text.strip().strip(_PUNCT_EDGES.replace("/", "")).lower().split())
+    return key in _NO_CONFUSION_WORDS
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,74 @@
-"""Deterministic BooookScore judge answers for the fake server (owned by the scoring work)."""
+"""Deterministic BooookScore judge answers for the fake backend and fake server.
+
+A per-sentence prompt (marker ``[Your sentence]``) is answered "Questions: ... / Types:
+entity omission" when :func:`is_fake_confusing` holds for the sentence (a stable hash of it
+% 4 == 0), else "no confusion" on both lines. A batched prompt (marker ``[Your sentences]``,
+numbered sentences "1. ...") gets a JSON list in the same way. Tests compute the expected
+score with :func:`is_fake_confusing`.
+"""
 
 from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+SENTENCE_MARKER = "[Your sentence]"
+BATCH_MARKER = "[Your sentences]"
+RESPONSE_MARKER = "[Your response]"
+FAKE_TYPE = "entity omission"
+_NUMBERED = re.compile(r"^\s*(\d+)\.\s?(.*)$")
+
+
+def is_fake_confusing(sentence: str) -> bool:
+    """Whether the fake judge flags ``sentence`` (sha256 of the stripped sentence % 4 == 0)."""
+    digest = hashlib.sha256(sentence.strip().encode("utf-8")).hexdigest()
+    return int(digest[:8], 16) % 4 == 0
+
+
+def _question(sentence: str) -> str:
+    words = sentence.split()
+    subject = " ".join(words[:3]) if words else "this"
+    return f"Who or what is '{subject}' referring to?"
+
+
+def _after_marker(user_text: str, marker: str) -> str:
+    start = user_text.rfind(marker) + len(marker)
+    end = user_text.find(RESPONSE_MARKER, start)
+    return user_text[start : end if end != -1 else len(user_text)].strip()
+
+
+def sentence_reply(sentence: str) -> str:
+    """The fake per-sentence answer for ``sentence``."""
+    if is_fake_confusing(sentence):
+        return f"Questions: {_question(sentence)}\nTypes: {FAKE_TYPE}"
+    return "Questions: no confusion\nTypes: no confusion"
+
+
+def batch_reply(sentences: list[str]) -> str:
+    """The fake batched (JSON) answer for numbered ``sentences``."""
+    items = []
+    for n, sentence in enumerate(sentences, start=1):
+        flagged = is_fake_confusing(sentence)
+        items.append(
+            {
+                "sentence_num": n,
+                "questions": _question(sentence) if flagged else None,
+                "types": [FAKE_TYPE] if flagged else None,
+            }
+        )
+    return json.dumps(items, ensure_ascii=False)
 
 
 def judge_reply(user_text: str) -> str:
     """Answer a judge prompt (per-sentence or batched) in the format the judge parser reads."""
-    return "Questions: no confusion\nTypes: no confusion"
+    if BATCH_MARKER in user_text:
+        sentences = []
+        for line in _after_marker(user_text, BATCH_MARKER).splitlines():
+            match = _NUMBERED.match(line)
+            if match:
+                sentences.append(match.group(2).strip())
+            elif sentences and line.strip():  # a sentence that spans lines
+                sentences[-1] += " " + line.strip()
+        return batch_reply(sentences)
+    return sentence_reply(_after_marker(user_text, SENTENCE_MARKER))

@@ -1,0 +1,165 @@
+"""Parse BooookScore judge answers: "Questions: ... / Types: ..." (per sentence) and JSON lists (batched).
+
+The original parser (``validate_response`` in lilakk/BooookScore) keeps the lines holding
+"Questions: " and "Types: ", splits types on ", " and rejects any type outside the 8. We are
+more forgiving about form and just as strict about content:
+
+- labels in any case, bold markdown, both on one line or on two, a leading "[Your response]";
+- types separated by commas, semicolons, slashes or "and"; spellings normalised by
+  :func:`booksum_app.scoring.judgement.normalise_type` (case, hyphens, plurals, "omission of
+  entity"); "no confusion", "none", "N/A" mean no confusion;
+- an answer that is only "no confusion" is no confusion.
+
+Rejected (:class:`JudgeParseError`, so the caller retries and finally counts the sentence as
+unparseable, never as no confusion): no "Types:" label, an unknown type, questions without
+types, and contradictions (questions asked but types "no confusion", or the reverse).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from booksum_app.errors import JudgeParseError
+from booksum_app.scoring.judgement import is_no_confusion, normalise_type
+
+_QUESTIONS = re.compile(r"questions?\s*:", re.IGNORECASE)
+_TYPES = re.compile(r"(?:confusion\s+)?types?\s*:", re.IGNORECASE)
+_TYPE_SPLIT = re.compile(r"\s*(?:[,;/|&+]|\band\b)\s*", re.IGNORECASE)
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class JudgeAnswer:
+    """A parsed verdict: no confusion (no questions, no types) or questions with their types."""
+
+    questions: str | None = None
+    types: tuple[str, ...] = ()
+
+    @property
+    def confusing(self) -> bool:
+        """Whether the judge found a confusion."""
+        return bool(self.types)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def parse_types(text: str) -> tuple[str, ...]:
+    """Canonical types of a "Types:" field; ``()`` for "no confusion".
+
+    Raises:
+        JudgeParseError: a type that is not one of the 8.
+    """
+    text = text.strip().strip("[]")
+    if not text.strip(" .\"'`*"):
+        raise JudgeParseError("empty 'Types:' field")
+    if is_no_confusion(text):
+        return ()
+    kinds: list[str] = []
+    for item in _TYPE_SPLIT.split(text):
+        if not item.strip(" .\"'`*"):
+            continue
+        kind = normalise_type(item)
+        if kind is None:
+            raise JudgeParseError(f"unknown confusion type {_short(item, 40)!r}")
+        if kind not in kinds:
+            kinds.append(kind)
+    return tuple(kinds)
+
+
+def _verdict(questions: str | None, types_field: Any) -> JudgeAnswer:
+    """Check questions against types and build the answer."""
+    if types_field is None:
+        types: tuple[str, ...] = ()
+    elif isinstance(types_field, list):
+        types = parse_types(", ".join(str(t) for t in types_field))
+    elif isinstance(types_field, str):
+        types = parse_types(types_field)
+    else:
+        raise JudgeParseError(f"types must be a list, a string or null, not {type(types_field).__name__}")
+    asked = bool(questions and questions.strip()) and not is_no_confusion(questions or "")
+    if types and not asked:
+        if questions is not None:
+            raise JudgeParseError("questions say no confusion but types list confusions")
+        return JudgeAnswer(questions=None, types=types)
+    if asked and not types:
+        raise JudgeParseError("questions asked but no confusion type given")
+    return JudgeAnswer(questions=questions.strip() if asked and questions else None, types=types)
+
+
+def parse_sentence_answer(text: str) -> JudgeAnswer:
+    """Parse a per-sentence answer ("Questions: ... Types: ...").
+
+    Raises:
+        JudgeParseError: the answer does not follow the format or names an unknown type.
+    """
+    clean = text.replace("**", "").replace("__", "").strip()
+    if is_no_confusion(clean):
+        return JudgeAnswer()
+    q_match = _QUESTIONS.search(clean)
+    t_match = _TYPES.search(clean, q_match.end() if q_match else 0)
+    if t_match is None:
+        raise JudgeParseError(f"no 'Types:' in the answer {_short(text)!r}")
+    types_text = clean[t_match.end() :].strip().split("\n", 1)[0]
+    questions = None
+    if q_match is not None:
+        questions = " ".join(clean[q_match.end() : t_match.start()].split())
+    return _verdict(questions, types_text)
+
+
+def _json_list(text: str) -> list[Any]:
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for candidate in candidates:
+        start, end = candidate.find("["), candidate.rfind("]")
+        if start == -1 or end <= start:
+            continue
+        try:
+            value = json.loads(candidate[start : end + 1])
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, list):
+            return value
+    raise JudgeParseError(f"no JSON list in the answer {_short(text)!r}")
+
+
+def parse_batch_answer(text: str, n_sentences: int) -> tuple[dict[int, JudgeAnswer], dict[int, str]]:
+    """Parse a batched answer: ``({sentence_num: answer}, {sentence_num: why not parsed})``.
+
+    Numbers run from 1 to ``n_sentences``; an item without ``sentence_num`` takes its position.
+    Sentences missing from the answer are in neither dict.
+
+    Raises:
+        JudgeParseError: the answer holds no JSON list at all.
+    """
+    items = _json_list(text)
+    answers: dict[int, JudgeAnswer] = {}
+    errors: dict[int, str] = {}
+    for position, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            errors.setdefault(position, "item is not an object")
+            continue
+        num = item.get("sentence_num", position)
+        try:
+            num = int(num)
+        except (TypeError, ValueError):
+            errors.setdefault(position, f"bad sentence_num {num!r}")
+            continue
+        if not 1 <= num <= n_sentences:
+            continue
+        questions = item.get("questions")
+        if isinstance(questions, list):
+            questions = " ".join(str(q) for q in questions)
+        elif questions is not None and not isinstance(questions, str):
+            questions = str(questions)
+        try:
+            answers[num] = _verdict(questions, item.get("types"))
+            errors.pop(num, None)
+        except JudgeParseError as exc:
+            if num not in answers:
+                errors[num] = str(exc)
+    return answers, errors

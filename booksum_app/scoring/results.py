@@ -1,0 +1,151 @@
+"""The scoring library entry points: score summaries with a judge, or from existing annotations.
+
+``score_summary(text, judge="openai:gpt-4o")`` and ``score_summaries({book: text}, judge=...)``
+run the BooookScore judge; ``score_annotations(path, summaries=...)`` scores a release
+annotations file without any LLM call. Each returns a :class:`BooookScoreResult`: the
+per-summary judgements, the system score with its seeded CI, and the signature that says how
+the numbers were made (judge, prompt version, mode, sentence splitter, temperature).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from booksum_app.chunking import SPLITTER_NAMES, detect_lang
+from booksum_app.llm.base import ChatModel
+from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, SystemScore, aggregate
+from booksum_app.scoring.booookscore import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MAX_ATTEMPTS,
+    BooookScoreJudge,
+    JudgeMode,
+)
+from booksum_app.scoring.judgement import SummaryJudgement
+from booksum_app.scoring.release import AnnotationFormat, detect_format, load_json, judgements_from_release
+from booksum_app.signature import make_signature
+
+DEFAULT_BOOK = "summary"
+
+
+@dataclass(frozen=True)
+class BooookScoreResult:
+    """BooookScore of a set of summaries: judgements, the system score, and its signature."""
+
+    signature: str
+    mode: str  # "sentence" or "batched"
+    summaries: tuple[SummaryJudgement, ...]
+    system: SystemScore
+
+    @property
+    def score(self) -> float | None:
+        """The system score in [0, 1] (mean of per-summary scores)."""
+        return self.system.score
+
+
+def _judge_model(judge: ChatModel | str) -> ChatModel:
+    if isinstance(judge, str):
+        from booksum_app.llm.registry import get_model
+
+        return get_model(judge)
+    return judge
+
+
+def score_summaries(
+    summaries: Mapping[str, str],
+    *,
+    judge: ChatModel | str,
+    mode: JudgeMode = "sentence",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    lang: str | None = None,
+    seed: int = DEFAULT_BOOTSTRAP_SEED,
+) -> BooookScoreResult:
+    """Run the BooookScore judge over ``{book: summary}`` and aggregate.
+
+    Args:
+        summaries: book name -> summary text.
+        judge: a :class:`ChatModel` or a model string (``"openai:gpt-4o"``, ``"local"``).
+        mode: ``"sentence"`` (one call per sentence, the paper's method) or ``"batched"``.
+        batch_size: sentences per call in batched mode.
+        max_attempts: tries per sentence before it counts as unparseable.
+        lang: ``"en"`` or ``"zh"`` sentence splitting; None detects per summary.
+        seed: bootstrap seed of the CI.
+
+    Raises:
+        ConfigError: bad mode, batch size, language or model string.
+        ModelError: the judge model failed.
+        CostLimitExceeded: the cost ceiling would be passed.
+    """
+    scorer = BooookScoreJudge(
+        _judge_model(judge), mode=mode, batch_size=batch_size, max_attempts=max_attempts, lang=lang
+    )
+    judgements = scorer.judge(summaries)
+    return BooookScoreResult(
+        signature=scorer.signature(),
+        mode=mode,
+        summaries=tuple(judgements),
+        system=aggregate(judgements, seed=seed),
+    )
+
+
+def score_summary(
+    summary: str,
+    *,
+    judge: ChatModel | str,
+    mode: JudgeMode = "sentence",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    lang: str | None = None,
+) -> BooookScoreResult:
+    """BooookScore of one summary text (see :func:`score_summaries`)."""
+    return score_summaries(
+        {DEFAULT_BOOK: summary},
+        judge=judge,
+        mode=mode,
+        batch_size=batch_size,
+        max_attempts=max_attempts,
+        lang=lang,
+    )
+
+
+def annotations_signature(source: str, *, fmt: str, splitters: Sequence[str]) -> str:
+    """Signature of a score computed from an annotations file (no judge run by us)."""
+    name = re.sub(r"[|:\s]+", "_", Path(source).name) or "annotations"
+    return make_signature(
+        "booookscore",
+        judge="release-annotations",
+        file=name,
+        mode=fmt,
+        split="+".join(sorted(set(splitters))) or SPLITTER_NAMES["en"],
+    )
+
+
+def score_annotations(
+    path: Path,
+    *,
+    summaries: Mapping[str, str] | None = None,
+    fmt: AnnotationFormat | None = None,
+    seed: int = DEFAULT_BOOTSTRAP_SEED,
+) -> BooookScoreResult:
+    """Score an annotations file in a release format, without any LLM call.
+
+    Raises:
+        InputError: unreadable/malformed file, or books that do not match ``summaries``.
+    """
+    data = load_json(Path(path), what="annotations")
+    fmt = fmt or (detect_format(data) if isinstance(data, dict) else "sentence")
+    judgements = judgements_from_release(data, summaries=summaries, fmt=fmt, source=str(path))
+    splitters = (
+        [SPLITTER_NAMES[detect_lang(text)] for text in summaries.values()]
+        if summaries is not None and fmt == "sentence"
+        else []
+    )
+    return BooookScoreResult(
+        signature=annotations_signature(str(path), fmt=fmt, splitters=splitters),
+        mode=fmt,
+        summaries=tuple(judgements),
+        system=aggregate(judgements, seed=seed),
+    )
