@@ -39,15 +39,18 @@ _INLINE = (
     (re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"), r"\1"),
     (re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"), r"\1"),
     (re.compile(r"~~(.+?)~~"), r"\1"),
-    (re.compile(r"\\([\\`*_{}\[\]()#+\-.!>~|])"), r"\1"),
 )
+_ESCAPABLE = "\\`*_{}[]()#+-.!>~|"
+_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!>~|])")
+_PROTECTED = re.compile("[\ue000-\ue0ff]")
 
 
 def strip_inline(text: str) -> str:
     """Remove inline Markdown markup, keeping the words."""
+    text = _ESCAPE.sub(lambda m: chr(0xE000 + _ESCAPABLE.index(m.group(1))), text)
     for pattern, repl in _INLINE:
         text = pattern.sub(repl, text)
-    return text
+    return _PROTECTED.sub(lambda m: _ESCAPABLE[ord(m.group(0)) - 0xE000], text)
 
 
 def _front_matter(lines: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -148,6 +151,8 @@ def read_markdown(
     for level, heading, block, line in items:
         if level in split_levels:
             chapters_raw.append((heading, [], line, False))
+        elif level == 1 and split_levels == {2}:
+            continue  # the book title
         elif level:
             chapters_raw[-1][1].append(heading)
         elif block:

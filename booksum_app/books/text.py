@@ -118,6 +118,7 @@ def _try(data: bytes, encoding: str) -> str | None:
 
 
 def _looks_chinese(text: str, *, lang: str | None) -> bool:
+    text = text[:200_000]
     non_ascii = sum(1 for ch in text if ord(ch) > 127)
     if non_ascii == 0:
         return False
