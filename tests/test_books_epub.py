@@ -191,6 +191,7 @@ def test_several_chapters_in_one_file_are_split_at_nav_fragments(tmp_path: Path)
         ("Chapter I", ("First.", "More first.")),
         ("Chapter II", ("Second.",)),
     ]
+    assert [c.source for c in book.chapters] == ["OEBPS/all.xhtml#c1", "OEBPS/all.xhtml#c2"]
 
 
 def test_non_linear_spine_items_are_not_narrative(tmp_path: Path) -> None:
@@ -401,3 +402,15 @@ def test_zip_with_docx_layout_is_not_an_epub(tmp_path: Path) -> None:
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("word/document.xml", "<w:document/>")
     _refused(path, "not an EPUB")
+
+
+def test_undeclared_binary_content_document_is_refused(tmp_path: Path) -> None:
+    files = epub_files([("c.xhtml", chapter("I", "Text."))])
+    files["OEBPS/c.xhtml"] = bytes(range(256)) * 64  # what encrypted bytes look like
+    _refused(write_zip(tmp_path / "b.epub", files), "binary data, not XHTML")
+
+
+def test_malformed_xhtml_falls_back_to_the_html_parser(tmp_path: Path) -> None:
+    files = epub_files([("c.xhtml", "<html><body><p>Unclosed <b>bold<p>Next</body></html>")])
+    book = open_book(write_zip(tmp_path / "b.epub", files))
+    assert book.chapters[0].paragraphs == ("Unclosed bold", "Next")

@@ -340,6 +340,7 @@ def _walk_ncx(el: etree._Element, base: str, parent: int | None, out: list[_NavE
 @dataclass
 class _Draft:
     path: str
+    source: str
     label: str
     nav_index: int | None
     heading: str
@@ -383,7 +384,7 @@ def _read_spine(
                 paragraphs=d.paragraphs,
                 narrative=d.reason is None,
                 excluded_reason=d.reason,
-                source=d.path,
+                source=d.source,
             )
         )
     return chapters
@@ -458,7 +459,8 @@ def _drafts_for_file(
             reason = "no text"
         if label and "chapter" in types and _ORDINAL.match(label):
             label = f"Chapter {label}"
-        drafts.append(_Draft(item.path, label, index, heading, paragraphs, reason))
+        source = f"{item.path}#{seg.anchor}" if seg.anchor else item.path
+        drafts.append(_Draft(item.path, source, label, index, heading, paragraphs, reason))
     return drafts
 
 

@@ -40,6 +40,7 @@ _XML_PARSER_OPTS = {
     "remove_comments": True,
 }
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
+_BINARY = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f]")
 _NAMED_REF = re.compile(r"&([A-Za-z][A-Za-z0-9]{1,31});")
 _XML_BUILTIN = frozenset({"amp", "lt", "gt", "quot", "apos"})
 _INVISIBLE = re.compile("[\u2060\u200b\u00ad\ufeff\u200c\u200d]")
@@ -58,9 +59,13 @@ _NOTE_ASIDES = frozenset({"footnote", "endnote", "rearnote", "note", "footnotes"
 _MARKER = re.compile(r"^\s*(?:\[\s*\w{1,4}\s*\]|\(\s*\d{1,4}\s*\)|\d{1,4}|[*†‡§¶]+)\s*$")
 
 
+class HostileXMLError(BookFormatError):
+    """A document declares entities: the shape of XXE and entity-expansion attacks."""
+
+
 def _check_entities(data: bytes, name: str) -> None:
     if _ENTITY_DECL.search(data[:65536]) or (b"<!ENTITY" in data):
-        raise BookFormatError(
+        raise HostileXMLError(
             f"{name}: declares XML entities in its DOCTYPE (possible external-entity or "
             "entity-expansion attack); refusing to parse it"
         )
@@ -101,7 +106,7 @@ def parse_xml(data: bytes, *, name: str) -> etree._Element:
         raise BookFormatError(f"{name}: empty XML document")
     dtd = root.getroottree().docinfo.internalDTD
     if dtd is not None and any(True for _ in dtd.iterentities()):
-        raise BookFormatError(
+        raise HostileXMLError(
             f"{name}: declares XML entities in its DOCTYPE (possible external-entity or "
             "entity-expansion attack); refusing to parse it"
         )
@@ -128,9 +133,17 @@ def parse_xhtml(data: bytes, *, name: str) -> etree._Element:
     """Parse an epub content document as XML, falling back to the HTML parser if malformed."""
     try:
         return parse_xml(data, name=name)
-    except BookFormatError as exc:
-        if "entities" in str(exc):
-            raise
+    except HostileXMLError:
+        raise
+    except BookFormatError:
+        head = data[:4096]
+        if (b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff"))) or len(
+            _BINARY.findall(head)
+        ) > len(head) // 20:
+            raise BookFormatError(
+                f"{name}: is binary data, not XHTML (encrypted without declaring it, or corrupt); "
+                "use a DRM-free, undamaged copy of this book"
+            ) from None
         return parse_html(data, name=name)
 
 
