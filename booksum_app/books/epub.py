@@ -35,6 +35,7 @@ from pathlib import Path
 from lxml import etree
 
 from booksum_app.books.archive import SafeZip, join_href
+from booksum_app.books.drm import check_drm_markers, check_encryption
 from booksum_app.books.language import detect_language
 from booksum_app.books.markup import (
     clean_text,
@@ -53,18 +54,13 @@ from booksum_app.books.matter import (
     has_narrative_type,
 )
 from booksum_app.books.model import Book, Chapter
-from booksum_app.errors import BookFormatError, DRMProtectedError
+from booksum_app.errors import BookFormatError
 
 OPF_NS = "http://www.idpf.org/2007/opf"
 DC_NS = "http://purl.org/dc/elements/1.1/"
 CONTAINER_NS = "urn:oasis:names:tc:opendocument:xmlns:container"
 NCX_NS = "http://www.daisy.org/z3986/2005/ncx/"
-ENC_NS = "http://www.w3.org/2001/04/xmlenc#"
-DSIG_NS = "http://www.w3.org/2000/09/xmldsig#"
 
-FONT_OBFUSCATION = frozenset(
-    {"http://www.idpf.org/2008/embedding", "http://ns.adobe.com/pdf/enc#RC"}
-)
 _TEXT_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/xml", "text/xml"})
 _CONTENT_EXT = (".xhtml", ".html", ".htm", ".xml", ".opf", ".ncx", ".txt")
 _GUIDE_TYPES = {"title-page": "titlepage", "copyright-page": "copyright-page", "notes": "endnotes"}
@@ -111,60 +107,14 @@ def read_epub(path: Path, *, lang: str | None = None, include_front_matter: bool
     """
     name = path.name
     with SafeZip(path) as zf:
-        _check_drm_markers(zf, name)
+        check_drm_markers(zf, name=name)
         pkg = _read_package(zf, name)
-        _check_encryption(zf, name, pkg)
+        content = {item.path for item, _ in pkg.spine}
+        content |= {i.path for i in (pkg.nav, pkg.ncx) if i is not None}
+        check_encryption(zf, name=name, content_paths=content)
         entries, landmarks = _read_navigation(zf, pkg, name)
         chapters = _read_spine(zf, pkg, entries, landmarks, name)
     return _finish(chapters, pkg, path, lang=lang, include_front_matter=include_front_matter)
-
-
-# ---- DRM -------------------------------------------------------------------
-
-
-def _check_drm_markers(zf: SafeZip, name: str) -> None:
-    markers = {
-        "META-INF/rights.xml": "Adobe ADEPT",
-        "META-INF/sinf.xml": "Apple FairPlay",
-        "META-INF/license.lcpl": "Readium LCP",
-    }
-    for member, scheme in markers.items():
-        if zf.has(member):
-            raise DRMProtectedError(
-                f"{name}: DRM-protected ({scheme}, {member}); booksum cannot read encrypted "
-                "books: use a DRM-free copy of this book"
-            )
-
-
-def _check_encryption(zf: SafeZip, name: str, pkg: _Package) -> None:
-    if not zf.has("META-INF/encryption.xml"):
-        return
-    root = parse_xml(zf.read("META-INF/encryption.xml"), name=f"{name}: META-INF/encryption.xml")
-    content_paths = {item.path for item, _ in pkg.spine}
-    content_paths |= {i.path for i in (pkg.nav, pkg.ncx) if i is not None}
-    for data in root.iter(f"{{{ENC_NS}}}EncryptedData"):
-        method = data.find(f"{{{ENC_NS}}}EncryptionMethod")
-        algorithm = method.get("Algorithm", "") if method is not None else ""
-        ref = data.find(f".//{{{ENC_NS}}}CipherReference")
-        uri, _ = join_href("", ref.get("URI", "")) if ref is not None else ("", "")
-        is_content = uri in content_paths or uri.lower().endswith(_CONTENT_EXT)
-        if algorithm in FONT_OBFUSCATION and not is_content:
-            continue
-        if not is_content:
-            continue  # an encrypted image or font does not stop us reading the text
-        key = etree.tostring(data).decode("utf-8", "replace")
-        if "adobe.com/adept" in key:
-            scheme = "Adobe ADEPT"
-        elif "readium.org" in key:
-            scheme = "Readium LCP"
-        elif algorithm in FONT_OBFUSCATION:
-            scheme = f"obfuscated content ({algorithm})"
-        else:
-            scheme = f"unknown scheme, algorithm {algorithm or '?'}"
-        raise DRMProtectedError(
-            f"{name}: DRM-protected ({scheme}; META-INF/encryption.xml encrypts {uri}); "
-            "booksum cannot read encrypted books: use a DRM-free copy of this book"
-        )
 
 
 # ---- package ---------------------------------------------------------------
