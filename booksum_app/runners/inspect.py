@@ -1,0 +1,168 @@
+"""Look at a book before spending anything: sections kept and excluded, tokens, chunks, call plans."""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from booksum_app.books import Book, open_book
+from booksum_app.chunking import CallableTokenizer, chunk_book, get_tokenizer
+from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
+from booksum_app.errors import ConfigError
+from booksum_app.llm.base import ModelInfo
+from booksum_app.llm.registry import LLMSettings, choose_model, get_model
+from booksum_app.runners.plan import CallPlan, plan_strategy
+from booksum_app.runners.summarize import resolve_lang
+from booksum_app.strategies import STRATEGIES, StrategyConfig
+
+INSPECT_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SectionReport:
+    """One section of the book: kept for summarization or excluded, and why."""
+
+    index: int
+    title: str
+    kept: bool
+    reason: str | None
+    tokens: int
+
+
+@dataclass(frozen=True)
+class ChunkStats:
+    """Distribution of chunk sizes in tokens."""
+
+    count: int
+    total_tokens: int
+    min_tokens: int
+    median_tokens: float
+    max_tokens: int
+    within_budget: bool
+
+
+@dataclass(frozen=True)
+class InspectReport:
+    """Everything ``booksum inspect`` shows."""
+
+    path: str
+    title: str
+    authors: tuple[str, ...]
+    language: str
+    format: str
+    model: str
+    model_notice: str | None
+    tokenizer: str
+    context_window: int
+    chunk_size: int
+    chapter_aware: bool
+    sections: tuple[SectionReport, ...]
+    chunks: ChunkStats
+    plans: tuple[CallPlan, ...]
+
+    @property
+    def kept_sections(self) -> tuple[SectionReport, ...]:
+        return tuple(s for s in self.sections if s.kept)
+
+    def to_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["schema_version"] = INSPECT_SCHEMA_VERSION
+        return data
+
+
+def _token_counter(
+    model: str | None, settings: LLMSettings
+) -> tuple[ModelInfo, Callable[[str], int], str | None]:
+    spec = choose_model(model, settings=settings)
+    if spec.info.tokenizer == "native":
+        client = get_model(model, settings=settings)  # loads the tokenizer (local/vLLM weights)
+        return spec.info, client.count_tokens, spec.notice
+    return spec.info, get_tokenizer(spec.info.tokenizer).count, spec.notice
+
+
+def inspect_book(
+    path_or_book: str | os.PathLike[str] | Book,
+    *,
+    model: str | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS,
+    include_front_matter: bool = False,
+    chapter_aware: bool = False,
+    prompts: str = "paper",
+    lang: str = "auto",
+    llm_settings: LLMSettings | None = None,
+) -> InspectReport:
+    """Read and chunk a book with the model's tokenizer and plan every strategy, calling no LLM.
+
+    Raises:
+        BookFormatError: the file cannot be read as a book.
+        ConfigError: bad model string or options.
+    """
+    settings = llm_settings or LLMSettings()
+    book = (
+        path_or_book
+        if isinstance(path_or_book, Book)
+        else open_book(path_or_book, include_front_matter=include_front_matter)
+    )
+    info, count, notice = _token_counter(model, settings)
+    if chunk_size + max_summary_tokens > info.context_window:
+        raise ConfigError(
+            f"--chunk-size {chunk_size} plus a {max_summary_tokens}-token summary does not fit "
+            f"{info.name}'s {info.context_window}-token context; lower --chunk-size"
+        )
+    tokenizer = CallableTokenizer(f"model:{info.name}", count)
+    chunks = chunk_book(
+        book,
+        chunk_size=chunk_size,
+        tokenizer=tokenizer,
+        chapter_aware=chapter_aware,
+        include_front_matter=include_front_matter,
+    )
+    selected = set(map(id, book.selected_chapters(include_front_matter=include_front_matter)))
+    sections = tuple(
+        SectionReport(
+            index=i,
+            title=chapter.title,
+            kept=id(chapter) in selected,
+            reason=None if id(chapter) in selected else chapter.excluded_reason,
+            tokens=count(chapter.text),
+        )
+        for i, chapter in enumerate(book.chapters)
+    )
+    sizes = [c.n_tokens for c in chunks]
+    stats = ChunkStats(
+        count=len(sizes),
+        total_tokens=sum(sizes),
+        min_tokens=min(sizes, default=0),
+        median_tokens=statistics.median(sizes) if sizes else 0.0,
+        max_tokens=max(sizes, default=0),
+        within_budget=all(s <= chunk_size for s in sizes),
+    )
+    config = StrategyConfig(
+        chunk_size=chunk_size,
+        max_summary_tokens=max_summary_tokens,
+        prompts=prompts,
+        lang=resolve_lang(lang, book),
+    )
+    plans = tuple(
+        plan_strategy(name, chunk_tokens=sizes, info=info, count_tokens=count, config=config)
+        for name in STRATEGIES
+    )
+    return InspectReport(
+        path=book.source_path,
+        title=book.title,
+        authors=book.authors,
+        language=book.language,
+        format=book.format,
+        model=info.name,
+        model_notice=notice,
+        tokenizer=info.tokenizer,
+        context_window=info.context_window,
+        chunk_size=chunk_size,
+        chapter_aware=chapter_aware,
+        sections=sections,
+        chunks=stats,
+        plans=plans,
+    )
