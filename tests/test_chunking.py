@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import pytest
+from conftest import BOOKS_DIR, book_path
 
 from booksum_app.books.model import Book, Chapter
 from booksum_app.chunking import (
@@ -19,7 +20,6 @@ from booksum_app.chunking import (
     sentence_spans,
 )
 from booksum_app.errors import ConfigError
-from conftest import BOOKS_DIR, book_path
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -61,9 +61,7 @@ def assert_chunk_invariants(
 
 
 def _paragraphs(n: int, words: int) -> str:
-    return "\n\n".join(
-        " ".join(f"w{p}x{i}" for i in range(words - 1)) + " end." for p in range(n)
-    )
+    return "\n\n".join(" ".join(f"w{p}x{i}" for i in range(words - 1)) + " end." for p in range(n))
 
 
 def test_paragraphs_are_packed_greedily() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import RELEASE_DIR
 
 from booksum_app.chunking import detect_lang, sentence_spans, split_sentences
 from booksum_app.errors import ConfigError
-from conftest import RELEASE_DIR
 
 # NLTK sent_tokenize(text, language="english") outputs, checked by hand; several are Punkt's
 # well-known quirks that the paper's sentence units inherit (quoted question + "she asked").
@@ -19,10 +19,16 @@ ENGLISH_CASES = [
         "The U.S. Army arrived at 5 p.m. on Monday. Everyone cheered.",
         ["The U.S. Army arrived at 5 p.m. on Monday.", "Everyone cheered."],
     ),
-    ("Dr. Watson met Prof. Moriarty. They argued.", ["Dr. Watson met Prof. Moriarty.", "They argued."]),
+    (
+        "Dr. Watson met Prof. Moriarty. They argued.",
+        ["Dr. Watson met Prof. Moriarty.", "They argued."],
+    ),
     ("He paused... Then he spoke.", ["He paused... Then he spoke."]),
     ('She said, "Go home." He went.', ['She said, "Go home."', "He went."]),
-    ('"Is it true?" she asked. "Yes." He left.', ['"Is it true?"', "she asked.", '"Yes."', "He left."]),
+    (
+        '"Is it true?" she asked. "Yes." He left.',
+        ['"Is it true?"', "she asked.", '"Yes."', "He left."],
+    ),
     ("“Why?” she asked. “Because.”", ["“Why?”", "she asked.", "“Because.”"]),
     ("1. Buy milk. 2. Buy eggs.", ["1.", "Buy milk.", "2.", "Buy eggs."]),
     ("It cost $3.50. That was cheap.", ["It cost $3.50.", "That was cheap."]),
@@ -47,7 +53,9 @@ def test_english_matches_nltk_punkt(text: str, expected: list[str]) -> None:
 
 def _release_pairs(config: str) -> list[tuple[str, str, list[str]]]:
     summaries = json.loads((RELEASE_DIR / "summaries" / f"{config}-cleaned.json").read_text())
-    annotations = json.loads((RELEASE_DIR / "annotations" / "v2" / f"{config}-cleaned.json").read_text())
+    annotations = json.loads(
+        (RELEASE_DIR / "annotations" / "v2" / f"{config}-cleaned.json").read_text()
+    )
     return [(book, summaries[book], list(sentences)) for book, sentences in annotations.items()]
 
 

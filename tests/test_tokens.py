@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from conftest import book_path
 
 from booksum_app.chunking import (
     CallableTokenizer,
@@ -19,7 +20,6 @@ from booksum_app.chunking import (
     get_tokenizer,
 )
 from booksum_app.errors import ConfigError
-from conftest import book_path
 
 if TYPE_CHECKING:
     from booksum_app.books.model import Book
@@ -32,6 +32,7 @@ def open_sample_book(stem: str) -> Book:
     except ImportError:
         from booksum_app.books.epub import read_epub as open_book
     return open_book(book_path(stem))
+
 
 SAMPLE = (
     "It is a truth universally acknowledged, that a single man in possession of a good fortune, "

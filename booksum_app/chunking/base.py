@@ -10,7 +10,10 @@ from typing import Protocol, runtime_checkable
 class Tokenizer(Protocol):
     """Counts tokens the way a model does."""
 
-    name: str  # "cl100k_base", "o200k_base", "estimate", "native:<model>"
+    @property
+    def name(self) -> str:
+        """ "cl100k_base", "o200k_base", "estimate", "native:<model>" (read-only suffices)."""
+        ...
 
     def count(self, text: str) -> int: ...
 

@@ -34,6 +34,7 @@ lines below do the same recursive descent (clauses -> words -> characters) with 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -198,7 +199,7 @@ def _split_finer(
     else:
         cuts += [start + m.start() for m in _WORD_RE.finditer(text[start:end])][1:]
     cuts.append(end)
-    spans = [sp for sp in (_strip_span(text, a, b) for a, b in zip(cuts, cuts[1:])) if sp]
+    spans = [sp for sp in (_strip_span(text, a, b) for a, b in itertools.pairwise(cuts)) if sp]
     counts = count_many(tokenizer, [text[s:e] for s, e in spans])
     units: list[_Unit] = []
     for (s, e), n in zip(spans, counts, strict=True):

@@ -28,12 +28,14 @@ from typing import TYPE_CHECKING
 from booksum_app.errors import ConfigError
 
 if TYPE_CHECKING:
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer  # type: ignore[import-untyped]
 
 LANGUAGES = ("en", "zh")
 SPLITTER_NAMES = {"en": "punkt-en", "zh": "zh-punct"}  # for signature strings
 
-_ZH_CLOSERS = "」』”’）》】〕〉〗〙〛｝］)]}"  # ASCII quotes are ambiguous (open or close): not here
+_ZH_CLOSERS = (
+    "」』”’）》】〕〉〗〙〛｝］)]}"  # ASCII quotes are ambiguous (open or close): not here
+)
 _ZH_SENTENCE_RE = re.compile(
     rf"[^\s].*?(?:(?:[。！？!?]|……)+[{re.escape(_ZH_CLOSERS)}]*|\Z)", re.DOTALL
 )
