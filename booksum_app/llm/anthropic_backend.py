@@ -118,6 +118,10 @@ class AnthropicBackend:
             latency_s=latency,
         )
 
+    def close(self) -> None:
+        """Close the SDK's HTTP connections."""
+        self._client.close()
+
     def _translate(self, exc: anthropic.APIStatusError) -> Exception:
         status = exc.status_code
         detail = _message(exc)

@@ -252,12 +252,15 @@ class Client:
             return self._in_flight
 
     def close(self) -> None:
-        """Stop the worker pool (waiting for running calls) and close the cache."""
+        """Stop the worker pool (waiting for running calls), close the cache and the backend."""
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
         if self.cache is not None:
             self.cache.close()
+        close_backend = getattr(self.backend, "close", None)
+        if callable(close_backend):
+            close_backend()
 
     def __enter__(self) -> Self:
         return self

@@ -50,6 +50,7 @@ class OpenAIBackend:
         base_url: str | None = None,
         timeout_s: float = 600.0,
         reasoning: bool = False,
+        legacy_max_tokens: bool | None = None,
     ) -> None:
         if not api_key:
             if base_url is None:
@@ -61,6 +62,10 @@ class OpenAIBackend:
         self.model_id = model_id
         self.base_url = base_url
         self.reasoning = reasoning
+        # compatible servers get ``max_tokens``; api.openai.com gets ``max_completion_tokens``
+        self.legacy_max_tokens = (
+            base_url is not None if legacy_max_tokens is None else legacy_max_tokens
+        )
         self._client = openai.OpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
         )
@@ -72,10 +77,10 @@ class OpenAIBackend:
             messages.append({"role": "system", "content": request.system})
         messages.append({"role": "user", "content": request.user_text})
         params: dict[str, Any] = {"model": self.model_id, "messages": messages}
-        if self.base_url is None:
-            params["max_completion_tokens"] = request.max_tokens
-        else:
+        if self.legacy_max_tokens:
             params["max_tokens"] = request.max_tokens
+        else:
+            params["max_completion_tokens"] = request.max_tokens
         if not self.reasoning:
             params["temperature"] = request.temperature
             params["top_p"] = request.top_p
@@ -114,6 +119,10 @@ class OpenAIBackend:
             model=response.model or self.model_id,
             latency_s=latency,
         )
+
+    def close(self) -> None:
+        """Close the SDK's HTTP connections."""
+        self._client.close()
 
     def _translate(self, exc: openai.APIStatusError) -> Exception:
         status = exc.status_code

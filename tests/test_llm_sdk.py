@@ -1,0 +1,191 @@
+"""The OpenAI and Anthropic backends through their real SDKs, against the fake server on localhost."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from booksum_app.errors import AuthError, ContextTooLong, ModelError, TransientModelError
+from booksum_app.llm.base import ModelInfo, Request
+from booksum_app.llm.calls import Client
+from booksum_app.llm.openai_backend import OpenAIBackend
+from booksum_app.llm.registry import LLMSettings, get_model
+from booksum_app.testing.fake_replies import default_reply
+from booksum_app.testing.fake_server import FakeServer
+
+SECRET = "sk-test-DO-NOT-LEAK-123"
+APIS = ("openai", "anthropic")
+MODEL = {"openai": "openai:gpt-4o", "anthropic": "anthropic:claude-haiku-4-5"}
+TEXT = "The ship left port at dawn. Storms came at noon. By night the crew was lost."
+REQ = Request(prompt=f"Summarize within 30 words.\n\n---\n\n{TEXT}", max_tokens=60)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer(retry_after_s=0) as fake:
+        yield fake
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    """Close every client a test opened (SDK connection pools warn when left to the GC)."""
+    yield
+    while OPENED:
+        OPENED.pop().close()
+
+
+OPENED: list[Client | OpenAIBackend] = []
+
+
+def client_for(
+    api: str,
+    server: FakeServer,
+    tmp_path: Path,
+    *,
+    waits: list[float] | None = None,
+    **settings: object,
+) -> Client:
+    env = {"OPENAI_API_KEY": SECRET, "ANTHROPIC_API_KEY": SECRET}
+    base_url = server.openai_base_url if api == "openai" else server.anthropic_base_url
+    options: dict[str, object] = {"cache_dir": tmp_path / "cache", "config_path": tmp_path / "none"}
+    options.update(settings)
+    client = get_model(
+        MODEL[api],
+        settings=LLMSettings(base_url=base_url, **options),
+        env=env,  # type: ignore[arg-type]
+    )
+    client._sleep = (waits if waits is not None else []).append  # no real waiting in tests
+    OPENED.append(client)
+    return client
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_success(api: str, server: FakeServer, tmp_path: Path) -> None:
+    client = client_for(api, server, tmp_path)
+    completion = client.complete(REQ)
+    assert completion.text == default_reply(REQ) == TEXT
+    assert completion.finish_reason == "stop" and not completion.cache_hit
+    assert completion.usage.input_tokens > 20 and completion.usage.output_tokens > 10
+    assert completion.cost_usd == pytest.approx(client.info.cost_usd(completion.usage))
+    assert server.requests[0].had_key
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "503", "timeout", "drop", "empty"])
+@pytest.mark.parametrize("api", APIS)
+def test_retryable_faults_are_retried_then_succeed(
+    api: str, fault: str, server: FakeServer, tmp_path: Path
+) -> None:
+    server.add_faults(fault)
+    client = client_for(api, server, tmp_path, timeout_s=0.5)
+    assert client.complete(REQ).text == TEXT
+    assert [r.fault for r in server.requests] == [fault, None]
+    assert client.calls[-1].attempts == 2
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"), [("400", ModelError), ("401", AuthError), ("context", ContextTooLong)]
+)
+@pytest.mark.parametrize("api", APIS)
+def test_client_errors_are_not_retried(
+    api: str, fault: str, error: type[Exception], server: FakeServer, tmp_path: Path
+) -> None:
+    server.add_faults(fault)
+    client = client_for(api, server, tmp_path)
+    with pytest.raises(error) as caught:
+        client.complete(REQ)
+    assert server.call_count == 1
+    assert SECRET not in str(caught.value)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_bounded_attempts_then_a_clear_error(api: str, server: FakeServer, tmp_path: Path) -> None:
+    server.add_faults(*["500"] * 5)
+    client = client_for(api, server, tmp_path, max_attempts=3)
+    with pytest.raises(TransientModelError, match="failed 3 times") as caught:
+        client.complete(REQ)
+    assert server.call_count == 3
+    assert SECRET not in str(caught.value)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_retry_after_header_is_honoured(api: str, tmp_path: Path) -> None:
+    waits: list[float] = []
+    with FakeServer(retry_after_s=4, script=["429", "429"]) as server:
+        client = client_for(api, server, tmp_path, waits=waits)
+        assert client.complete(REQ).text == TEXT
+    assert waits == [4.0, 4.0]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_truncated_reply_is_reported_cut_off(api: str, server: FakeServer, tmp_path: Path) -> None:
+    server.add_faults("truncated")
+    completion = client_for(api, server, tmp_path).complete(REQ)
+    assert completion.cut_off and len(completion.text) < len(TEXT)
+    assert server.call_count == 1  # a cut-off answer is the strategy's to resample, not ours
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_rerun_is_served_from_the_cache(api: str, server: FakeServer, tmp_path: Path) -> None:
+    requests = [Request(prompt=f"Part {i}. {TEXT}", max_tokens=60) for i in range(5)]
+    first = client_for(api, server, tmp_path).complete_many(requests)
+    assert server.call_count == 5
+    rerun = client_for(api, server, tmp_path)
+    second = rerun.complete_many(requests)
+    assert server.call_count == 5  # zero new calls
+    assert [c.text for c in second] == [c.text for c in first]
+    assert rerun.cost_usd == 0.0 and rerun.n_cache_hits == 5
+    assert SECRET.encode() not in (tmp_path / "cache" / "calls.sqlite3").read_bytes()
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_server_sees_at_most_the_concurrency_bound(api: str, tmp_path: Path) -> None:
+    with FakeServer(latency_s=0.05) as server:
+        client = client_for(api, server, tmp_path, concurrency=3, use_cache=False)
+        client.complete_many([Request(prompt=f"Q{i}. {TEXT}", max_tokens=60) for i in range(15)])
+    assert server.call_count == 15
+    assert server.max_in_flight == 3
+
+
+def test_anthropic_shared_prefix_uses_prompt_caching(server: FakeServer, tmp_path: Path) -> None:
+    client = client_for("anthropic", server, tmp_path)
+    prefix = "Instructions and a long summary shared by many judge calls. " * 20
+    first = client.complete(Request(prompt="Sentence 1.", shared_prefix=prefix, max_tokens=50))
+    second = client.complete(Request(prompt="Sentence 2.", shared_prefix=prefix, max_tokens=50))
+    block = server.requests[0].payload["messages"][0]["content"][0]
+    assert block["cache_control"] == {"type": "ephemeral"} and block["text"] == prefix
+    assert first.usage.cached_input_tokens == 0
+    assert second.usage.cached_input_tokens > 100
+    assert second.usage.input_tokens > second.usage.cached_input_tokens
+    assert second.cost_usd < first.cost_usd
+
+
+def test_openai_parameter_mapping(server: FakeServer) -> None:
+    info = ModelInfo(name="openai:o3", context_window=200_000, tokenizer="o200k_base")
+    official = OpenAIBackend(
+        info,
+        model_id="o3",
+        api_key=SECRET,
+        base_url=server.openai_base_url,
+        reasoning=True,
+        legacy_max_tokens=False,  # what api.openai.com gets
+    )
+    OPENED.append(official)
+    official.complete(Request(prompt="Hi.", system="Be brief.", max_tokens=42, stop=("\n\n",)))
+    sent = server.requests[-1].payload
+    assert sent["max_completion_tokens"] == 42 and "max_tokens" not in sent
+    assert "temperature" not in sent and "top_p" not in sent  # reasoning models reject them
+    assert sent["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert sent["stop"] == ["\n\n"]
+    compatible = OpenAIBackend(info, model_id="m", api_key=None, base_url=server.openai_base_url)
+    OPENED.append(compatible)
+    compatible.complete(Request(prompt="Hi.", max_tokens=7, temperature=0.5))
+    sent = server.requests[-1].payload
+    assert sent["max_tokens"] == 7 and sent["temperature"] == 0.5  # and no key was needed
+
+
+def test_openai_without_key_or_server_is_an_auth_error() -> None:
+    info = ModelInfo(name="openai:gpt-4o", context_window=128_000, tokenizer="o200k_base")
+    with pytest.raises(AuthError, match="No OpenAI API key: set OPENAI_API_KEY"):
+        OpenAIBackend(info, model_id="gpt-4o", api_key=None)
