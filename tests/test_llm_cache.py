@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -102,3 +104,14 @@ def test_unusable_cache_dir_says_how_to_fix(tmp_path: Path) -> None:
     blocker.write_text("not a dir")
     with pytest.raises(ConfigError, match="--no-cache"):
         CallCache(blocker / "cache")
+
+
+def test_processes_opening_a_new_cache_at_once(tmp_path: Path) -> None:
+    code = "import sys; from booksum_app.llm.cache import CallCache; CallCache(sys.argv[1]).close()"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stderr=subprocess.PIPE)
+        for _ in range(4)
+    ]
+    errors = [p.communicate(timeout=60)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors
+    assert len(CallCache(tmp_path)) == 0

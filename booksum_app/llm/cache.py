@@ -67,16 +67,26 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_create_calls, _m
 
 
 def migrate(db: sqlite3.Connection) -> None:
-    """Apply every migration not yet recorded in ``_migrations``, in order."""
-    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied REAL)")
-    done = {row[0] for row in db.execute("SELECT name FROM _migrations")}
-    for migration in MIGRATIONS:
-        name = migration.__name__.lstrip("_")
-        if name in done:
-            continue
-        with db:
-            migration(db)
-            db.execute("INSERT INTO _migrations (name, applied) VALUES (?, ?)", (name, time.time()))
+    """Apply every migration not yet recorded in ``_migrations``, in order, in one transaction.
+
+    ``BEGIN IMMEDIATE`` takes the write lock first, so two processes opening a new cache at
+    once do not both try to create the tables.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied REAL)")
+        done = {row[0] for row in db.execute("SELECT name FROM _migrations")}
+        for migration in MIGRATIONS:
+            name = migration.__name__.lstrip("_")
+            if name not in done:
+                migration(db)
+                db.execute(
+                    "INSERT INTO _migrations (name, applied) VALUES (?, ?)", (name, time.time())
+                )
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 class CallCache:
