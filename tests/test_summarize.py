@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import BOOKS_DIR, book_path
 
 from booksum_app.cli import cli
 from booksum_app.errors import ConfigError, InputError
@@ -19,8 +20,6 @@ from booksum_app.strategies import STRATEGIES
 from booksum_app.strategies.record import SCHEMA_VERSION, read_record, write_record
 from booksum_app.testing.fake_backend import FakeBackend
 from booksum_app.testing.fake_server import FakeServer
-
-from conftest import BOOKS_DIR, book_path
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +35,17 @@ def client(**kwargs: object) -> Client:
 def test_record_round_trips_through_json(strategy: str, time_machine: Path, tmp_path: Path) -> None:
     record = summarize_book(time_machine, strategy=strategy, model=client())
     assert record.strategy == strategy and record.summary and record.raw_summary
-    assert record.book.title and record.book.chapters_excluded, "front matter is excluded by default"
+    assert record.book.title and record.book.chapters_excluded, (
+        "front matter is excluded by default"
+    )
     assert record.totals.calls == len(record.calls) > 0
     assert record.totals.input_tokens == sum(c.input_tokens for c in record.calls)
     fields = parse_signature(record.signature)
-    assert fields["kind"] == strategy and fields["G"] == "900" and fields["prompts"].split("-")[0] in ("paper", "direct")
+    assert (
+        fields["kind"] == strategy
+        and fields["G"] == "900"
+        and fields["prompts"].split("-")[0] in ("paper", "direct")
+    )
     path = write_record(record, tmp_path / "r.json")
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["kind"] == "booksum.summary" and data["schema_version"] == SCHEMA_VERSION
@@ -51,8 +56,9 @@ def test_record_round_trips_through_json(strategy: str, time_machine: Path, tmp_
 def test_progress_sees_every_call_and_the_final_stage(time_machine: Path) -> None:
     progress = RunProgress()
     events = []
-    record = summarize_book(time_machine, strategy="hier", model=client(), progress=progress,
-                            on_progress=events.append)
+    record = summarize_book(
+        time_machine, strategy="hier", model=client(), progress=progress, on_progress=events.append
+    )
     snap = progress.snapshot()
     assert events and events[-1].done == len(record.nodes)
     assert snap.stage in ("merges", "chunks") and snap.done == len(record.nodes)
@@ -84,13 +90,26 @@ def test_default_record_path() -> None:
     assert default_record_path("b/Pride.epub", "hier", Path("o/sum.md")) == Path("o/sum.json")
 
 
-def test_cli_summarize_against_the_fake_server(time_machine: Path, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_summarize_against_the_fake_server(
+    time_machine: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     with FakeServer() as server:
         out = tmp_path / "tm"
-        args = ["summarize", str(time_machine), "--model", "openai:fake", "--base-url", server.openai_base_url,
-                "--strategy", "hier", "--cache-dir", str(tmp_path / "cache"), "-o", str(out)]
+        args = [
+            "summarize",
+            str(time_machine),
+            "--model",
+            "openai:fake",
+            "--base-url",
+            server.openai_base_url,
+            "--strategy",
+            "hier",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "-o",
+            str(out),
+        ]
         result = CliRunner().invoke(cli, args, catch_exceptions=False)
         assert result.exit_code == 0, result.output
         summary = (tmp_path / "tm.md").read_text(encoding="utf-8")
@@ -102,13 +121,27 @@ def test_cli_summarize_against_the_fake_server(time_machine: Path, tmp_path: Pat
         assert read_record(tmp_path / "tm.json").totals.cache_hits == record.totals.calls
 
 
-def test_cli_reports_a_chunk_size_too_big_for_the_model(time_machine: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_reports_a_chunk_size_too_big_for_the_model(
+    time_machine: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     with FakeServer() as server:
-        result = CliRunner().invoke(cli, ["summarize", str(time_machine), "--model", "openai:gpt-4",
-                                          "--base-url", server.openai_base_url, "--chunk-size", "100000",
-                                          "--no-cache", "-o", str(tmp_path / "x")])
+        result = CliRunner().invoke(
+            cli,
+            [
+                "summarize",
+                str(time_machine),
+                "--model",
+                "openai:gpt-4",
+                "--base-url",
+                server.openai_base_url,
+                "--chunk-size",
+                "100000",
+                "--no-cache",
+                "-o",
+                str(tmp_path / "x"),
+            ],
+        )
     assert result.exit_code == 4 and "--chunk-size" in result.output
 
 
@@ -117,10 +150,14 @@ def test_cli_reports_a_chunk_size_too_big_for_the_model(time_machine: Path, tmp_
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_every_sample_book_with_every_strategy(book: str, strategy: str) -> None:
     backend = FakeBackend(ModelInfo(name="fake:8k", context_window=8192, tokenizer="cl100k_base"))
-    record = summarize_book(BOOKS_DIR / book, strategy=strategy, model=Client(backend, concurrency=32))
+    record = summarize_book(
+        BOOKS_DIR / book, strategy=strategy, model=Client(backend, concurrency=32)
+    )
     for request in backend.calls:
         assert backend.count_tokens(request.user_text) + request.max_tokens <= 8192
-    assert record.summary and all(n.tokens <= n.budget_tokens or n.kind.startswith("inc") for n in record.nodes)
+    assert record.summary and all(
+        n.tokens <= n.budget_tokens or n.kind.startswith("inc") for n in record.nodes
+    )
     assert all(n.tokens <= 900 for n in record.nodes)
     if strategy == "hier":
         assert record.nodes[-1].budget_tokens == 900

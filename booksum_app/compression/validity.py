@@ -48,15 +48,20 @@ def ends_sentence(text: str) -> bool:
 
 
 def summary_problems(
-    text: str, *, finish_reason: str, max_tokens: int, count_tokens: Callable[[str], int]
+    text: str,
+    *,
+    finish_reason: str,
+    max_tokens: int,
+    count_tokens: Callable[[str], int],
+    tokens: int | None = None,
 ) -> tuple[str, ...]:
-    """Why a generated summary is invalid (empty tuple when it is valid)."""
+    """Why a generated summary is invalid (empty tuple when it is valid); ``tokens`` if known."""
     if not text.strip():
         return (EMPTY,)
     problems = []
     if finish_reason == "length":
         problems.append(CUT_OFF)
-    if count_tokens(text) > max_tokens:
+    if (count_tokens(text) if tokens is None else tokens) > max_tokens:
         problems.append(OVER_LIMIT)
     if not ends_sentence(text):
         problems.append(NO_SENTENCE_END)
@@ -212,6 +217,7 @@ class Regenerator:
             finish_reason=completion.finish_reason,
             max_tokens=self.max_tokens,
             count_tokens=self._count,
+            tokens=tokens,
         )
         self._attempts.append(
             AttemptInfo(self.words_for_attempt(attempt), tokens, completion.finish_reason, problems)
@@ -234,7 +240,7 @@ class Regenerator:
             )
         )
         if not problems:
-            self._done = self._generation(text, text, truncated=False)
+            self._done = self._generation(text, text, truncated=False, tokens=tokens)
             return True
         if len(self._attempts) < self._max_tries:
             return False
@@ -258,11 +264,15 @@ class Regenerator:
         self._done = self._generation(cut, raw, truncated=True)
         return True
 
-    def _generation(self, text: str, raw: str, *, truncated: bool) -> Generation:
+    def _generation(
+        self, text: str, raw: str, *, truncated: bool, tokens: int | None = None
+    ) -> Generation:
+        if tokens is None:
+            tokens = self._count(text) if text else 0
         return Generation(
             text=text,
             raw_text=raw,
-            tokens=self._count(text) if text else 0,
+            tokens=tokens,
             attempts=tuple(self._attempts),
             truncated=truncated,
             calls=tuple(self._calls),

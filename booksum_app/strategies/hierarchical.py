@@ -74,9 +74,6 @@ class _Level:
     next_start: int = 0  # first summary of the level below not yet in a group
     in_flight: bool = False
     complete: bool = False
-    item_tokens: dict[int, int] = field(
-        default_factory=dict
-    )  # header+text tokens of level-below items
 
     @property
     def count(self) -> int:
@@ -150,6 +147,7 @@ class _Run:
             )
         ctx_overhead = self.count(prompts["merge_with_context"].skeleton())
         self.merge_overhead = ctx_overhead
+        self.plain_overhead = self.count(prompts["merge"].skeleton())
         self.item_overhead = self.count(ITEM_HEADER.format(k=999) + ITEM_SEPARATOR)
         self.plan: HierPlan = plan_hier(
             n_leaves=len(job.chunks),
@@ -317,16 +315,17 @@ class _Run:
             level += 1
 
     def try_group(self, level: int, state: _Level, below: _Level) -> None:
+        """Close the next group of ``level`` when its boundary is known, and start it.
+
+        Item sizes are the summaries' own token counts plus the header's, plus one token for
+        the boundary (BPE never needs more), so packing costs no re-tokenization.
+        """
         room = self.room(level)
         start = state.next_start
         used = 0
         end = start
         while end in below.nodes:
-            tokens = state.item_tokens.get(end)
-            if tokens is None:
-                tokens = state.item_tokens[end] = self.count(
-                    ITEM_HEADER.format(k=end - start + 1) + below.nodes[end].text
-                ) + self.count(ITEM_SEPARATOR)
+            tokens = below.nodes[end].tokens + self.item_overhead + 1
             if used + tokens > room.inputs_tokens and end > start:
                 break  # the next summary overflows: the group is [start, end)
             used += tokens
@@ -338,9 +337,11 @@ class _Run:
                 if below.complete and start == below_total:
                     state.complete = True
                 return
-        self.start_group(level, state, below, start, end)
+        self.start_group(level, state, below, start, end, used)
 
-    def start_group(self, level: int, state: _Level, below: _Level, start: int, end: int) -> None:
+    def start_group(
+        self, level: int, state: _Level, below: _Level, start: int, end: int, used: int
+    ) -> None:
         index = state.count
         texts = [below.nodes[i].text for i in range(start, end)]
         summaries = format_group(texts)
@@ -349,26 +350,25 @@ class _Run:
         context_text, context_node, context_tokens = "", None, 0
         if index == 0:
             template = self.prompts["merge"]
-            if covers_all:
-                skeleton = self.count(
-                    template.render(summaries=summaries, word_limit=words_for_tokens(self.G))
-                )
-                if skeleton + self.G <= self.window:
-                    budget = self.G
+            overhead = self.plain_overhead
+            if covers_all and overhead + used + PROMPT_MARGIN_TOKENS + self.G <= self.window:
+                budget = self.G  # the root: the final summary gets the full budget G
         else:
             template = self.prompts["merge_with_context"]
+            overhead = self.merge_overhead
             previous = state.nodes[index - 1]
             room = self.room(level)
-            context_text = truncate_at_sentence_end(
-                previous.text,
-                max_tokens=room.context_tokens,
-                count_tokens=self.count,
-                lang=self.cfg.lang,
-            )
-            context_node, context_tokens = (
-                previous.id,
-                self.count(context_text) if context_text else 0,
-            )
+            context_node = previous.id
+            if previous.tokens <= room.context_tokens:
+                context_text, context_tokens = previous.text, previous.tokens
+            else:  # App. J.2 context, bounded: keep its beginning up to a sentence end
+                context_text = truncate_at_sentence_end(
+                    previous.text,
+                    max_tokens=room.context_tokens,
+                    count_tokens=self.count,
+                    lang=self.cfg.lang,
+                )
+                context_tokens = self.count(context_text) if context_text else 0
 
         def render(words: int) -> str:
             if index == 0:
@@ -377,9 +377,9 @@ class _Run:
 
         regen = self._regenerator(render, budget, purpose="merge", node=f"L{level}.{index}")
         request = regen.request()
-        prompt_tokens = self.count(request.prompt)
+        prompt_tokens = overhead + context_tokens + 1 + used  # an upper bound, see try_group
         check_fits(
-            prompt_tokens=prompt_tokens,
+            prompt_tokens=prompt_tokens + PROMPT_MARGIN_TOKENS,
             max_tokens=budget,
             context_window=self.window,
             what=f"merge L{level}.{index}",
@@ -387,7 +387,6 @@ class _Run:
         )
         state.groups.append((start, end))
         state.next_start = end
-        state.item_tokens.clear()  # header numbers restart at 1 in the next group
         state.in_flight = True
         span = (below.nodes[start].chunk_span[0], below.nodes[end - 1].chunk_span[1])
         self.submit(
