@@ -27,7 +27,7 @@ from booksum_app.config import (
 )
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ChatModel
-from booksum_app.llm.calls import CallRecord
+from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.runners.progress import RunProgress
 from booksum_app.signature import make_signature
@@ -105,14 +105,19 @@ def summarize_book(
         if isinstance(path_or_book, Book)
         else open_book(path_or_book, include_front_matter=include_front_matter)
     )
-    owned = None
+    owned: Client | None = None
+    chat: ChatModel
     if model is None or isinstance(model, str):
         hooks = [h for h in (on_call, progress.on_call if progress else None) if h is not None]
-        owned = chat = get_model(
-            model,
-            settings=llm_settings or LLMSettings(),
-            on_call=(lambda record: [h(record) for h in hooks]) if hooks else None,
+
+        def call_hook(record: CallRecord) -> None:
+            for hook in hooks:
+                hook(record)
+
+        owned = get_model(
+            model, settings=llm_settings or LLMSettings(), on_call=call_hook if hooks else None
         )
+        chat = owned
     else:
         chat = model
     if progress is not None:

@@ -15,6 +15,7 @@ cut, and the CLI warns about it.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from itertools import accumulate
 
 from booksum_app.chunking.sentences import sentence_spans
@@ -47,12 +48,12 @@ def head_tail(
     text: str,
     *,
     budget_tokens: int,
-    count_tokens: object,
+    count_tokens: Callable[[str], int],
     lang: str,
     head_share: float = HEAD_SHARE,
 ) -> tuple[str, str]:
     """Whole sentences from the start (``head_share`` of the budget) and from the end (the rest)."""
-    count = count_tokens  # Callable[[str], int]
+    count = count_tokens
     spans = sentence_spans(text, lang=lang)
     sizes = [count(text[s:e]) + 1 for s, e in spans]  # +1: the whitespace joining sentences
     head_budget = int(budget_tokens * head_share)
