@@ -87,6 +87,13 @@ class LocalBackend:
         """The weights' file name: part of the call cache identity (a different GGUF, a different answer)."""
         return self.model_path.name
 
+    def close(self) -> None:
+        """Free the model (llama.cpp context and weights)."""
+        with self._lock:
+            close = getattr(self._llm, "close", None)
+            if callable(close):
+                close()
+
     def count_tokens(self, text: str) -> int:
         """Exact token count under the model's tokenizer (no BOS)."""
         if not text:

