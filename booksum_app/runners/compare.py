@@ -1,0 +1,392 @@
+"""Compare strategies on a book set (``booksum compare``, SPEC §1 job 2; BooookScore §5, Table 2).
+
+Runs every configuration of an :class:`~booksum_app.runners.experiment.Experiment` on every
+book, scores every summary (BooookScore judge + n-gram statistics) and aggregates one row per
+configuration; precomputed summary sets (the BooookScore release) join the same rows.
+
+- Concurrency: up to ``jobs`` books at once; the configurations of one book run one after
+  another on its worker (so identical requests of two configurations never race past the
+  cache), and every call of a model shares one client (its concurrency bound holds across
+  books). hier's level-0 calls still run concurrently inside each summary.
+- Resumability: each (configuration, book) record is written atomically to
+  ``OUT/records/<config-slug>/<book-stem>.json`` as soon as it is done, with a job key
+  (strategy, model, chunk size, G, prompts and their hashes, language, options, book bytes)
+  in ``extra["compare"]``. A rerun reuses records whose key matches and replays unfinished
+  work from the call cache, so no LLM call is repeated; judge calls go through the cache too.
+- Pre-flight and job identity: :mod:`booksum_app.runners.compare_plan`; outputs and the
+  row values: :mod:`booksum_app.runners.compare_results`; plots: :mod:`booksum_app.runners.plots`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request
+from booksum_app.llm.base import Usage as TokenUsage
+from booksum_app.llm.calls import CallRecord
+from booksum_app.llm.registry import LLMSettings, get_model
+from booksum_app.runners.compare_plan import (
+    BookContext,
+    finished_record,
+    job_key,
+    judge_string,
+    needs_judge,
+    open_context,
+    record_path,
+    strategy_config,
+)
+from booksum_app.runners.compare_results import (
+    BookResult,
+    CompareResult,
+    ConfigResult,
+    Usage,
+    split_release_name,
+    write_results,
+)
+from booksum_app.runners.experiment import Experiment, GridConfig, PrecomputedSet
+from booksum_app.runners.progress import RunProgress
+from booksum_app.runners.summarize import summarize_book
+from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
+from booksum_app.scoring.booookscore import BooookScoreJudge, split_summary
+from booksum_app.scoring.judgement import SummaryJudgement
+from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngrams
+from booksum_app.scoring.release import read_summaries
+from booksum_app.scoring.results import score_annotations
+from booksum_app.strategies.record import SummaryRecord, write_record
+
+# ---- progress ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GridSnapshot:
+    """What the whole-set progress display shows."""
+
+    done: int
+    total: int
+    reused: int
+    running: tuple[str, ...]
+    calls: int
+    cache_hits: int
+    in_flight: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    elapsed_s: float
+
+
+class GridProgress:
+    """Progress of a whole comparison: summaries done, what runs now, and every call (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._calls = RunProgress()  # reused for call accounting across all models
+        self._lock = threading.Lock()
+        self._done = self._total = self._reused = 0
+        self._running: dict[str, str] = {}
+        self._models: list[Any] = []
+        self.listeners: list[Callable[[GridSnapshot], None]] = []
+
+    def on_call(self, record: CallRecord) -> None:
+        """Call-layer hook of every client."""
+        self._calls.on_call(record)
+        self._notify()
+
+    def attach(self, model: Any) -> None:
+        with self._lock:
+            self._models.append(model)
+
+    def start(self, total: int) -> None:
+        with self._lock:
+            self._total = total
+        self._notify()
+
+    def stage(self, job: str, text: str) -> None:
+        with self._lock:
+            self._running[job] = text
+        self._notify()
+
+    def finish(self, job: str, *, reused: bool) -> None:
+        with self._lock:
+            self._running.pop(job, None)
+            self._done += 1
+            self._reused += int(reused)
+        self._notify()
+
+    def _notify(self) -> None:
+        snap = self.snapshot()
+        for listener in list(self.listeners):
+            listener(snap)
+
+    def snapshot(self) -> GridSnapshot:
+        calls = self._calls.snapshot()
+        with self._lock:
+            in_flight = sum(int(getattr(m, "in_flight", 0) or 0) for m in self._models)
+            return GridSnapshot(
+                self._done, self._total, self._reused,
+                tuple(f"{k}: {v}" for k, v in self._running.items()),
+                calls.calls, calls.cache_hits, in_flight, calls.input_tokens, calls.output_tokens,
+                calls.cost_usd, calls.elapsed_s,
+            )
+
+
+# ---- metering ------------------------------------------------------------------------------
+
+
+class _Metered:
+    """A ChatModel that forwards to another and sums the usage of the answers it returns."""
+
+    def __init__(self, model: ChatModel) -> None:
+        self._model = model
+        self._lock = threading.Lock()
+        self.usage = Usage()
+
+    @property
+    def info(self) -> ModelInfo:
+        return self._model.info
+
+    def count_tokens(self, text: str) -> int:
+        return self._model.count_tokens(text)
+
+    def _add(self, completion: Completion) -> Completion:
+        listed = self.info.cost_usd(completion.usage)
+        spent = 0.0 if completion.cache_hit else completion.cost_usd
+        item = Usage(1, int(completion.cache_hit), completion.usage.input_tokens,
+                     completion.usage.output_tokens, listed, spent)
+        with self._lock:
+            self.usage = self.usage + item
+        return completion
+
+    def complete(self, request: Request) -> Completion:
+        return self._add(self._model.complete(request))
+
+    def submit(self, request: Request) -> Any:
+        future = self._model.submit(request)
+        future.add_done_callback(lambda f: None if f.exception() else self._add(f.result()))
+        return future
+
+    def complete_many(self, requests: Any) -> list[Completion]:
+        return [self._add(c) for c in self._model.complete_many(requests)]
+
+
+def _record_usage(record: SummaryRecord, info: ModelInfo) -> Usage:
+    calls = record.calls
+    return Usage(
+        calls=len(calls),
+        cache_hits=sum(1 for c in calls if c.cache_hit),
+        input_tokens=sum(c.input_tokens for c in calls),
+        output_tokens=sum(c.output_tokens for c in calls),
+        cost_usd=sum(info.cost_usd(TokenUsage(c.input_tokens, c.output_tokens)) for c in calls),
+        spent_usd=sum(c.cost_usd for c in calls if not c.cache_hit),
+    )
+
+
+# ---- running -------------------------------------------------------------------------------
+
+
+def run_compare(
+    exp: Experiment,
+    settings: LLMSettings | None = None,
+    *,
+    progress: GridProgress | None = None,
+    models: Mapping[str | None, ChatModel] | None = None,
+    judge_model: ChatModel | None = None,
+    seed: int = DEFAULT_BOOTSTRAP_SEED,
+    plots: bool = True,
+) -> CompareResult:
+    """Run, score and write the whole comparison; returns the rows of the table.
+
+    ``models`` / ``judge_model`` replace the clients built from model strings (tests, dry runs);
+    ``plots`` writes ``OUT/plots/*.png|svg`` (needs matplotlib).
+
+    Raises:
+        ConfigError, BookFormatError, ModelError, CostLimitExceeded, InputError.
+    """
+    started = time.perf_counter()
+    settings = settings or LLMSettings()
+    if plots:  # fail before spending anything
+        from booksum_app.runners.plots import require_matplotlib
+
+        require_matplotlib()
+    progress = progress or GridProgress()
+    owned: list[Any] = []
+    clients: dict[str | None, ChatModel] = {}
+    for m in exp.models:
+        if models is not None and m in models:
+            clients[m] = models[m]
+        else:
+            client = get_model(m, settings=settings, on_call=progress.on_call)
+            owned.append(client)
+            clients[m] = client
+        progress.attach(clients[m])
+    names = {m: c.info.name for m, c in clients.items()}
+    grid = exp.grid(lambda m: names[m])
+    by_name = {names[m]: m for m in exp.models}
+    judge, notice = judge_model, None
+    if judge is None and needs_judge(exp):
+        judge_str = judge_string(exp)
+        if judge_str in clients:
+            judge = clients[judge_str]
+        else:
+            judge = get_model(judge_str, settings=settings, on_call=progress.on_call)
+            owned.append(judge)
+            progress.attach(judge)
+            notice = getattr(judge, "notice", None)
+    sources: dict[str, frozenset[tuple[str, ...]]] = {}
+    results: dict[GridConfig, dict[str, BookResult]] = {c: {} for c in grid}
+    splitters: set[str] = set()
+    lock = threading.Lock()
+    stop = threading.Event()
+    progress.start(len(grid) * len(exp.books))
+
+    def source_of(ctx: BookContext) -> frozenset[tuple[str, ...]]:
+        if ctx.key not in sources:
+            text = ctx.book.text(include_front_matter=exp.include_front_matter)
+            sources[ctx.key] = source_ngrams(text, lang=ctx.lang)
+        return sources[ctx.key]
+
+    def run_book(path: Path) -> None:
+        ctx = open_context(path, exp)
+        for config in grid:
+            if stop.is_set():
+                return
+            label = f"{ctx.path.stem} · {config.slug}"
+            result = _run_one(config, ctx, label)
+            with lock:
+                results[config][ctx.key] = result
+            progress.finish(label, reused=result.reused)
+
+    def _run_one(config: GridConfig, ctx: BookContext, label: str) -> BookResult:
+        key = job_key(config, exp, ctx)
+        target = record_path(exp.out, config, ctx.path)
+        client = clients[by_name[config.model]]
+        record = finished_record(target, key)
+        reused = record is not None
+        if record is None:
+            progress.stage(label, "summarizing")
+            record = summarize_book(
+                ctx.book, strategy=config.strategy, model=client,
+                chunk_size=config.chunk_size or strategy_config(config, exp, ctx.lang).chunk_size,
+                max_summary_tokens=exp.max_summary_tokens, prompts=exp.prompts, lang=ctx.lang,
+                clean=exp.clean, chapter_aware=exp.chapter_aware, include_front_matter=exp.include_front_matter,
+                direct_template=exp.direct_template,
+                on_progress=lambda e: progress.stage(label, f"{e.stage} {e.done}/{e.total}"),
+            )
+            extra = {**record.extra, "compare": {"job_key": key, "config": config.slug, "book_sha256": ctx.sha256}}
+            record = dataclasses.replace(record, extra=extra)
+            write_record(record, target)
+        judgement, judge_usage = None, Usage()
+        if judge is not None and exp.use_judge:
+            progress.stage(label, "judging")
+            metered = _Metered(judge)
+            scorer = BooookScoreJudge(metered, mode=exp.judge_mode, batch_size=exp.batch_size)  # type: ignore[arg-type]
+            judgement = scorer.judge({ctx.key: record.summary})[0]
+            judge_usage = metered.usage
+            with lock:
+                splitters.add(split_summary(record.summary)[1])
+        progress.stage(label, "n-gram statistics")
+        return BookResult(
+            book=ctx.key, summary=record.summary, ngrams=ngram_stats(record.summary, source=source_of(ctx), lang=ctx.lang),
+            judgement=judgement, record_path=str(target), signature=record.signature,
+            usage=_record_usage(record, client.info), judge_usage=judge_usage, wall_s=record.totals.wall_s,
+            reused=reused,
+        )
+
+    try:
+        errors: list[BaseException] = []
+        pool = ThreadPoolExecutor(max_workers=max(1, min(exp.jobs, len(exp.books) or 1)),
+                                  thread_name_prefix="booksum-book")
+        try:
+            futures = [pool.submit(run_book, p) for p in exp.books]
+            for future in futures:
+                try:
+                    future.result()
+                except Exception as exc:  # noqa: BLE001 - re-raised below; stop the other books, keep their finished records
+                    stop.set()
+                    errors.append(exc)
+        except BaseException:  # Ctrl-C: start nothing new; summaries in progress finish into the cache
+            stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        if errors:
+            raise errors[0]
+        judge_signature = None
+        if judge is not None:
+            judge_signature = BooookScoreJudge(judge, mode=exp.judge_mode,  # type: ignore[arg-type]
+                                               batch_size=exp.batch_size).signature(sorted(splitters) or None)
+        rows = [_grid_row(c, exp, results[c], judge_signature, seed) for c in grid]
+        rows += [_precomputed_row(p, exp, judge, sources, seed) for p in exp.precomputed]
+    finally:
+        for client in owned:
+            client.close()
+    result = CompareResult(
+        rows=tuple(rows), out=Path(exp.out), wall_s=time.perf_counter() - started,
+        judge=judge.info.name if judge is not None else None, judge_notice=notice,
+        reused=sum(1 for c in grid for b in results[c].values() if b.reused),
+    )
+    files = write_results(result, exp.out)
+    if plots:
+        from booksum_app.runners.plots import write_plots
+
+        files += write_plots(result.rows, Path(exp.out) / "plots")
+    return dataclasses.replace(result, files=tuple(files))
+
+
+def _grid_row(config: GridConfig, exp: Experiment, by_book: Mapping[str, BookResult],
+              judge_signature: str | None, seed: int) -> ConfigResult:
+    books = tuple(by_book[p.name] for p in exp.books if p.name in by_book)
+    judgements = [b.judgement for b in books if b.judgement is not None]
+    return ConfigResult(
+        name=config.slug, kind="run", model=config.model, strategy=config.strategy,
+        chunk_size=config.chunk_size, books=books,
+        booookscore=aggregate(judgements, seed=seed) if judgements else None,
+        booookscore_signature=judge_signature if judgements else None,
+        ngrams=summarize_ngrams(b.ngrams for b in books),
+    )
+
+
+def _precomputed_row(pre: PrecomputedSet, exp: Experiment, judge: ChatModel | None,
+                     sources: Mapping[str, frozenset[tuple[str, ...]]], seed: int) -> ConfigResult:
+    summaries = read_summaries(pre.summaries)
+    judgements: dict[str, SummaryJudgement] = {}
+    signature = None
+    judge_usage: dict[str, Usage] = {}
+    system = None
+    if pre.annotations is not None:
+        scored = score_annotations(pre.annotations, summaries=summaries, seed=seed)
+        judgements = {j.book: j for j in scored.summaries}
+        signature, system = scored.signature, scored.system
+    elif judge is not None and exp.use_judge:
+        for book, text in summaries.items():
+            metered = _Metered(judge)
+            scorer = BooookScoreJudge(metered, mode=exp.judge_mode, batch_size=exp.batch_size)  # type: ignore[arg-type]
+            judgements[book] = scorer.judge({book: text})[0]
+            judge_usage[book] = metered.usage
+            signature = scorer.signature()
+        system = aggregate(list(judgements.values()), seed=seed)
+    by_stem = {Path(k).stem.lower(): v for k, v in sources.items()}
+    books = tuple(
+        BookResult(book=book, summary=text,
+                   ngrams=ngram_stats(text, source=by_stem.get(Path(book).stem.lower())),
+                   judgement=judgements.get(book), judge_usage=judge_usage.get(book, Usage()))
+        for book, text in summaries.items()
+    )
+    model, chunk, strategy = split_release_name(pre.name)
+    return ConfigResult(
+        name=pre.name, kind="precomputed", model=model, strategy=strategy, chunk_size=chunk, books=books,
+        booookscore=system, booookscore_signature=signature,
+        ngrams=summarize_ngrams(b.ngrams for b in books), source=str(pre.summaries),
+    )
+
+
+__all__ = [
+    "GridProgress",
+    "GridSnapshot",
+    "run_compare",
+]

@@ -1,0 +1,273 @@
+"""Pre-flight of ``booksum compare``: job identity (what a finished record must match) and the plan.
+
+- Job key: strategy, model, chunk size, G, the prompt templates' hashes (clean prompt
+  included), language, chapter/front-matter options, direct template and the book file's
+  SHA-256. A record in ``OUT/records/<config-slug>/<book-stem>.json`` whose
+  ``extra["compare"]["job_key"]`` matches is reused; anything else is run again (from the
+  call cache when its calls were made before).
+- Plan (:func:`plan_grid`): upper bounds from :func:`~booksum_app.runners.plan.plan_strategy`
+  for every remaining (configuration, book), chunked with each model's tokenizer (no LLM
+  call), plus a judge estimate. Per-sentence mode makes one call per summary sentence; a
+  summary of G tokens is taken to have ``ceil(G / 20)`` sentences (an over-estimate for the
+  25-30-token sentences summaries usually have), each call carrying the judge prompt with a
+  G-token summary and paying up to its max_tokens of output. Batched mode divides the calls
+  by the batch size. For precomputed sets without annotations the real sentences are counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from booksum_app.books import Book, open_book
+from booksum_app.chunking import CallableTokenizer, chunk_book, get_tokenizer
+from booksum_app.config import DEFAULT_CHUNK_SIZE
+from booksum_app.errors import BooksumError, ConfigError
+from booksum_app.llm.base import ModelInfo
+from booksum_app.llm.base import Usage as TokenUsage
+from booksum_app.llm.registry import LLMSettings, choose_model, get_model
+from booksum_app.runners.experiment import Experiment, GridConfig
+from booksum_app.runners.plan import plan_strategy
+from booksum_app.runners.summarize import resolve_lang
+from booksum_app.scoring.booookscore import (
+    BATCH_MAX_TOKENS_PER_SENTENCE,
+    SENTENCE_MAX_TOKENS,
+    load_judge_prompt,
+    split_summary,
+)
+from booksum_app.scoring.release import read_summaries
+from booksum_app.signature import short_hash
+from booksum_app.strategies import STRATEGIES, StrategyConfig, load_prompts
+from booksum_app.strategies.record import SummaryRecord, read_record
+
+JUDGE_TOKENS_PER_SENTENCE_EST = 20
+DEFAULT_MAX_PLAN_COST_USD = 1.0
+
+
+# ---- job identity ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BookContext:
+    path: Path
+    book: Book
+    lang: str
+    sha256: str
+
+    @property
+    def key(self) -> str:
+        return self.path.name
+
+
+def open_context(path: Path, exp: Experiment) -> BookContext:
+    book = open_book(path, include_front_matter=exp.include_front_matter)
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return BookContext(Path(path), book, resolve_lang(exp.lang, book), digest)
+
+
+def strategy_config(config: GridConfig, exp: Experiment, lang: str) -> StrategyConfig:
+    return StrategyConfig(
+        chunk_size=config.chunk_size or (exp.chunk_sizes[0] if exp.chunk_sizes else DEFAULT_CHUNK_SIZE),
+        max_summary_tokens=exp.max_summary_tokens,
+        prompts=exp.prompts,
+        lang=lang,
+        direct_template=exp.direct_template,
+    )
+
+
+def job_key(config: GridConfig, exp: Experiment, ctx: BookContext) -> str:
+    """What a finished record must match to be reused: the configuration, prompts and book bytes."""
+    impl = STRATEGIES[config.strategy]
+    sc = strategy_config(config, exp, ctx.lang)
+    bundle = load_prompts(exp.prompts, lang=ctx.lang, names=impl.template_names(sc), base_set=impl.base_prompt_set(sc))
+    clean = load_prompts(exp.prompts if exp.prompts != "simple" else "paper", lang=ctx.lang, names=("clean",))
+    fields = {
+        "strategy": config.strategy, "model": config.model, "chunk_size": config.chunk_size,
+        "G": exp.max_summary_tokens, "prompts": bundle.signature, "clean": clean.signature if exp.clean else None,
+        "lang": ctx.lang, "chapter_aware": exp.chapter_aware, "front_matter": exp.include_front_matter,
+        "direct_template": exp.direct_template if config.strategy == "direct" else None, "book": ctx.sha256,
+    }
+    return short_hash(json.dumps(fields, sort_keys=True), 16)
+
+
+def record_path(out: Path, config: GridConfig, book: Path) -> Path:
+    """``OUT/records/<config-slug>/<book-stem>.json``."""
+    return Path(out) / "records" / config.slug / f"{Path(book).stem}.json"
+
+
+def finished_record(path: Path, key: str) -> SummaryRecord | None:
+    if not path.is_file():
+        return None
+    try:
+        record = read_record(path)
+    except BooksumError:
+        return None  # half-written or foreign: run it again (the cache makes that free)
+    return record if record.extra.get("compare", {}).get("job_key") == key else None
+
+
+# ---- planning ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlanLine:
+    """Upper bounds for one configuration over all books still to run."""
+
+    name: str
+    books: int
+    remaining: int
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class GridPlan:
+    """The pre-flight plan of a comparison (upper bounds; finished records excluded)."""
+
+    lines: tuple[PlanLine, ...]  # one per configuration, plus "judge" when a judge runs
+    judge: str | None
+
+    @property
+    def calls(self) -> int:
+        return sum(line.calls for line in self.lines)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(line.input_tokens for line in self.lines)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(line.output_tokens for line in self.lines)
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(line.cost_usd for line in self.lines)
+
+
+def _resolve(exp: Experiment, settings: LLMSettings) -> dict[str | None, ModelInfo]:
+    return {m: choose_model(m, settings=settings).info for m in exp.models}
+
+
+def judge_string(exp: Experiment) -> str | None:
+    return exp.judge if exp.judge is not None else exp.models[0] if exp.models else None
+
+
+def needs_judge(exp: Experiment) -> bool:
+    return exp.use_judge and (bool(exp.books) or any(p.annotations is None for p in exp.precomputed))
+
+
+def _counter(info: ModelInfo, settings: LLMSettings, model: str | None) -> Callable[[str], int]:
+    if info.tokenizer == "native":
+        return get_model(model, settings=settings).count_tokens
+    return get_tokenizer(info.tokenizer).count
+
+
+def _judge_estimate(info: ModelInfo, count: Callable[[str], int], exp: Experiment,
+                    summaries: list[str], n_estimated: int) -> tuple[int, int, int]:
+    prompt = load_judge_prompt(exp.judge_mode)  # type: ignore[arg-type]
+    base = count(prompt.shared_prefix(""))
+    calls = inp = outp = 0
+    sizes = [(len(split_summary(s)[0]), count(s)) for s in summaries]
+    g_sentences = math.ceil(exp.max_summary_tokens / JUDGE_TOKENS_PER_SENTENCE_EST)
+    sizes += [(g_sentences, exp.max_summary_tokens)] * n_estimated
+    for n_sentences, tokens in sizes:
+        if exp.judge_mode == "batched":
+            n_calls = math.ceil(n_sentences / exp.batch_size)
+            out_tokens = n_sentences * BATCH_MAX_TOKENS_PER_SENTENCE + 50 * n_calls
+        else:
+            n_calls, out_tokens = n_sentences, n_sentences * SENTENCE_MAX_TOKENS
+        calls += n_calls
+        inp += n_calls * (base + tokens) + tokens  # the sentences themselves, once over all calls
+        outp += out_tokens
+    return calls, inp, outp
+
+
+def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
+    """Upper bounds on calls, tokens and dollars of what remains of ``exp``; calls no LLM.
+
+    Raises:
+        ConfigError, BookFormatError: bad options, model strings or books.
+    """
+    settings = settings or LLMSettings()
+    infos = _resolve(exp, settings)
+    counters = {m: _counter(info, settings, m) for m, info in infos.items()}
+    names = {m: info.name for m, info in infos.items()}
+    grid = exp.grid(lambda m: names[m])
+    by_name = {names[m]: m for m in exp.models}
+    totals: dict[GridConfig, list[int | float]] = {c: [0, 0, 0, 0, 0.0] for c in grid}
+    remaining_summaries = 0
+    for path in exp.books:
+        ctx = open_context(path, exp)
+        chunks: dict[tuple[str | None, int], list[int]] = {}
+        for config in grid:
+            if finished_record(record_path(exp.out, config, path), job_key(config, exp, ctx)) is not None:
+                continue
+            remaining_summaries += 1
+            model = by_name[config.model]
+            size = config.chunk_size or max(exp.chunk_sizes)
+            if (model, size) not in chunks:
+                tokenizer = CallableTokenizer(f"model:{config.model}", counters[model])
+                chunks[(model, size)] = [c.n_tokens for c in chunk_book(
+                    ctx.book, chunk_size=size, tokenizer=tokenizer, chapter_aware=exp.chapter_aware,
+                    include_front_matter=exp.include_front_matter)]
+            plan = plan_strategy(config.strategy, chunk_tokens=chunks[(model, size)], info=infos[model],
+                                 count_tokens=counters[model], config=strategy_config(config, exp, ctx.lang),
+                                 clean=exp.clean)
+            t = totals[config]
+            t[0] = int(t[0]) + 1
+            t[1] = int(t[1]) + plan.calls
+            t[2] = int(t[2]) + plan.input_tokens
+            t[3] = int(t[3]) + plan.output_tokens
+            t[4] = float(t[4]) + plan.cost_usd
+    lines = [PlanLine(c.slug, len(exp.books), int(t[0]), int(t[1]), int(t[2]), int(t[3]), float(t[4]))
+             for c, t in totals.items()]
+    judge_name = None
+    if needs_judge(exp):
+        judge = judge_string(exp)
+        info = choose_model(judge, settings=settings).info
+        judge_name = info.name
+        count = counters.get(judge) or _counter(info, settings, judge)
+        texts = [t for p in exp.precomputed if p.annotations is None for t in read_summaries(p.summaries).values()]
+        calls, inp, outp = _judge_estimate(info, count, exp, texts, remaining_summaries)
+        cost = info.cost_usd(TokenUsage(inp, outp))
+        lines.append(PlanLine("judge", len(exp.books), remaining_summaries + len(texts), calls, inp, outp, cost))
+    return GridPlan(tuple(lines), judge_name)
+
+
+def check_plan(plan: GridPlan, *, max_cost_usd: float, confirmed: bool, interactive: bool) -> bool:
+    """Whether the run may start without asking: True below the threshold or with ``--yes``.
+
+    Raises:
+        ConfigError: over the threshold, not confirmed, and nobody to ask (stdin is not a TTY).
+    """
+    if confirmed or plan.cost_usd <= max_cost_usd:
+        return True
+    if not interactive:
+        raise ConfigError(
+            f"the plan could cost up to ${plan.cost_usd:.2f}, above --max-plan-cost "
+            f"${max_cost_usd:.2f}; pass --yes to run it or raise --max-plan-cost"
+        )
+    return False
+
+
+__all__ = [
+    "DEFAULT_MAX_PLAN_COST_USD",
+    "JUDGE_TOKENS_PER_SENTENCE_EST",
+    "BookContext",
+    "GridPlan",
+    "PlanLine",
+    "check_plan",
+    "finished_record",
+    "job_key",
+    "judge_string",
+    "needs_judge",
+    "open_context",
+    "plan_grid",
+    "record_path",
+    "strategy_config",
+]

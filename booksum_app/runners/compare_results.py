@@ -1,0 +1,319 @@
+"""The values a comparison produces, and how they are written: results.json, results.csv, release files.
+
+One :class:`ConfigResult` per row of the table (BooookScore Table 2 shape: model, strategy,
+chunk size, BooookScore with its 95% CI over books, average length, % novel 3-grams,
+% repeated 3-grams) plus what the configuration cost: calls, input/output tokens, dollars and
+wall time. Definitions:
+
+- ``cost_usd``: list price of every summarization call the summaries needed, cached or not
+  (so a resumed or replayed configuration shows what it costs, not what this run paid);
+  ``spent_usd``: what calls that actually reached the provider cost in the runs that made
+  the records. Judge calls are counted apart (``judge_*``).
+- ``wall_s``: the sum over books of each summary's wall time (books run concurrently, so
+  the comparison's own elapsed time is shorter; it is ``CompareResult.wall_s``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from booksum_app.scoring.aggregate import SystemScore
+from booksum_app.scoring.judgement import ERROR_TYPES, SummaryJudgement
+from booksum_app.scoring.ngrams import NgramStats, NgramSummary
+from booksum_app.scoring.release import AnnotationFormat, to_release, write_json_atomic
+
+SCHEMA_VERSION = 1
+RESULT_KIND = "booksum.compare"
+_RELEASE_NAME = re.compile(r"^(?P<model>.+)-(?P<chunk>\d+)-(?P<strategy>hier|inc|direct)$")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Calls and tokens of a set of calls, with their list price and what was actually paid."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0  # list price of all calls
+    spent_usd: float = 0.0  # calls that reached the provider
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.calls + other.calls,
+            self.cache_hits + other.cache_hits,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cost_usd + other.cost_usd,
+            self.spent_usd + other.spent_usd,
+        )
+
+
+@dataclass(frozen=True)
+class BookResult:
+    """One summary of one book under one configuration, and what was measured on it."""
+
+    book: str  # release key: the book's file name
+    summary: str
+    ngrams: NgramStats
+    judgement: SummaryJudgement | None = None
+    record_path: str | None = None
+    signature: str | None = None  # the summary record's signature
+    usage: Usage = Usage()
+    judge_usage: Usage = Usage()
+    wall_s: float = 0.0
+    reused: bool = False  # a finished record from an earlier run
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    """One row of the comparison table."""
+
+    name: str  # config slug, or the precomputed set's name
+    kind: str  # "run" or "precomputed"
+    model: str
+    strategy: str | None
+    chunk_size: int | None
+    books: tuple[BookResult, ...]
+    booookscore: SystemScore | None
+    booookscore_signature: str | None
+    ngrams: NgramSummary
+    source: str | None = None  # precomputed: the summaries file
+
+    @property
+    def usage(self) -> Usage:
+        """Summarization calls of all books."""
+        return sum((b.usage for b in self.books), Usage())
+
+    @property
+    def judge_usage(self) -> Usage:
+        """Judge calls of all books."""
+        return sum((b.judge_usage for b in self.books), Usage())
+
+    @property
+    def wall_s(self) -> float:
+        """Sum of the summaries' wall times."""
+        return sum(b.wall_s for b in self.books)
+
+    @property
+    def summary_signatures(self) -> tuple[str, ...]:
+        """The distinct summary signatures of the row (one unless books differ in language)."""
+        return tuple(dict.fromkeys(b.signature for b in self.books if b.signature))
+
+    @property
+    def has_usage(self) -> bool:
+        return self.kind == "run"
+
+    def summaries(self) -> dict[str, str]:
+        """``{book: summary}`` (the release format)."""
+        return {b.book: b.summary for b in self.books}
+
+    def judgements(self) -> list[SummaryJudgement]:
+        return [b.judgement for b in self.books if b.judgement is not None]
+
+
+def split_release_name(name: str) -> tuple[str, int | None, str | None]:
+    """``gpt4-2048-hier`` -> ``("gpt4", 2048, "hier")``; other names -> ``(name, None, None)``."""
+    match = _RELEASE_NAME.match(name.removesuffix("-cleaned"))
+    if match is None:
+        return name, None, None
+    return match["model"], int(match["chunk"]), match["strategy"]
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Everything ``booksum compare`` shows and writes."""
+
+    rows: tuple[ConfigResult, ...]
+    out: Path
+    wall_s: float
+    judge: str | None  # judge model name, None without a judge run
+    judge_notice: str | None = None
+    notes: tuple[str, ...] = ()
+    reused: int = 0  # summaries taken from finished records
+    files: tuple[Path, ...] = ()  # everything written under ``out``
+    schema_version: int = SCHEMA_VERSION
+
+
+def _pct(value: float | None) -> float | None:
+    return None if value is None else round(100.0 * value, 4)
+
+
+def _usage_dict(usage: Usage) -> dict[str, Any]:
+    return {
+        "calls": usage.calls,
+        "cache_hits": usage.cache_hits,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cost_usd": round(usage.cost_usd, 6),
+        "spent_usd": round(usage.spent_usd, 6),
+    }
+
+
+def row_to_dict(row: ConfigResult) -> dict[str, Any]:
+    """The JSON form of one row (scores in percent, as the paper reports them)."""
+    b = row.booookscore
+    out: dict[str, Any] = {
+        "name": row.name,
+        "kind": row.kind,
+        "model": row.model,
+        "strategy": row.strategy,
+        "chunk_size": row.chunk_size,
+        "n_books": len(row.books),
+        "booookscore": None,
+        "avg_tokens": row.ngrams.avg_tokens,
+        "novel_3gram_pct": row.ngrams.novel_pct,
+        "repeated_3gram_pct": row.ngrams.repeated_pct,
+        "ngram_signature": row.ngrams.signature,
+        "summary_signatures": list(row.summary_signatures),
+        "source": row.source,
+    }
+    if b is not None:
+        out["booookscore"] = {
+            "score": _pct(b.score),
+            "ci95": [_pct(b.ci_low), _pct(b.ci_high)],
+            "bootstrap_seed": b.bootstrap_seed,
+            "bootstrap_resamples": b.bootstrap_resamples,
+            "n_summaries_scored": b.n_summaries,
+            "n_sentences": b.n_sentences,
+            "n_confusing": b.n_confusing,
+            "n_unparseable": b.n_unparseable,
+            "type_counts": dict(b.type_counts),
+            "signature": row.booookscore_signature,
+        }
+    if row.has_usage:
+        out["usage"] = {**_usage_dict(row.usage), "wall_s": round(row.wall_s, 3)}
+        out["judge_usage"] = _usage_dict(row.judge_usage)
+    out["books"] = [
+        {
+            "book": r.book,
+            "booookscore": None if r.judgement is None else _pct(r.judgement.score),
+            "n_sentences": None if r.judgement is None else r.judgement.n_sentences,
+            "tokens": r.ngrams.n_tokens,
+            "novel_3gram_pct": r.ngrams.novel_pct,
+            "repeated_3gram_pct": r.ngrams.repeated_pct,
+            "record": r.record_path,
+            "reused": r.reused,
+            **({"usage": _usage_dict(r.usage), "wall_s": r.wall_s} if row.has_usage else {}),
+        }
+        for r in row.books
+    ]
+    return out
+
+
+def result_to_dict(result: CompareResult) -> dict[str, Any]:
+    """The document written to ``results.json``."""
+    return {
+        "kind": RESULT_KIND,
+        "schema_version": result.schema_version,
+        "judge": result.judge,
+        "wall_s": round(result.wall_s, 3),
+        "notes": list(result.notes),
+        "rows": [row_to_dict(r) for r in result.rows],
+    }
+
+
+CSV_COLUMNS = (
+    "name",
+    "kind",
+    "model",
+    "strategy",
+    "chunk_size",
+    "n_books",
+    "booookscore",
+    "ci95_low",
+    "ci95_high",
+    "avg_tokens",
+    "novel_3gram_pct",
+    "repeated_3gram_pct",
+    "calls",
+    "cache_hits",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "spent_usd",
+    "wall_s",
+    "judge_calls",
+    "judge_cost_usd",
+    *(f"type_{t.replace(' ', '_')}" for t in ERROR_TYPES),
+    "booookscore_signature",
+    "summary_signature",
+)
+
+
+def _cell(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def result_to_csv(result: CompareResult) -> str:
+    """One CSV row per configuration."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in result.rows:
+        b = row.booookscore
+        u, j = row.usage, row.judge_usage
+        counts = dict(b.type_counts) if b else {}
+        usage_cells: list[Any] = (
+            [u.calls, u.cache_hits, u.input_tokens, u.output_tokens, round(u.cost_usd, 6),
+             round(u.spent_usd, 6), round(row.wall_s, 3), j.calls, round(j.cost_usd, 6)]
+            if row.has_usage
+            else [""] * 9
+        )
+        writer.writerow(
+            [
+                row.name, row.kind, row.model, _cell(row.strategy), _cell(row.chunk_size), len(row.books),
+                _cell(_pct(b.score) if b else None), _cell(_pct(b.ci_low) if b else None),
+                _cell(_pct(b.ci_high) if b else None), _cell(row.ngrams.avg_tokens),
+                _cell(row.ngrams.novel_pct), _cell(row.ngrams.repeated_pct), *usage_cells,
+                *(counts.get(t, "") if b else "" for t in ERROR_TYPES),
+                _cell(row.booookscore_signature), " ; ".join(row.summary_signatures),
+            ]
+        )
+    return buffer.getvalue()
+
+
+def write_results(result: CompareResult, out: Path) -> list[Path]:
+    """Write results.json, results.csv, summaries/<name>.json and annotations/<name>.json (atomic)."""
+    out = Path(out)
+    written = []
+    path = out / "results.json"
+    write_json_atomic(path, result_to_dict(result))
+    written.append(path)
+    path = out / "results.csv"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(result_to_csv(result), encoding="utf-8")
+    tmp.replace(path)
+    written.append(path)
+    for row in result.rows:
+        path = out / "summaries" / f"{row.name}.json"
+        write_json_atomic(path, row.summaries())
+        written.append(path)
+        judgements = row.judgements()
+        if judgements and row.booookscore_signature and "release-annotations" not in row.booookscore_signature:
+            mode: AnnotationFormat = "batched" if "mode:batched" in row.booookscore_signature else "sentence"
+            path = out / "annotations" / f"{row.name}.json"
+            write_json_atomic(path, to_release(judgements, fmt=mode))
+            written.append(path)
+    return written
+
+
+__all__ = [
+    "CSV_COLUMNS",
+    "RESULT_KIND",
+    "SCHEMA_VERSION",
+    "BookResult",
+    "CompareResult",
+    "ConfigResult",
+    "Usage",
+    "result_to_csv",
+    "result_to_dict",
+    "row_to_dict",
+    "split_release_name",
+    "write_results",
+]

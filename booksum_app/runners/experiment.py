@@ -1,0 +1,324 @@
+"""The comparison grid of ``booksum compare``: what to run, read from options or an experiment TOML.
+
+An experiment is books x strategies x models x chunk sizes (BooookScore §5 compares hier and
+inc at chunk sizes 2048/4096 per model, Table 2), plus precomputed summary sets (e.g. the
+BooookScore release) that join the same table. ``direct`` reads the whole book and ignores
+the chunk size, so it appears once per model however many chunk sizes the grid has (a
+deliberate deduplication: running it per chunk size would repeat identical work).
+
+Experiment file (TOML; every key optional, command-line options override it)::
+
+    books = ["../shared/books"]            # book files and/or directories of books
+    strategies = ["hier", "inc", "direct"]
+    models = ["openai:gpt-4o-mini"]
+    chunk_sizes = [2048, 4096]
+    judge = "openai:gpt-4o"
+    out = "compare-out"
+    max_summary_len = 900
+    [[precomputed]]
+    name = "gpt4-2048-hier"
+    summaries = "release/summaries/gpt4-2048-hier-cleaned.json"
+    annotations = "release/annotations/gpt4-2048-hier.json"   # optional
+
+Relative paths in the file are relative to the file.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
+from booksum_app.errors import ConfigError
+from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE, JUDGE_MODES
+from booksum_app.strategies import STRATEGIES
+
+BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
+DEFAULT_STRATEGIES = ("hier", "inc")
+DEFAULT_OUT = Path("booksum-compare")
+DEFAULT_JOBS = 4
+RELEASE_CONFIGS = ("gpt4-2048-hier", "gpt4-2048-inc", "chatgpt-2048-hier", "chatgpt-2048-inc")
+_SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class PrecomputedSet:
+    """A summary set made elsewhere: ``{book: summary}`` JSON, optionally with its annotations."""
+
+    name: str
+    summaries: Path
+    annotations: Path | None = None
+
+
+@dataclass(frozen=True)
+class GridConfig:
+    """One configuration of the grid: strategy x model x chunk size (None for ``direct``)."""
+
+    strategy: str
+    model: str  # resolved model name, e.g. "openai:gpt-4o-mini"
+    chunk_size: int | None
+
+    @property
+    def slug(self) -> str:
+        """File-name-safe name, release style: ``<model>-<chunk>-<strategy>``."""
+        model = _SLUG_BAD.sub("-", self.model.replace(":", "-")).strip("-") or "model"
+        middle = f"-{self.chunk_size}" if self.chunk_size is not None else ""
+        return f"{model}{middle}-{self.strategy}"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Everything one comparison needs; built from options and/or an experiment file."""
+
+    books: tuple[Path, ...] = ()
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+    models: tuple[str | None, ...] = (None,)  # None: the configured default model
+    chunk_sizes: tuple[int, ...] = (DEFAULT_CHUNK_SIZE,)
+    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS
+    judge: str | None = None  # None: the first model of the grid
+    use_judge: bool = True
+    judge_mode: str = "sentence"
+    batch_size: int = DEFAULT_BATCH_SIZE
+    precomputed: tuple[PrecomputedSet, ...] = ()
+    out: Path = DEFAULT_OUT
+    prompts: str = "paper"
+    lang: str = "auto"
+    clean: bool = True
+    chapter_aware: bool = False
+    include_front_matter: bool = False
+    direct_template: str = "ib"
+    jobs: int = DEFAULT_JOBS  # books summarized at once
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.strategies if s not in STRATEGIES]
+        if unknown:
+            raise ConfigError(
+                f"unknown strategy {unknown[0]!r}; choose from {', '.join(STRATEGIES)}"
+            )
+        if not self.strategies and self.books:
+            raise ConfigError("no strategies given; pass e.g. --strategies hier,inc")
+        bad = [c for c in self.chunk_sizes if c < 64]
+        if bad:
+            raise ConfigError(f"chunk size {bad[0]} is too small; use at least 64 tokens")
+        if self.max_summary_tokens < 16:
+            raise ConfigError("--max-summary-len must be at least 16 tokens")
+        if self.judge_mode not in JUDGE_MODES:
+            raise ConfigError(f"judge mode {self.judge_mode!r}; use one of {', '.join(JUDGE_MODES)}")
+        if self.jobs < 1:
+            raise ConfigError("--jobs must be at least 1")
+        names = [p.name for p in self.precomputed]
+        dupes = {n for n in names if names.count(n) > 1}
+        if dupes:
+            raise ConfigError(f"two precomputed sets named {min(dupes)!r}; give each its own NAME")
+
+    def grid(self, resolve: Any = None) -> tuple[GridConfig, ...]:
+        """The configurations to run, ``direct`` once per model; ``resolve`` maps model strings to names."""
+        out: list[GridConfig] = []
+        for model in self.models:
+            name = resolve(model) if resolve is not None else (model or "default")
+            for strategy in self.strategies:
+                sizes: Sequence[int | None] = (None,) if strategy == "direct" else self.chunk_sizes
+                for size in sizes:
+                    config = GridConfig(strategy, name, size)
+                    if config not in out:
+                        out.append(config)
+        return tuple(out)
+
+
+def book_files(paths: Sequence[Path]) -> tuple[Path, ...]:
+    """Expand BOOKS (files and directories of books) into book files, in a stable order.
+
+    Raises:
+        ConfigError: a path does not exist, a directory holds no book, or two books share a stem.
+    """
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in BOOK_SUFFIXES)
+            if not found:
+                raise ConfigError(f"{path} holds no books ({', '.join(BOOK_SUFFIXES)})")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ConfigError(f"book {path} does not exist; check the path")
+    stems: dict[str, Path] = {}
+    for file in files:
+        other = stems.setdefault(file.stem.lower(), file)
+        if other != file:
+            raise ConfigError(
+                f"two books named {file.stem!r} ({other} and {file}); records are kept per file "
+                "name, so rename one"
+            )
+    return tuple(dict.fromkeys(files))
+
+
+def parse_precomputed(text: str, *, base: Path | None = None) -> PrecomputedSet:
+    """Parse ``NAME=SUMMARIES.json[:ANNOTATIONS.json]``.
+
+    Raises:
+        ConfigError: malformed value.
+    """
+    name, sep, rest = text.partition("=")
+    if not sep or not name.strip() or not rest.strip():
+        raise ConfigError(
+            f"--precomputed {text!r}: use NAME=SUMMARIES.json or NAME=SUMMARIES.json:ANNOTATIONS.json"
+        )
+    summaries, annotations = rest, None
+    head, colon, tail = rest.rpartition(":")
+    if colon and head and tail.lower().endswith(".json") and head.lower().endswith(".json"):
+        summaries, annotations = head, tail
+    return PrecomputedSet(
+        name=name.strip(),
+        summaries=_rel(Path(summaries), base),
+        annotations=_rel(Path(annotations), base) if annotations else None,
+    )
+
+
+def release_sets(directory: Path) -> tuple[PrecomputedSet, ...]:
+    """The four configurations of BooookScore Table 2 in a release checkout, with their annotations.
+
+    Raises:
+        ConfigError: the directory does not hold the released summaries.
+    """
+    directory = Path(directory)
+    sets = []
+    for name in RELEASE_CONFIGS:
+        summaries = directory / "summaries" / f"{name}-cleaned.json"
+        if not summaries.is_file():
+            raise ConfigError(
+                f"--with-release {directory}: {summaries.relative_to(directory)} is missing; "
+                "point it at a BooookScore release (summaries/ and annotations/)"
+            )
+        annotations = directory / "annotations" / f"{name}.json"
+        sets.append(PrecomputedSet(name, summaries, annotations if annotations.is_file() else None))
+    return tuple(sets)
+
+
+def _rel(path: Path, base: Path | None) -> Path:
+    path = path.expanduser()
+    return path if base is None or path.is_absolute() else base / path
+
+
+def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [v for v in value.split(",") if v.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
+        raise ConfigError(f"{where}: {key} must be a list of strings")
+    return tuple(str(v).strip() for v in value)
+
+
+def load_experiment(path: Path) -> dict[str, Any]:
+    """Read an experiment TOML into :class:`Experiment` field values (paths resolved).
+
+    Raises:
+        ConfigError: unreadable file, unknown key or wrong type.
+    """
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read experiment file {path}: {exc.strerror or exc}") from exc
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"experiment file {path} is not valid TOML: {exc}") from exc
+    base = path.parent
+    where = str(path)
+    allowed = {f.name for f in fields(Experiment)} - {"extra", "max_summary_tokens"}
+    allowed |= {"max_summary_len", "with_release"}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed))}")
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "books":
+            values["books"] = tuple(_rel(Path(p), base) for p in _strings(value, key, where))
+        elif key in ("strategies", "models"):
+            values[key] = _strings(value, key, where)
+        elif key == "chunk_sizes":
+            items = value if isinstance(value, list) else [value]
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+                raise ConfigError(f"{where}: chunk_sizes must be a list of integers")
+            values["chunk_sizes"] = tuple(items)
+        elif key in ("max_summary_len", "batch_size", "jobs"):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ConfigError(f"{where}: {key} must be an integer")
+            values["max_summary_tokens" if key == "max_summary_len" else key] = value
+        elif key in ("use_judge", "clean", "chapter_aware", "include_front_matter"):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: {key} must be true or false")
+            values[key] = value
+        elif key == "out":
+            values["out"] = _rel(Path(str(value)), base)
+        elif key == "with_release":
+            values.setdefault("precomputed", ())
+            values["precomputed"] += release_sets(_rel(Path(str(value)), base))
+        elif key == "precomputed":
+            values.setdefault("precomputed", ())
+            values["precomputed"] += _precomputed_entries(value, base, where)
+        else:
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}: {key} must be a string")
+            values[key] = value
+    return values
+
+
+def _precomputed_entries(value: Any, base: Path, where: str) -> tuple[PrecomputedSet, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: precomputed must be an array of tables ([[precomputed]])")
+    out = []
+    for entry in value:
+        if isinstance(entry, str):
+            out.append(parse_precomputed(entry, base=base))
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(
+            entry.get("summaries"), str
+        ):
+            raise ConfigError(f"{where}: each [[precomputed]] needs name and summaries strings")
+        annotations = entry.get("annotations")
+        out.append(
+            PrecomputedSet(
+                entry["name"],
+                _rel(Path(entry["summaries"]), base),
+                _rel(Path(str(annotations)), base) if annotations else None,
+            )
+        )
+    return tuple(out)
+
+
+def build_experiment(file_values: Mapping[str, Any], overrides: Mapping[str, Any]) -> Experiment:
+    """An :class:`Experiment` from file values with command-line overrides (None/empty = not given).
+
+    Precomputed sets from both sources are kept (file first); books given on the command line
+    replace the file's.
+    """
+    values = dict(file_values)
+    for key, value in overrides.items():
+        if value is None or (isinstance(value, tuple) and not value):
+            continue
+        if key == "precomputed":
+            values["precomputed"] = tuple(values.get("precomputed", ())) + tuple(value)
+        else:
+            values[key] = value
+    if "books" in values:
+        values["books"] = book_files(values["books"])
+    return replace(Experiment(), **values)
+
+
+__all__ = [
+    "BOOK_SUFFIXES",
+    "RELEASE_CONFIGS",
+    "Experiment",
+    "GridConfig",
+    "PrecomputedSet",
+    "book_files",
+    "build_experiment",
+    "load_experiment",
+    "parse_precomputed",
+    "release_sets",
+]

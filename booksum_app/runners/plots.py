@@ -1,0 +1,124 @@
+"""Plots of a comparison (PNG and SVG, matplotlib's Agg backend, imported lazily).
+
+- ``score_vs_length``: BooookScore (with its 95% CI over books as error bars) against average
+  summary length in cl100k tokens, one point per configuration; new runs are filled circles,
+  precomputed sets (e.g. the BooookScore release) hollow squares.
+- ``cost_vs_score``: list-price cost of a configuration's summarization calls (all books)
+  against its BooookScore; only configurations that were run (precomputed sets have no cost).
+
+matplotlib is an optional dependency (extras ``plot`` / ``dev``); without it,
+:func:`write_plots` raises a :class:`ConfigError` that says how to install it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from booksum_app.errors import ConfigError
+from booksum_app.runners.compare_results import ConfigResult
+
+PLOT_FORMATS = ("png", "svg")
+
+
+def require_matplotlib() -> Any:
+    """matplotlib.pyplot on the Agg backend.
+
+    Raises:
+        ConfigError: matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise ConfigError(
+            "plots need matplotlib; install it with: pip install 'booksum[plot]' (or pass --no-plots)"
+        ) from exc
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _label(row: ConfigResult) -> str:
+    if row.kind == "precomputed":
+        return row.name
+    chunk = f" {row.chunk_size}" if row.chunk_size else ""
+    return f"{row.model.split(':', 1)[-1]} {row.strategy}{chunk}"
+
+
+def _score(row: ConfigResult) -> tuple[float, float, float] | None:
+    b = row.booookscore
+    if b is None or b.score is None:
+        return None
+    low = b.ci_low if b.ci_low is not None else b.score
+    high = b.ci_high if b.ci_high is not None else b.score
+    return 100 * b.score, 100 * (b.score - low), 100 * (high - b.score)
+
+
+def _save(fig: Any, directory: Path, stem: str) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in PLOT_FORMATS:
+        path = directory / f"{stem}.{fmt}"
+        tmp = directory / f".{stem}.tmp.{fmt}"
+        fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None)
+        tmp.replace(path)
+        written.append(path)
+    return written
+
+
+def _points(ax: Any, rows: list[tuple[ConfigResult, float, tuple[float, float, float]]]) -> None:
+    """One marker per configuration; configurations at the same spot share one joined label."""
+    labels: dict[tuple[float, float], list[str]] = {}
+    for row, x, (y, lo, hi) in rows:
+        run = row.kind == "run"
+        ax.errorbar(
+            x, y, yerr=[[lo], [hi]], fmt="o" if run else "s", capsize=3, markersize=7,
+            markerfacecolor=None if run else "white", label=_label(row),
+        )
+        labels.setdefault((round(x, 6), round(y, 3)), []).append(_label(row))
+    for (x, y), names in labels.items():
+        ax.annotate(" = ".join(names), (x, y), textcoords="offset points", xytext=(6, 5), fontsize=7)
+
+
+def write_plots(rows: list[ConfigResult] | tuple[ConfigResult, ...], directory: Path) -> list[Path]:
+    """Write ``score_vs_length`` and ``cost_vs_score`` as PNG and SVG under ``directory``.
+
+    Raises:
+        ConfigError: matplotlib is not installed.
+    """
+    plt = require_matplotlib()
+    directory = Path(directory)
+    written: list[Path] = []
+
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    points = [(r, r.ngrams.avg_tokens or 0.0, s) for r in rows if (s := _score(r)) is not None]
+    _points(ax, points)
+    if not points:
+        ax.text(0.5, 0.5, "no BooookScore (run with a judge)", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("average summary length (cl100k tokens)")
+    ax.set_ylabel("BooookScore (95% CI over books)")
+    ax.set_title("BooookScore vs. summary length per configuration")
+    ax.grid(True, alpha=0.3)
+    if points:
+        ax.legend(fontsize=7, loc="best")
+    written += _save(fig, directory, "score_vs_length")
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    costed = [(r, r.usage.cost_usd, s) for r in rows if r.kind == "run" and (s := _score(r)) is not None]
+    _points(ax, costed)
+    if not costed:
+        ax.text(0.5, 0.5, "no scored configuration with a cost", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("cost of the summarization calls, all books (USD, list price)")
+    ax.set_ylabel("BooookScore (95% CI over books)")
+    ax.set_title("Cost vs. BooookScore per configuration")
+    ax.grid(True, alpha=0.3)
+    if costed:
+        ax.legend(fontsize=7, loc="best")
+    written += _save(fig, directory, "cost_vs_score")
+    plt.close(fig)
+    return written
+
+
+__all__ = ["PLOT_FORMATS", "require_matplotlib", "write_plots"]
