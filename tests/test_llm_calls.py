@@ -263,3 +263,12 @@ def test_batch_backends_get_one_batch_of_the_uncached_requests(tmp_path: Path) -
     assert [r.text for r in results] == [f"P{i}." for i in range(5)]
     assert backend.batches == [4]  # P1 came from the cache
     assert results[1].cache_hit
+
+
+def test_batch_over_the_ceiling_sends_nothing_and_holds_nothing() -> None:
+    backend = FakeBatchBackend()
+    client = make_client(backend, max_cost_usd=0.00005, count_tokens=lambda text: 10)
+    # each call could cost 10 x $1/M + 9 x $2/M = $0.000028: the second one passes the ceiling
+    with pytest.raises(CostLimitExceeded):
+        client.complete_many([Request(prompt=f"P{i}.", max_tokens=9) for i in range(3)])
+    assert backend.batches == [] and client._reserved_usd == 0.0

@@ -361,7 +361,14 @@ class Client:
                 todo.append(i)
         if todo:
             batch = [requests[i] for i in todo]
-            reserved = sum(self._reserve(r) for r in batch)
+            reserved = 0.0
+            try:
+                for request in batch:
+                    reserved += self._reserve(request)
+            except CostLimitExceeded:
+                with self._lock:
+                    self._reserved_usd -= reserved
+                raise
             try:
                 with self._lock:
                     self._in_flight += len(batch)
