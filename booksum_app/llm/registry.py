@@ -330,9 +330,9 @@ def get_model(
 ) -> Client:
     """A ready :class:`Client` for a model string (or the default model), with cache and limits.
 
-    ``backend`` replaces the provider's backend (tests, the fake backend) while keeping the
-    resolved metadata's cache identity. ``client.spec.notice`` is set when the default fell
-    back to the embedded demo model.
+    ``backend`` replaces the provider's backend (tests, dry runs with the fake backend); the
+    client then uses that backend's own ``info`` and cache identity. ``client.notice`` (and
+    ``client.spec.notice``) is set when the default fell back to the embedded demo model.
 
     Raises:
         ConfigError: bad model string, config file or cache directory.
