@@ -95,10 +95,18 @@ class _Handler(BaseHTTPRequestHandler):
             return
         had_key = bool(self.headers.get("authorization") or self.headers.get("x-api-key"))
         fake._enter()
+        self._in_flight = True
         try:
             self._serve(fake, api, payload, had_key)
         finally:
-            fake._leave()
+            self._leave_once()
+
+    def _leave_once(self) -> None:
+        """Stop counting this request as in flight (before its answer goes out, so a client
+        that has its answer and sends the next request never sees a stale count)."""
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            self.server.fake._leave()
 
     def _serve(self, fake: FakeServer, api: str, payload: dict[str, Any], had_key: bool) -> None:
         if payload.get("stream"):
@@ -129,27 +137,22 @@ class _Handler(BaseHTTPRequestHandler):
         if delay > 0:
             fake._stopping.wait(delay)
         if api == "openai":
-            self._send_json(
-                200, _openai_body(payload, text, finish, _count_tokens(prompt_text), n_out)
-            )
+            body = _openai_body(payload, text, finish, _count_tokens(prompt_text), n_out)
         else:
             prefix = request.shared_prefix
             cached = fake._prefix_seen(prefix) if prefix else False
             n_prefix = _count_tokens(prefix) if prefix else 0
-            n_in = _count_tokens(prompt_text) - n_prefix
-            self._send_json(
-                200,
-                _anthropic_body(
-                    payload,
-                    text,
-                    "max_tokens" if finish == "length" else "end_turn",
-                    input_tokens=n_in,
-                    output_tokens=n_out,
-                    cache_read=n_prefix if cached else 0,
-                    cache_write=0 if cached else n_prefix,
-                ),
+            body = _anthropic_body(
+                payload,
+                text,
+                "max_tokens" if finish == "length" else "end_turn",
+                input_tokens=_count_tokens(prompt_text) - n_prefix,
+                output_tokens=n_out,
+                cache_read=n_prefix if cached else 0,
+                cache_write=0 if cached else n_prefix,
             )
-        fake._completed()
+        fake._completed()  # counted before sending, so a client that has its answer sees the count
+        self._send_json(200, body)
 
     def _send_fault(self, api: str, fault: str, retry_after_s: float) -> None:
         if fault == "429":
@@ -184,6 +187,7 @@ class _Handler(BaseHTTPRequestHandler):
         self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
     ) -> None:
         data = json.dumps(body).encode("utf-8")
+        self._leave_once()
         try:
             self.send_response(status)
             self.send_header("content-type", "application/json")
