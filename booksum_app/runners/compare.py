@@ -216,7 +216,7 @@ def run_compare(
     progress = progress or GridProgress()
     owned: list[Any] = []
     clients: dict[str | None, ChatModel] = {}
-    for m in exp.models:
+    for m in exp.models if exp.books else ():
         if models is not None and m in models:
             clients[m] = models[m]
         else:
@@ -226,7 +226,7 @@ def run_compare(
         progress.attach(clients[m])
     names = {m: c.info.name for m, c in clients.items()}
     grid = exp.grid(lambda m: names[m])
-    by_name = {names[m]: m for m in exp.models}
+    by_name = {name: m for m, name in names.items()}
     judge, notice = judge_model, None
     if judge is None and needs_judge(exp):
         judge_str = judge_string(exp)

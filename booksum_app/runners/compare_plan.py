@@ -150,7 +150,7 @@ class GridPlan:
 
 
 def _resolve(exp: Experiment, settings: LLMSettings) -> dict[str | None, ModelInfo]:
-    return {m: choose_model(m, settings=settings).info for m in exp.models}
+    return {m: choose_model(m, settings=settings).info for m in (exp.models if exp.books else ())}
 
 
 def judge_string(exp: Experiment) -> str | None:
@@ -198,7 +198,7 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
     counters = {m: _counter(info, settings, m) for m, info in infos.items()}
     names = {m: info.name for m, info in infos.items()}
     grid = exp.grid(lambda m: names[m])
-    by_name = {names[m]: m for m in exp.models}
+    by_name = {name: m for m, name in names.items()}
     totals: dict[GridConfig, list[int | float]] = {c: [0, 0, 0, 0, 0.0] for c in grid}
     remaining_summaries = 0
     for path in exp.books:

@@ -117,8 +117,13 @@ class Experiment:
             raise ConfigError(f"two precomputed sets named {min(dupes)!r}; give each its own NAME")
 
     def grid(self, resolve: Any = None) -> tuple[GridConfig, ...]:
-        """The configurations to run, ``direct`` once per model; ``resolve`` maps model strings to names."""
+        """The configurations to run (none without books), ``direct`` once per model.
+
+        ``resolve`` maps a model string (None: the default model) to its resolved name.
+        """
         out: list[GridConfig] = []
+        if not self.books:
+            return ()
         for model in self.models:
             name = resolve(model) if resolve is not None else (model or "default")
             for strategy in self.strategies:
