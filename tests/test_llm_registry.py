@@ -173,3 +173,31 @@ def test_cache_dir_from_environment(tmp_path: Path) -> None:
         backend=FakeBackend(),
     )
     assert client.cache is not None and client.cache.directory == tmp_path / "envcache"
+
+
+def test_public_api_is_pinned() -> None:
+    from booksum_app import llm
+
+    assert sorted(llm.__all__) == sorted(
+        [
+            "FALLBACK_NOTICE",
+            "Backend",
+            "BatchBackend",
+            "CallCache",
+            "CallRecord",
+            "ChatModel",
+            "Client",
+            "Completion",
+            "LLMSettings",
+            "ModelInfo",
+            "ModelSpec",
+            "Request",
+            "Usage",
+            "choose_model",
+            "get_model",
+            "request_key",
+            "resolve_model",
+        ]
+    )
+    assert all(hasattr(llm, name) for name in llm.__all__)
+    assert "openai" not in dir(llm) and "anthropic" not in dir(llm)
