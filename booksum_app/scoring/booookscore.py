@@ -48,6 +48,9 @@ BATCH_MAX_TOKENS_PER_SENTENCE = 150
 PROMPT_DIR = "booookscore"
 SENTENCE_MARKER = "[Your sentence]"
 BATCH_MARKER = "[Your sentences]"
+# A judge that runs on past its answer starts the next template block; cut it there (small
+# local models otherwise repeat "[Your response] ..." up to max_tokens).
+STOP_SEQUENCES = ("\n[Your", "\n[Example")
 
 
 def _resource(name: str) -> str:
@@ -128,7 +131,8 @@ class JudgePrompt:
     @property
     def version(self) -> str:
         """Short hash of everything the judge is shown except the summary and sentences."""
-        return short_hash("\n".join([self.mode, self.prefix.text, self.target.text, self.definitions, self.examples]))
+        parts = [self.mode, self.prefix.text, self.target.text, self.definitions, self.examples]
+        return short_hash("\n".join(parts))
 
     @property
     def name(self) -> str:
@@ -297,6 +301,7 @@ class BooookScoreJudge:
             max_tokens=max_tokens,
             temperature=self.temperature,
             sample_index=attempt,
+            stop=STOP_SEQUENCES,
             purpose="judge",
         )
 

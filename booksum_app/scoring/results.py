@@ -24,7 +24,14 @@ from booksum_app.scoring.booookscore import (
     JudgeMode,
 )
 from booksum_app.scoring.judgement import SummaryJudgement
-from booksum_app.scoring.release import AnnotationFormat, detect_format, load_json, judgements_from_release
+from booksum_app.scoring.ngrams import NgramStats, NgramSummary
+from booksum_app.scoring.release import (
+    AnnotationFormat,
+    detect_format,
+    judgements_from_release,
+    load_json,
+)
+from booksum_app.scoring.rouge import RougeScore
 from booksum_app.signature import make_signature
 
 DEFAULT_BOOK = "summary"
@@ -149,3 +156,41 @@ def score_annotations(
         summaries=tuple(judgements),
         system=aggregate(judgements, seed=seed),
     )
+
+
+@dataclass(frozen=True)
+class CallTotals:
+    """What the judge calls of one system cost (cache hits are free)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """Everything measured on one summary."""
+
+    book: str
+    summary: str
+    judgement: SummaryJudgement | None
+    ngrams: NgramStats
+    rouge: RougeScore | None = None
+
+
+@dataclass(frozen=True)
+class SystemScores:
+    """All statistics of one system (one set of summaries): BooookScore, n-grams, ROUGE-L, cost."""
+
+    name: str
+    path: str
+    rows: tuple[SummaryRow, ...]
+    booookscore: BooookScoreResult | None
+    ngrams: NgramSummary
+    rouge_l: RougeScore | None = None  # mean over summaries with a reference
+    rouge_signature: str | None = None
+    n_with_reference: int = 0
+    totals: CallTotals = CallTotals()

@@ -1,0 +1,508 @@
+"""Score sets of summaries (``booksum score``): BooookScore, n-gram statistics, ROUGE-L; write outputs.
+
+Each SUMMARIES path is one *system*: a ``{book: summary}`` JSON (BooookScore release format),
+one booksum summary record (``*.json`` with a ``summary`` / ``final_summary`` string), a
+directory of such records and/or ``.txt`` / ``.md`` files (one summary per file), or a single
+text file. A summary's book key is the record's ``book.source_path`` file name (so it matches
+release keys such as ``yellowface.epub``), else its ``book.title``, else the file name.
+
+BooookScore comes from ``--annotations`` files (no LLM call) or from the judge model; the
+statistics of SPEC §2.4 follow. Sources (``--source``) are matched to summaries by file-name
+stem, references (``--references``) by key or stem. Nothing here prints; the CLI renders the
+returned :class:`ScoreRun`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from booksum_app.errors import BooksumError, InputError
+from booksum_app.llm.calls import CallRecord
+from booksum_app.llm.registry import LLMSettings, get_model
+from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
+from booksum_app.scoring.booookscore import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MAX_ATTEMPTS,
+    BooookScoreJudge,
+    JudgeMode,
+)
+from booksum_app.scoring.judgement import ERROR_TYPES
+from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngrams
+from booksum_app.scoring.release import (
+    AnnotationFormat,
+    load_json,
+    parse_summaries,
+    to_release,
+    write_json_atomic,
+)
+from booksum_app.scoring.report import render_report
+from booksum_app.scoring.results import (
+    BooookScoreResult,
+    CallTotals,
+    SummaryRow,
+    SystemScores,
+    score_annotations,
+)
+from booksum_app.scoring.rouge import RougeScore, rouge_l, rouge_signature
+
+SCHEMA_VERSION = 1
+RESULT_KIND = "booksum.scores"
+TEXT_SUFFIXES = (".txt", ".md")
+BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """Options of one scoring run (the CLI builds this from its flags)."""
+
+    judge: str | None = None  # model string; None: the configured default model
+    use_judge: bool = True  # False: n-gram statistics (and ROUGE-L) only
+    mode: JudgeMode = "sentence"
+    batch_size: int = DEFAULT_BATCH_SIZE
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    annotations: tuple[Path, ...] = ()  # one per SUMMARIES path, in order
+    source: Path | None = None
+    references: Path | None = None
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    seed: int = DEFAULT_BOOTSTRAP_SEED
+
+
+@dataclass(frozen=True)
+class ScoreRun:
+    """The result of ``booksum score``: one :class:`SystemScores` per SUMMARIES path, plus notes."""
+
+    systems: tuple[SystemScores, ...]
+    notes: tuple[str, ...] = ()  # one-line warnings for the user (unmatched sources, ...)
+    judge_notice: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+
+# ---- inputs ------------------------------------------------------------------------------
+
+
+def _record_summary(data: Any, *, where: str) -> tuple[str | None, str] | None:
+    """``(book key, text)`` of a booksum summary record, or None if ``data`` is not one."""
+    if not isinstance(data, dict):
+        return None
+    text = data.get("final_summary", data.get("summary"))
+    if not isinstance(text, str):
+        return None
+    book = data.get("book")
+    key = None
+    if isinstance(book, dict):
+        source = book.get("source_path")
+        title = book.get("title")
+        if isinstance(source, str) and source:
+            key = Path(source).name
+        elif isinstance(title, str) and title:
+            key = title
+    return key, text
+
+
+def _add(out: dict[str, str], key: str, text: str, *, where: str) -> None:
+    if key in out:
+        raise InputError(f"two summaries of {key!r} in {where}; keep one summary per book")
+    out[key] = text
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not UTF-8 text; convert it or pass a JSON file") from exc
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def load_summaries(path: Path) -> dict[str, str]:
+    """Read SUMMARIES: a release JSON, a summary record, a directory, or a text file.
+
+    Raises:
+        InputError: nothing readable as summaries at ``path``.
+    """
+    path = Path(path)
+    if path.is_dir():
+        out: dict[str, str] = {}
+        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in (".json", *TEXT_SUFFIXES))
+        for file in files:
+            if file.suffix.lower() == ".json":
+                record = _record_summary(load_json(file, what="summary record"), where=str(file))
+                if record is None:
+                    raise InputError(
+                        f"{file} is not a summary record (a JSON object with a 'summary' string); "
+                        "move it out of the directory"
+                    )
+                _add(out, record[0] or file.stem, record[1], where=str(path))
+            else:
+                _add(out, file.name, _read_text(file), where=str(path))
+        if not out:
+            raise InputError(f"{path} holds no summaries (*.json records, *.txt or *.md files)")
+        return out
+    if not path.exists():
+        raise InputError(f"summaries file {path} does not exist; check the path")
+    if path.suffix.lower() in TEXT_SUFFIXES:
+        return {path.name: _read_text(path)}
+    data = load_json(path, what="summaries")
+    record = _record_summary(data, where=str(path))
+    if record is not None:
+        return {record[0] or path.stem: record[1]}
+    return parse_summaries(data, source=str(path))
+
+
+def _stem(name: str) -> str:
+    p = Path(name)
+    return (p.stem if p.suffix.lower() in BOOK_SUFFIXES else p.name).lower()
+
+
+def _source_index(source: Path) -> dict[str, Path]:
+    if source.is_file():
+        return {_stem(source.name): source}
+    if not source.is_dir():
+        raise InputError(f"--source {source} does not exist; give a directory of books or one book file")
+    return {_stem(p.name): p for p in sorted(source.iterdir()) if p.is_file() and p.suffix.lower() in BOOK_SUFFIXES}
+
+
+def _source_text(path: Path) -> str:
+    from booksum_app.books import open_book
+
+    return open_book(path).text()
+
+
+def _references(path: Path) -> dict[str, str]:
+    data = load_json(path, what="references")
+    return parse_summaries(data, source=f"references {path}")
+
+
+# ---- running -----------------------------------------------------------------------------
+
+
+def _system_name(path: Path) -> str:
+    name = path.stem if path.is_file() else path.name
+    return name.removesuffix("-cleaned") if name.endswith("-cleaned") else name
+
+
+def _totals(before: tuple[int, int, int, int, float], model: Any, wall_s: float) -> CallTotals:
+    usage = model.usage
+    return CallTotals(
+        calls=model.n_calls - before[0],
+        cache_hits=model.n_cache_hits - before[1],
+        input_tokens=usage.input_tokens - before[2],
+        output_tokens=usage.output_tokens - before[3],
+        cost_usd=model.cost_usd - before[4],
+        wall_s=wall_s,
+    )
+
+
+def run_score(
+    paths: Sequence[Path],
+    settings: ScoreSettings = ScoreSettings(),
+    *,
+    on_call: Callable[[CallRecord], None] | None = None,
+    on_stage: Callable[[str], None] | None = None,
+    model: Any = None,
+) -> ScoreRun:
+    """Score every SUMMARIES path (one system each) as ``settings`` says.
+
+    ``model`` replaces the judge model built from ``settings.judge`` (tests, dry runs).
+
+    Raises:
+        InputError: unreadable summaries, annotations, sources or references.
+        ConfigError: bad options or model string.
+        ModelError / CostLimitExceeded: the judge failed or would pass --max-cost.
+    """
+    if not paths:
+        raise InputError("no SUMMARIES given; pass a summaries JSON, a directory or text files")
+    if settings.annotations and len(settings.annotations) != len(paths):
+        raise InputError(
+            f"{len(settings.annotations)} --annotations file(s) for {len(paths)} SUMMARIES; "
+            "give one annotations file per summaries path, in the same order"
+        )
+    stage = on_stage or (lambda _: None)
+    notes: list[str] = []
+    loaded = [(Path(p), load_summaries(Path(p))) for p in paths]
+    references = _references(settings.references) if settings.references else None
+    index = _source_index(settings.source) if settings.source else None
+    judge_model = model
+    notice = None
+    if not settings.annotations and settings.use_judge and judge_model is None:
+        judge_model = get_model(settings.judge, settings=settings.llm, on_call=on_call)
+        notice = getattr(judge_model, "notice", None)
+    systems = []
+    for n, (path, summaries) in enumerate(loaded):
+        name = _system_name(path)
+        booookscore: BooookScoreResult | None = None
+        totals = CallTotals()
+        if settings.annotations:
+            stage(f"{name}: reading annotations")
+            booookscore = score_annotations(settings.annotations[n], summaries=summaries, seed=settings.seed)
+        elif judge_model is not None:
+            stage(f"{name}: judging {len(summaries)} summaries")
+            before = (
+                judge_model.n_calls,
+                judge_model.n_cache_hits,
+                judge_model.usage.input_tokens,
+                judge_model.usage.output_tokens,
+                judge_model.cost_usd,
+            ) if hasattr(judge_model, "n_calls") else None
+            start = time.perf_counter()
+            judge = BooookScoreJudge(
+                judge_model, mode=settings.mode, batch_size=settings.batch_size, max_attempts=settings.max_attempts
+            )
+            judgements = judge.judge(summaries)
+            booookscore = BooookScoreResult(
+                signature=judge.signature(),
+                mode=settings.mode,
+                summaries=tuple(judgements),
+                system=aggregate(judgements, seed=settings.seed),
+            )
+            if before is not None:
+                totals = _totals(before, judge_model, time.perf_counter() - start)
+        stage(f"{name}: n-gram statistics")
+        systems.append(_statistics(name, path, summaries, booookscore, totals, index, references, notes))
+    return ScoreRun(systems=tuple(systems), notes=tuple(notes), judge_notice=notice)
+
+
+def _statistics(
+    name: str,
+    path: Path,
+    summaries: Mapping[str, str],
+    booookscore: BooookScoreResult | None,
+    totals: CallTotals,
+    index: Mapping[str, Path] | None,
+    references: Mapping[str, str] | None,
+    notes: list[str],
+) -> SystemScores:
+    judged = {j.book: j for j in booookscore.summaries} if booookscore else {}
+    refs_by_stem = {_stem(k): v for k, v in references.items()} if references else {}
+    rows = []
+    unmatched = []
+    rouge_scores: list[RougeScore] = []
+    for book, text in summaries.items():
+        source = None
+        if index is not None:
+            match = index.get(_stem(book))
+            if match is None:
+                unmatched.append(book)
+            else:
+                try:
+                    source = source_ngrams(_source_text(match))
+                except BooksumError as exc:
+                    notes.append(f"{name}: source of {book!r} skipped: {exc}")
+        rouge = None
+        if references is not None:
+            reference = references.get(book, refs_by_stem.get(_stem(book)))
+            if reference is not None:
+                rouge = rouge_l(text, reference)
+                rouge_scores.append(rouge)
+        rows.append(SummaryRow(book=book, summary=text, judgement=judged.get(book), ngrams=ngram_stats(text, source=source), rouge=rouge))
+    if unmatched:
+        notes.append(
+            f"{name}: no source book for {len(unmatched)} of {len(summaries)} summaries "
+            f"(e.g. {unmatched[0]!r}); % novel 3-grams uses the others"
+        )
+    if references is not None and not rouge_scores:
+        notes.append(f"{name}: no reference matches any summary; ROUGE-L left out")
+    mean_rouge = None
+    if rouge_scores:
+        k = len(rouge_scores)
+        mean_rouge = RougeScore(
+            precision=sum(r.precision for r in rouge_scores) / k,
+            recall=sum(r.recall for r in rouge_scores) / k,
+            fmeasure=sum(r.fmeasure for r in rouge_scores) / k,
+        )
+    return SystemScores(
+        name=name,
+        path=str(path),
+        rows=tuple(rows),
+        booookscore=booookscore,
+        ngrams=summarize_ngrams(r.ngrams for r in rows),
+        rouge_l=mean_rouge,
+        rouge_signature=rouge_signature(_lang_of(summaries)) if mean_rouge else None,
+        n_with_reference=len(rouge_scores),
+        totals=totals,
+    )
+
+
+def _lang_of(summaries: Mapping[str, str]) -> str:
+    from booksum_app.chunking import detect_lang
+
+    return detect_lang(" ".join(list(summaries.values())[:3]))
+
+
+# ---- outputs -----------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> float | None:
+    return None if value is None else round(100.0 * value, 4)
+
+
+def system_to_dict(system: SystemScores) -> dict[str, Any]:
+    """The JSON-ready form of one system's scores."""
+    b = system.booookscore
+    out: dict[str, Any] = {"name": system.name, "path": system.path, "n_summaries": len(system.rows)}
+    if b is not None:
+        s = b.system
+        out["booookscore"] = {
+            "score": _pct(s.score),
+            "ci95": [_pct(s.ci_low), _pct(s.ci_high)],
+            "confidence": s.confidence,
+            "bootstrap_seed": s.bootstrap_seed,
+            "bootstrap_resamples": s.bootstrap_resamples,
+            "mode": b.mode,
+            "signature": b.signature,
+            "n_summaries_scored": s.n_summaries,
+            "n_summaries_unscored": s.n_unscored,
+            "n_sentences": s.n_sentences,
+            "n_confusing": s.n_confusing,
+            "n_unparseable": s.n_unparseable,
+            "type_counts": dict(s.type_counts),
+            "type_distribution": s.type_distribution,
+        }
+    out["ngrams"] = {
+        "avg_tokens": system.ngrams.avg_tokens,
+        "repeated_3gram_pct": system.ngrams.repeated_pct,
+        "novel_3gram_pct": system.ngrams.novel_pct,
+        "n_with_source": system.ngrams.n_with_source,
+        "signature": system.ngrams.signature,
+    }
+    if system.rouge_l is not None:
+        out["rouge_l"] = {
+            "f": system.rouge_l.fmeasure,
+            "recall": system.rouge_l.recall,
+            "precision": system.rouge_l.precision,
+            "n_with_reference": system.n_with_reference,
+            "signature": system.rouge_signature,
+        }
+    t = system.totals
+    out["calls"] = {
+        "calls": t.calls,
+        "cache_hits": t.cache_hits,
+        "input_tokens": t.input_tokens,
+        "output_tokens": t.output_tokens,
+        "cost_usd": t.cost_usd,
+        "wall_s": t.wall_s,
+    }
+    out["summaries"] = [_row_to_dict(r) for r in system.rows]
+    return out
+
+
+def _row_to_dict(row: SummaryRow) -> dict[str, Any]:
+    j = row.judgement
+    return {
+        "book": row.book,
+        "booookscore": None if j is None else _pct(j.score),
+        "n_sentences": None if j is None else j.n_sentences,
+        "n_confusing": None if j is None else j.n_confusing,
+        "n_unparseable": None if j is None else j.n_unparseable,
+        "tokens": row.ngrams.n_tokens,
+        "repeated_3gram_pct": row.ngrams.repeated_pct,
+        "novel_3gram_pct": row.ngrams.novel_pct,
+        "rouge_l_f": None if row.rouge is None else row.rouge.fmeasure,
+        "rouge_l_recall": None if row.rouge is None else row.rouge.recall,
+    }
+
+
+def run_to_dict(run: ScoreRun) -> dict[str, Any]:
+    """The JSON document ``--json`` writes (``kind`` and ``schema_version`` first)."""
+    return {
+        "kind": RESULT_KIND,
+        "schema_version": run.schema_version,
+        "notes": list(run.notes),
+        "systems": [system_to_dict(s) for s in run.systems],
+    }
+
+
+CSV_COLUMNS = (
+    "system",
+    "booookscore",
+    "ci95_low",
+    "ci95_high",
+    "n_summaries",
+    "n_sentences",
+    "n_unparseable",
+    "avg_tokens",
+    "repeated_3gram_pct",
+    "novel_3gram_pct",
+    "rouge_l_f",
+    "rouge_l_recall",
+    *(f"type_{t.replace(' ', '_')}" for t in ERROR_TYPES),
+    "signature",
+)
+
+
+def run_to_csv(run: ScoreRun) -> str:
+    """One CSV row per system (the table ``--csv`` writes)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for s in run.systems:
+        b = s.booookscore.system if s.booookscore else None
+        counts = dict(b.type_counts) if b else {}
+        writer.writerow(
+            [
+                s.name,
+                _pct(b.score) if b else "",
+                _pct(b.ci_low) if b else "",
+                _pct(b.ci_high) if b else "",
+                len(s.rows),
+                b.n_sentences if b else "",
+                b.n_unparseable if b else "",
+                s.ngrams.avg_tokens,
+                s.ngrams.repeated_pct,
+                "" if s.ngrams.novel_pct is None else s.ngrams.novel_pct,
+                "" if s.rouge_l is None else s.rouge_l.fmeasure,
+                "" if s.rouge_l is None else s.rouge_l.recall,
+                *(counts.get(t, "") if b else "" for t in ERROR_TYPES),
+                s.booookscore.signature if s.booookscore else "",
+            ]
+        )
+    return buffer.getvalue()
+
+
+def _per_system_path(path: Path, name: str, n_systems: int) -> Path:
+    return path if n_systems == 1 else path.with_name(f"{path.stem}.{name}{path.suffix}")
+
+
+def write_outputs(
+    run: ScoreRun,
+    *,
+    json_path: Path | None = None,
+    csv_path: Path | None = None,
+    annotations_path: Path | None = None,
+    report_path: Path | None = None,
+) -> list[Path]:
+    """Write the requested outputs; several systems get ``<stem>.<system><suffix>`` annotation files.
+
+    Raises:
+        InputError: an output path cannot be written.
+    """
+    written: list[Path] = []
+    try:
+        if json_path is not None:
+            write_json_atomic(json_path, run_to_dict(run))
+            written.append(Path(json_path))
+        if csv_path is not None:
+            Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(csv_path).write_text(run_to_csv(run), encoding="utf-8")
+            written.append(Path(csv_path))
+        if annotations_path is not None:
+            for s in run.systems:
+                if s.booookscore is None:
+                    continue
+                target = _per_system_path(Path(annotations_path), s.name, len(run.systems))
+                fmt: AnnotationFormat = "batched" if s.booookscore.mode == "batched" else "sentence"
+                write_json_atomic(target, to_release(s.booookscore.summaries, fmt=fmt))
+                written.append(target)
+        if report_path is not None:
+            Path(report_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(report_path).write_text(render_report(run.systems, notes=run.notes), encoding="utf-8")
+            written.append(Path(report_path))
+    except OSError as exc:
+        raise InputError(f"cannot write {exc.filename}: {exc.strerror}; choose another output path") from exc
+    return written
