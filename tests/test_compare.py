@@ -285,3 +285,35 @@ def test_book_ngrams_in_pieces_equal_the_whole_text(tmp_path: Path) -> None:
 
     text = write_book(tmp_path / "b.txt", seed=7).read_text(encoding="utf-8").replace("\n", "\n\n")
     assert book_ngrams(text, lang="en", piece_chars=300) == source_ngrams(text, lang="en")
+
+
+@pytest.mark.slow
+def test_five_book_grid_with_the_release_in_one_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's acceptance run: 3 strategies x 2 chunk sizes over the five shorter sample books."""
+    from conftest import BOOKS_DIR
+
+    five = sorted(p for p in BOOKS_DIR.glob("*.epub") if "war-and-peace" not in p.name)
+    if len(five) != 5 or not (RELEASE_DIR / "summaries").is_dir():
+        pytest.skip("sample books or BooookScore release not found")
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    out = tmp_path / "out"
+    with FakeServer() as server:
+        args = ["compare", *map(str, five), "--strategies", "hier,inc,direct", "--models", "openai:gpt-4o-mini",
+                "--chunk-sizes", "2048,4096", "--base-url", server.openai_base_url, "--out", str(out),
+                "--with-release", str(RELEASE_DIR), "--yes"]
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        calls = server.call_count
+        again = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert again.exit_code == 0 and server.call_count == calls
+    data = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    by_name = {r["name"]: r for r in data["rows"]}
+    assert len(by_name) == 9
+    for name in ("2048-hier", "4096-hier", "2048-inc", "4096-inc", "direct"):
+        row = by_name[f"openai-gpt-4o-mini-{name}"]
+        assert row["n_books"] == 5 and row["booookscore"]["score"] > 0 and row["novel_3gram_pct"] is not None
+    assert by_name["gpt4-2048-hier"]["booookscore"]["score"] == pytest.approx(89.4, abs=0.05)
+    assert by_name["chatgpt-2048-inc"]["avg_tokens"] == pytest.approx(484.5, abs=0.05)
+    for stem in ("score_vs_length", "cost_vs_score"):
+        assert (out / "plots" / f"{stem}.png").read_bytes()[:8] == PNG_MAGIC
+        assert (out / "plots" / f"{stem}.svg").is_file()
