@@ -283,36 +283,50 @@ def score_command(
     for note in run.notes:
         err_console.print(f"[yellow]warning:[/] {note}", highlight=False, soft_wrap=True)
 
-    any_source = any(s.ngrams.n_with_source for s in run.systems)
-    any_rouge = any(s.rouge_l for s in run.systems)
-    any_calls = any(s.totals.calls for s in run.systems)
-    table = Table(title="booksum scores", title_justify="left")
-    for column in ("System", "BooookScore (95% CI)", "n", "Unparseable", "Avg. length", "% rep. 3-grams"):
-        table.add_column(column, justify="left" if column == "System" else "right")
-    if any_source:
-        table.add_column("% novel 3-grams", justify="right")
-    if any_rouge:
-        table.add_column("ROUGE-L F / R", justify="right")
-    if any_calls:
-        table.add_column("Calls (cached) / cost", justify="right")
-
     def f1(value: float | None) -> str:
         return "–" if value is None else f"{value:.1f}"
 
+    def booookscore(s: Any) -> Any:
+        return s.booookscore.system if s.booookscore else None
+
+    def score_cell(s: Any) -> str:
+        b = booookscore(s)
+        return "–" if b is None or b.score is None else f"{100 * b.score:.1f}"
+
+    def ci_cell(s: Any) -> str:
+        b = booookscore(s)
+        if b is None or b.score is None:
+            return "–"
+        return f"{100 * (b.ci_low or 0):.1f}–{100 * (b.ci_high or 0):.1f}"
+
+    def rouge_cell(s: Any) -> str:
+        r = s.rouge_l
+        return "–" if r is None else f"{100 * r.fmeasure:.1f} / {100 * r.recall:.1f}"
+
+    judged = any(s.booookscore for s in run.systems)
+    any_calls = any(s.totals.calls for s in run.systems)
+    # unparseable judge answers exist only when we ran the judge (annotation files have none)
+    any_unparsed = any_calls or any(b and b.n_unparseable for b in map(booookscore, run.systems))
+    # (header, cell, shown): only the columns this run has, so a row fits 80 columns
+    columns: list[tuple[str, Callable[[Any], str], bool]] = [
+        ("BooookScore", score_cell, judged),
+        ("95% CI", ci_cell, judged),
+        ("n", lambda s: str(len(s.rows)), True),
+        ("Unparsed", lambda s: str(booookscore(s).n_unparseable) if s.booookscore else "–", any_unparsed),
+        ("Avg len", lambda s: f1(s.ngrams.avg_tokens), True),
+        ("% rep 3g", lambda s: f1(s.ngrams.repeated_pct), True),
+        ("% novel 3g", lambda s: f1(s.ngrams.novel_pct), any(s.ngrams.n_with_source for s in run.systems)),
+        ("ROUGE-L F/R", rouge_cell, any(s.rouge_l for s in run.systems)),
+        ("Calls (cached) / cost",
+         lambda s: f"{s.totals.calls} ({s.totals.cache_hits}) / ${s.totals.cost_usd:.4f}", any_calls),
+    ]
+    shown = [(header, cell) for header, cell, show in columns if show]
+    table = Table(title="booksum scores", title_justify="left")
+    table.add_column("System", justify="left", no_wrap=True)
+    for header, _ in shown:
+        table.add_column(header, justify="right", overflow="fold")
     for s in run.systems:
-        b = s.booookscore.system if s.booookscore else None
-        score = "–"
-        if b is not None and b.score is not None:
-            score = f"{100 * b.score:.1f} ({100 * (b.ci_low or 0):.1f}–{100 * (b.ci_high or 0):.1f})"
-        row = [s.name, score, str(len(s.rows)), str(b.n_unparseable) if b else "–",
-               f1(s.ngrams.avg_tokens), f1(s.ngrams.repeated_pct)]
-        if any_source:
-            row.append(f1(s.ngrams.novel_pct))
-        if any_rouge:
-            row.append(f"{100 * s.rouge_l.fmeasure:.1f} / {100 * s.rouge_l.recall:.1f}" if s.rouge_l else "–")
-        if any_calls:
-            row.append(f"{s.totals.calls} ({s.totals.cache_hits}) / ${s.totals.cost_usd:.4f}")
-        table.add_row(*row)
+        table.add_row(s.name, *(cell(s) for _, cell in shown))
     console.print(table)
     scored = [s for s in run.systems if s.booookscore]
     if scored:

@@ -212,4 +212,4 @@ def test_no_judge_directory_of_records_and_text_files_with_source_and_references
     code, stdout, _ = invoke(
         "score", str(runs), "--no-judge", "--source", str(books), "--references", str(refs)
     )
-    assert code == 0 and "% novel" in stdout and "ROUGE-L" in stdout
+    assert code == 0 and "% novel 3g" in stdout and "ROUGE-L" in stdout
