@@ -37,7 +37,25 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "STRATEGIES": ("booksum_app.strategies", "STRATEGIES"),
 }
 
-__all__ = ["__version__", *sorted(_EXPORTS)]
+__all__ = [
+    "STRATEGIES",
+    "Book",
+    "Chapter",
+    "LLMSettings",
+    "SummaryRecord",
+    "__version__",
+    "chunk_book",
+    "get_model",
+    "get_tokenizer",
+    "inspect",
+    "open_book",
+    "read_record",
+    "score",
+    "score_annotations",
+    "score_summary",
+    "split_sentences",
+    "summarize",
+]
 
 if TYPE_CHECKING:
     from booksum_app.books import Book, Chapter, open_book

@@ -16,7 +16,7 @@ PUBLIC = {
 
 
 def test_all_is_pinned_and_every_name_resolves() -> None:
-    assert set(booksum_app.__all__) == PUBLIC
+    assert set(booksum_app.__all__) == PUBLIC == set(booksum_app._EXPORTS) | {"__version__"}
     for name in booksum_app.__all__:
         assert getattr(booksum_app, name) is not None
 

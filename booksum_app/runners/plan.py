@@ -108,15 +108,15 @@ def plan_strategy(
                 output_tokens += inc_target_tokens(i, n, max_summary_tokens=g)
     elif strategy == "direct":
         template = config.direct_template
-        room = direct_text_budget(
+        text_room = direct_text_budget(
             context_window=info.context_window,
             overhead_tokens=overhead[template],
             max_summary_tokens=g,
         )
         book = sum(chunk_tokens)
-        truncated = max(0, book - room)
+        truncated = max(0, book - text_room)
         calls = 1
-        input_tokens = min(book, room) + overhead[template]
+        input_tokens = min(book, text_room) + overhead[template]
         output_tokens = g
     else:
         raise KeyError(strategy)

@@ -27,14 +27,14 @@ _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 @functools.cache
 def _nltk_word_tokenizer() -> Any:
-    from nltk.tokenize import NLTKWordTokenizer  # type: ignore[import-untyped]
+    from nltk.tokenize import NLTKWordTokenizer
 
     return NLTKWordTokenizer()
 
 
 @functools.cache
 def _jieba() -> Any:
-    import jieba  # type: ignore[import-untyped]
+    import jieba
 
     jieba.setLogLevel(logging.WARNING)
     logging.getLogger("jieba").setLevel(logging.WARNING)
