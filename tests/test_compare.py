@@ -278,15 +278,6 @@ def test_with_release_option_adds_the_four_configurations() -> None:
         release_sets(RELEASE_DIR / "annotations")
 
 
-def test_book_ngrams_in_pieces_equal_the_whole_text(tmp_path: Path) -> None:
-    """Tokenizing a book in paragraph-aligned pieces (Punkt's regex time limit) loses no 3-gram."""
-    from booksum_app.runners.compare import book_ngrams
-    from booksum_app.scoring.ngrams import source_ngrams
-
-    text = write_book(tmp_path / "b.txt", seed=7).read_text(encoding="utf-8").replace("\n", "\n\n")
-    assert book_ngrams(text, lang="en", piece_chars=300) == source_ngrams(text, lang="en")
-
-
 @pytest.mark.slow
 def test_five_book_grid_with_the_release_in_one_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The issue's acceptance run: 3 strategies x 2 chunk sizes over the five shorter sample books."""

@@ -118,3 +118,18 @@ def test_malformed_annotations_are_input_errors(data: object, message: str) -> N
 def test_per_sentence_annotations_need_the_summaries() -> None:
     with pytest.raises(InputError, match="summaries"):
         judgements_from_release({"b.epub": {"One.": {"questions": "Q?", "types": ["salience"]}}})
+
+
+def test_source_ngrams_in_paragraph_pieces_equal_those_of_the_whole_text() -> None:
+    """A book is tokenized in pieces (NLTK's regex time limit) without losing any 3-gram."""
+    from booksum_app.scoring.ngrams import ngrams, source_ngrams
+    from booksum_app.scoring.words import ngram_words
+
+    paragraphs = [
+        f"Paragraph {i}: Mr. Darcy walked {i} miles to Netherfield. \"Why?\" asked Jane, twice."
+        for i in range(200)
+    ]
+    text = "\n\n".join(paragraphs)
+    whole = frozenset(ngrams(ngram_words(text, lang="en"), 3))
+    assert source_ngrams(text, lang="en", piece_chars=300) == whole
+    assert len(whole) > 1000

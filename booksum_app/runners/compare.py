@@ -56,14 +56,10 @@ from booksum_app.runners.summarize import summarize_book
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
 from booksum_app.scoring.booookscore import BooookScoreJudge, split_summary
 from booksum_app.scoring.judgement import SummaryJudgement
-from booksum_app.scoring.ngrams import ngram_stats, ngrams, summarize_ngrams
+from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngrams
 from booksum_app.scoring.release import read_summaries
 from booksum_app.scoring.results import score_annotations
-from booksum_app.scoring.words import ngram_words
 from booksum_app.strategies.record import SummaryRecord, write_record
-
-SOURCE_PIECE_CHARS = 20_000
-
 
 # ---- progress ------------------------------------------------------------------------------
 
@@ -178,29 +174,6 @@ class _Metered:
         return [self._add(c) for c in self._model.complete_many(requests)]
 
 
-def book_ngrams(text: str, *, lang: str, piece_chars: int = SOURCE_PIECE_CHARS) -> frozenset[tuple[str, ...]]:
-    """The 3-gram set of a whole book, tokenized in paragraph-aligned pieces.
-
-    Same words as :func:`~booksum_app.scoring.ngrams.source_ngrams` on the whole text (the
-    word lists of the pieces are joined before forming 3-grams), but NLTK's Punkt never sees
-    a whole book at once: its regular expressions run under a 5 s time limit that a 700 KB
-    text can pass when several books are scored at once (measured: TimeoutError on
-    Wuthering Heights with four books in parallel).
-    """
-    words: list[str] = []
-    piece: list[str] = []
-    size = 0
-    for paragraph in text.split("\n\n"):
-        piece.append(paragraph)
-        size += len(paragraph) + 2
-        if size >= piece_chars:
-            words += ngram_words("\n\n".join(piece), lang=lang)
-            piece, size = [], 0
-    if piece:
-        words += ngram_words("\n\n".join(piece), lang=lang)
-    return frozenset(ngrams(words))
-
-
 def _record_usage(record: SummaryRecord, info: ModelInfo) -> Usage:
     calls = record.calls
     return Usage(
@@ -274,7 +247,7 @@ def run_compare(
     def source_of(ctx: BookContext) -> frozenset[tuple[str, ...]]:
         if ctx.key not in sources:
             text = ctx.book.text(include_front_matter=exp.include_front_matter)
-            sources[ctx.key] = book_ngrams(text, lang=ctx.lang)
+            sources[ctx.key] = source_ngrams(text, lang=ctx.lang)
         return sources[ctx.key]
 
     def run_book(path: Path) -> None:
@@ -413,9 +386,7 @@ def _precomputed_row(pre: PrecomputedSet, exp: Experiment, judge: ChatModel | No
 
 
 __all__ = [
-    "SOURCE_PIECE_CHARS",
     "GridProgress",
     "GridSnapshot",
-    "book_ngrams",
     "run_compare",
 ]

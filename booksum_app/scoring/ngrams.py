@@ -40,9 +40,35 @@ def ngrams(words: Sequence[str], n: int = NGRAM_N) -> list[tuple[str, ...]]:
     return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
 
 
-def source_ngrams(source: str, *, lang: str | None = None, n: int = NGRAM_N) -> frozenset[tuple[str, ...]]:
-    """The set of ``n``-grams of a source text (for % novel)."""
-    return frozenset(ngrams(ngram_words(source, lang=lang), n))
+SOURCE_PIECE_CHARS = 20_000  # a book is tokenized in paragraph-aligned pieces of about this size
+
+
+def source_ngrams(
+    source: str,
+    *,
+    lang: str | None = None,
+    n: int = NGRAM_N,
+    piece_chars: int = SOURCE_PIECE_CHARS,
+) -> frozenset[tuple[str, ...]]:
+    """The set of ``n``-grams of a source text (for % novel).
+
+    The words of paragraph-aligned pieces are joined before forming n-grams, so the set is
+    that of the whole text, but NLTK never tokenizes a whole book at once: its regular
+    expressions run under a wall-clock limit (nltk.redos) that a 700 KB book can pass on a
+    busy machine (seen: TimeoutError on Wuthering Heights with four books scored at once).
+    """
+    words: list[str] = []
+    piece: list[str] = []
+    size = 0
+    for paragraph in source.split("\n\n"):
+        piece.append(paragraph)
+        size += len(paragraph) + 2
+        if size >= piece_chars:
+            words += ngram_words("\n\n".join(piece), lang=lang)
+            piece, size = [], 0
+    if piece:
+        words += ngram_words("\n\n".join(piece), lang=lang)
+    return frozenset(ngrams(words, n))
 
 
 @dataclass(frozen=True)
