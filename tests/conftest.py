@@ -29,3 +29,15 @@ def book_path(stem: str) -> Path:
     if not matches:
         pytest.skip(f"sample book {stem!r} not found in {BOOKS_DIR}")
     return matches[0]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Keep the run's last line pytest's summary: llama_cpp opens two /dev/null files at import
+    and never closes them, which Python reports as unclosed files after pytest's summary."""
+    import sys
+
+    utils = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        handle = getattr(utils, name, None)
+        if handle is not None:
+            handle.close()
