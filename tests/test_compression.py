@@ -201,7 +201,9 @@ def test_compression_that_keeps_failing_is_truncated() -> None:
         ("In this segment, Elizabeth meets Darcy.", "Elizabeth meets Darcy."),
         ("Jane is ill. In the updated summary, Bingley leaves.", "Jane is ill. Bingley leaves."),
         ("In this part of the story, they marry.", "They marry."),
-        ("Darcy, in the current excerpt, proposes.", "Darcy, proposes."),
+        ("Darcy, in the current excerpt, proposes.", "Darcy proposes."),
+        ("In the excerpt provided, the Time Traveller returns.", "The Time Traveller returns."),
+        ("Then, in the passage above, he leaves.", "Then he leaves."),
         ("Darcy proposes in this segment.", "Darcy proposes."),
         ("Darcy proposes. Then Elizabeth", "Darcy proposes."),
         ("In the next chapter, they talk.", "In the next chapter, they talk."),  # narrative, kept

@@ -54,12 +54,15 @@ _WHICH = (
     r"(?:this|these|the\s+(?:current|previous|preceding|next|following|latest|updated|"
     r"final|last|first|given|provided|above|new)|the)"
 )
+_AFTER = r"(?:provided|above|given|below)"  # "In the excerpt provided, ..."
 _LEADING_PHRASE = re.compile(
     rf"(?:^|(?<=[.!?。！？\"”’']))(\s*)(?:In|Within|Throughout)\s+{_WHICH}"
-    rf"(?:\s+\w+)?\s+{_PART},\s*(\w)",
+    rf"(?:\s+\w+)?\s+{_PART}(?:\s+{_AFTER})?,\s*(\w)",
     re.IGNORECASE | re.MULTILINE,
 )
-_INNER_PHRASE = re.compile(rf",\s*(?:in|within)\s+{_WHICH}\s+{_PART}\s*,", re.IGNORECASE)
+_INNER_PHRASE = re.compile(
+    rf",\s*(?:in|within)\s+{_WHICH}\s+{_PART}(?:\s+{_AFTER})?\s*,", re.IGNORECASE
+)
 _TRAILING_PHRASE = re.compile(
     rf"\s+(?:in|within)\s+(?:this|the\s+(?:current|previous|latest|given|provided))\s+{_PART}"
     rf"(?=[.!?,;])",
@@ -106,7 +109,8 @@ def clean_deterministic(
         return m.group(1) + m.group(2).upper()
 
     text = _LEADING_PHRASE.sub(leading, text)
-    for pattern, repl in ((_INNER_PHRASE, ","), (_TRAILING_PHRASE, ""), (_ZH_PHRASE, "")):
+    # ", in the current excerpt," goes with both commas: "Darcy proposes", not "Darcy, proposes"
+    for pattern, repl in ((_INNER_PHRASE, ""), (_TRAILING_PHRASE, ""), (_ZH_PHRASE, "")):
         for m in pattern.finditer(text):
             removed.append(m.group(0).strip())
         text = pattern.sub(repl, text)
