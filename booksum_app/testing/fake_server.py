@@ -216,6 +216,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default listen backlog is 5: a burst of 77 concurrent calls (hier's leaves)
+    # then overflows it and the kernel drops SYNs, which clients retry after 1 s, 3 s, 7 s...
+    request_queue_size = 1024
     allow_reuse_address = True
     fake: FakeServer
 
