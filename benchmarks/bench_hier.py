@@ -6,15 +6,25 @@ path computed from the record's tree (the longest dependency chain: a leaf, then
 merge max(its children, the previous group of its level) plus one call, times the latency,
 counting regenerations), their ratio (target <= 1.25), and the same run one call at a time.
 
-    python benchmarks/bench_hier.py [--latency 0.05] [--window 16384 8192] [--repeat 3]
+``--server`` sends every call through the real OpenAI SDK to the fake API server
+(``booksum_app.testing.fake_server``) running in its own process with the same fixed latency,
+so HTTP, the SDK and the call layer are in the measurement (the server's own reply work
+runs in that other process, as a remote API's would).
+
+    python benchmarks/bench_hier.py [--latency 0.05] [--window 16384 8192] [--repeat 3] [--server]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from booksum_app.books import open_book
 from booksum_app.chunking import CallableTokenizer, chunk_book
@@ -33,6 +43,7 @@ from booksum_app.testing.fake_replies import requested_word_limit
 SENTENCE = "Elizabeth Bennet meets Mr. Darcy at a ball in Meryton and forms a poor opinion of him. "
 
 EXTRACTIVE = False  # --extractive: use the default extractive fake replies instead
+SERVER_URL: str | None = None  # --server: base URL of the fake API server process
 BOOK = (
     Path(__file__).resolve().parents[2]
     / "shared"
@@ -76,16 +87,24 @@ def run_once(
     latency_s: float,
     concurrency: int,
     warm: bool = False,
-) -> tuple[float, StrategyResult, FakeBackend]:
+) -> tuple[float, StrategyResult, Any]:
     """One timed ``hier`` run; ``warm`` first fills the client's worker pool (threads started)."""
     info = ModelInfo(name=f"fake:{window}", context_window=window, tokenizer="cl100k_base")
-    backend = FakeBackend(info, latency_s=latency_s, reply=None if EXTRACTIVE else canned_reply)
+    backend: Any
+    if SERVER_URL:
+        from booksum_app.llm.openai_backend import OpenAIBackend
+
+        backend = OpenAIBackend(info, model_id="fake", api_key="dummy", base_url=SERVER_URL)
+        backend.max_in_flight = "n/a (server)"
+    else:
+        backend = FakeBackend(info, latency_s=latency_s, reply=None if EXTRACTIVE else canned_reply)
     model = Client(backend, concurrency=concurrency)  # no cache: every call is made
     if warm:
         model.complete_many(
             [Request(prompt=f"warm-up {i}", max_tokens=1) for i in range(concurrency)]
         )
-        backend.calls.clear()
+        if not SERVER_URL:
+            backend.calls.clear()
     strategy = STRATEGIES["hier"]
     config = StrategyConfig()
     prompts = load_prompts("paper", lang="en", names=strategy.template_names(config))
@@ -104,17 +123,54 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--book", type=Path, default=BOOK)
     parser.add_argument("--extractive", action="store_true", help="use the extractive fake replies")
+    parser.add_argument(
+        "--server", action="store_true", help="go through the OpenAI SDK to the fake API server"
+    )
     args = parser.parse_args()
-    global EXTRACTIVE
+    global EXTRACTIVE, SERVER_URL
     EXTRACTIVE = args.extractive
+    server = None
+    if args.server:
+        server, SERVER_URL = start_server(args.latency)
+    try:
+        run_all(args)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait()
+
+
+def start_server(latency_s: float) -> tuple[subprocess.Popen[bytes], str]:
+    """The fake API server in its own process on a free port, with a fixed per-call latency."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "booksum_app.testing.fake_server", "--port", str(port),
+         "--latency", str(latency_s)],
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    return server, f"http://127.0.0.1:{port}/v1"
+
+
+def run_all(args: argparse.Namespace) -> None:
+    """Every window: timed runs, the critical path, and the one-call-at-a-time run."""
 
     book = open_book(args.book)
     probe = FakeBackend()
     tokenizer = CallableTokenizer("cl100k_base", probe.count_tokens)
     chunks = tuple(chunk_book(book, chunk_size=2048, tokenizer=tokenizer))
     text = book.text()
+    via = "OpenAI SDK -> fake API server process" if SERVER_URL else "in-process FakeBackend"
     print(
-        f"book: {book.title} | {len(chunks)} chunks of <= 2048 tokens | latency {args.latency * 1000:.0f} ms/call"
+        f"book: {book.title} | {len(chunks)} chunks of <= 2048 tokens | latency {args.latency * 1000:.0f} ms/call | {via}"
     )
     for window in args.window:
         walls, warm_walls = [], []
