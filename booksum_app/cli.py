@@ -165,13 +165,17 @@ def summarize_command(
     """Summarize BOOK (.epub, .txt, .html, .md) and write the summary and its full record."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from booksum_app.llm.registry import LLMSettings
+    from booksum_app.files import atomic_write_text
+    from booksum_app.llm.registry import LLMSettings, choose_model
     from booksum_app.runners.progress import RunProgress
     from booksum_app.runners.summarize import default_record_path, summarize_book
     from booksum_app.strategies.record import write_record
 
     settings = LLMSettings(cache_dir=cache_dir, use_cache=not no_cache, concurrency=concurrency,
                            max_cost_usd=max_cost, base_url=base_url)
+    notice = choose_model(model_name, settings=settings).notice
+    if notice:
+        err_console.print(f"[yellow]note:[/] {notice}", highlight=False, soft_wrap=True)
     tracker = RunProgress()
     bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                    TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err_console, transient=True)
@@ -193,8 +197,7 @@ def summarize_command(
     record_path = write_record(record, default_record_path(str(book), record.strategy, output))
     if output is not None:
         summary_path = output if output.suffix == ".md" else output.with_suffix(".md")
-        summary_path.parent.mkdir(parents=True, exist_ok=True)
-        summary_path.write_text(record.summary + "\n", encoding="utf-8")
+        atomic_write_text(summary_path, record.summary + "\n")
         err_console.print(f"summary: {summary_path}", highlight=False)
     else:
         console.print(record.summary, highlight=False, markup=False, soft_wrap=True)

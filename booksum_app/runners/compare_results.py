@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from booksum_app.files import atomic_write_text, write_json_atomic
 from booksum_app.scoring.aggregate import SystemScore
 from booksum_app.scoring.judgement import ERROR_TYPES, SummaryJudgement
 from booksum_app.scoring.ngrams import NgramStats, NgramSummary
-from booksum_app.scoring.release import AnnotationFormat, to_release, write_json_atomic
+from booksum_app.scoring.release import AnnotationFormat, to_release
 
 SCHEMA_VERSION = 1
 RESULT_KIND = "booksum.compare"
@@ -286,9 +287,7 @@ def write_results(result: CompareResult, out: Path) -> list[Path]:
     write_json_atomic(path, result_to_dict(result))
     written.append(path)
     path = out / "results.csv"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(result_to_csv(result), encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, result_to_csv(result))
     written.append(path)
     for row in result.rows:
         path = out / "summaries" / f"{row.name}.json"

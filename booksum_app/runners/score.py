@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.errors import BooksumError, InputError
+from booksum_app.files import atomic_write_text, write_json_atomic
 from booksum_app.llm.calls import CallRecord
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
@@ -39,7 +40,6 @@ from booksum_app.scoring.release import (
     load_json,
     parse_summaries,
     to_release,
-    write_json_atomic,
 )
 from booksum_app.scoring.report import render_report
 from booksum_app.scoring.results import (
@@ -488,8 +488,7 @@ def write_outputs(
             write_json_atomic(json_path, run_to_dict(run))
             written.append(Path(json_path))
         if csv_path is not None:
-            Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
-            Path(csv_path).write_text(run_to_csv(run), encoding="utf-8")
+            atomic_write_text(csv_path, run_to_csv(run))
             written.append(Path(csv_path))
         if annotations_path is not None:
             for s in run.systems:
@@ -500,8 +499,7 @@ def write_outputs(
                 write_json_atomic(target, to_release(s.booookscore.summaries, fmt=fmt))
                 written.append(target)
         if report_path is not None:
-            Path(report_path).parent.mkdir(parents=True, exist_ok=True)
-            Path(report_path).write_text(render_report(run.systems, notes=run.notes), encoding="utf-8")
+            atomic_write_text(report_path, render_report(run.systems, notes=run.notes))
             written.append(Path(report_path))
     except OSError as exc:
         raise InputError(f"cannot write {exc.filename}: {exc.strerror}; choose another output path") from exc

@@ -21,13 +21,13 @@ original per-sentence scorer would count such an entry as confusing, never as no
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from booksum_app.chunking import detect_lang, split_sentences
 from booksum_app.errors import InputError
+from booksum_app.files import write_json_atomic
 from booksum_app.scoring.judgement import SentenceJudgement, SummaryJudgement, normalise_type
 
 AnnotationFormat = Literal["sentence", "batched"]
@@ -243,17 +243,6 @@ def to_release(judgements: Iterable[SummaryJudgement], *, fmt: AnnotationFormat)
         else:
             raise InputError(f"unknown annotations format {fmt!r}; use one of {ANNOTATION_FORMATS}")
     return out
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to ``path`` through a temporary file, so a crash never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        json.dump(data, handle, ensure_ascii=False, indent=1)
-        handle.write("\n")
-    os.replace(tmp, path)
 
 
 def write_annotations(path: Path, judgements: Iterable[SummaryJudgement], *, fmt: AnnotationFormat) -> None:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from booksum_app.compression.validity import AttemptInfo, CallEntry
 from booksum_app.errors import InputError
+from booksum_app.files import write_json_atomic
 from booksum_app.strategies.base import CompressionInfo, DirectTruncation, SummaryNode
 
 SCHEMA_VERSION = 1
@@ -154,18 +153,7 @@ def _node(data: dict[str, Any]) -> SummaryNode:
 
 def write_record(record: SummaryRecord, path: Path) -> Path:
     """Write ``record`` as JSON atomically; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(record.to_dict(), handle, ensure_ascii=False, indent=1)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_json_atomic(path, record.to_dict())
 
 
 def read_record(path: Path) -> SummaryRecord:
