@@ -112,7 +112,10 @@ def _render_inspect(report: Any) -> None:
         f"excluded; {c.total_tokens:,} tokens ({report.tokenizer}) in {c.count} chunks of at most "
         f"{report.chunk_size} (min {c.min_tokens}, median {c.median_tokens:g}, max {c.max_tokens})"
     )
-    plans = Table(title=f"Plan for {report.model} (upper bounds, context {report.context_window:,})")
+    plans = Table(
+        title=f"Plan for {report.model} (upper bounds before regenerations; "
+        f"context {report.context_window:,})"
+    )
     for column in ("strategy", "calls", "input tokens", "output tokens", "cost", "note"):
         plans.add_column(column, justify="left" if column in ("strategy", "note") else "right")
     for p in report.plans:

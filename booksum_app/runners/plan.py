@@ -11,7 +11,11 @@ counts, the prompt templates' own size and the budgets of :mod:`booksum_app.comp
 - ``direct``: one call holding as much of the book as fits (head + tail when truncated).
 - plus one artifact-removal call when cleaning is on.
 
-Outputs are charged at their max_tokens, so the dollars are a ceiling, not a forecast.
+Outputs are charged at their max_tokens, so the dollars are a ceiling, not a forecast, with
+one exception: regenerations of invalid summaries (empty, over budget, cut off; at most
+``max_tries - 1`` per summary, App. A.2.1) are not counted. Capable models rarely need them,
+and counting the worst case would multiply every figure by ``max_tries``; the run's record
+shows how many there were (``totals.retries``).
 """
 
 from __future__ import annotations
