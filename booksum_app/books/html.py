@@ -27,8 +27,7 @@ from booksum_app.books.markup import (
 )
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter
-from booksum_app.books.text import decode_text
-from booksum_app.errors import BookFormatError
+from booksum_app.books.text import decode_text, read_book_bytes
 
 _DECLARED_CHARSET = re.compile(rb"<meta[^>]+charset|<\?xml[^>]+encoding", re.IGNORECASE)
 _BOILERPLATE_IDS = ("pg-header", "pg-footer")
@@ -40,10 +39,7 @@ def read_html(path: Path, *, lang: str | None = None, include_front_matter: bool
     Raises:
         BookFormatError: unreadable, hostile or empty HTML.
     """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BookFormatError(f"{path.name}: cannot read the file ({exc.strerror})") from exc
+    data = read_book_bytes(path)
     if _DECLARED_CHARSET.search(data[:4096]):
         root = parse_html(data, name=path.name)
     else:

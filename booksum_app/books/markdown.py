@@ -17,8 +17,7 @@ from pathlib import Path
 from booksum_app.books.language import detect_language
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter
-from booksum_app.books.text import decode_text, join_lines
-from booksum_app.errors import BookFormatError
+from booksum_app.books.text import decode_text, join_lines, read_book_bytes
 
 _ATX = re.compile(r"^(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
 _SETEXT = re.compile(r"^(=+|-+)\s*$")
@@ -133,10 +132,7 @@ def read_markdown(
     Raises:
         BookFormatError: binary, undecodable or empty file.
     """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BookFormatError(f"{path.name}: cannot read the file ({exc.strerror})") from exc
+    data = read_book_bytes(path)
     text, encoding = decode_text(data, name=path.name, lang=lang)
     fields, lines = _front_matter(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
     items = _parse(lines)

@@ -298,16 +298,21 @@ def _classify(section: _Section, *, has_headings: bool) -> str | None:
     return classify_title(section.title)
 
 
+def read_book_bytes(path: Path) -> bytes:
+    """The file's bytes, or a one-line BookFormatError saying why they cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BookFormatError(f"{path.name}: cannot read the file ({exc.strerror})") from exc
+
+
 def read_text(path: Path, *, lang: str | None = None, include_front_matter: bool = False) -> Book:
     """Read a plain-text book.
 
     Raises:
         BookFormatError: binary, undecodable or empty file.
     """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BookFormatError(f"{path.name}: cannot read the file ({exc.strerror})") from exc
+    data = read_book_bytes(path)
     text, encoding = decode_text(data, name=path.name, lang=lang)
     language = lang or detect_language(text)
     return book_from_text(

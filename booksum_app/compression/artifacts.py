@@ -167,22 +167,7 @@ def remove_artifacts(
         )
         completion = model.complete(request)
         llm_text = completion.text.strip()
-        calls = (
-            CallEntry(
-                purpose="clean",
-                node="final",
-                attempt=0,
-                sample_index=0,
-                max_tokens=max_tokens,
-                temperature=ARTIFACT_TEMPERATURE,
-                input_tokens=completion.usage.input_tokens,
-                output_tokens=completion.usage.output_tokens,
-                latency_s=completion.latency_s,
-                cost_usd=completion.cost_usd,
-                cache_hit=completion.cache_hit,
-                finish_reason=completion.finish_reason,
-            ),
-        )
+        calls = (CallEntry.of(request, completion, node="final"),)
         if not llm_text:
             rejected = "empty"
         elif completion.cut_off:

@@ -130,6 +130,24 @@ class CallEntry:
     cache_hit: bool
     finish_reason: str
 
+    @classmethod
+    def of(cls, request: Request, completion: Completion, *, node: str, attempt: int = 0) -> CallEntry:
+        """The record entry of one answered request."""
+        return cls(
+            purpose=request.purpose,
+            node=node,
+            attempt=attempt,
+            sample_index=request.sample_index,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            input_tokens=completion.usage.input_tokens,
+            output_tokens=completion.usage.output_tokens,
+            latency_s=completion.latency_s,
+            cost_usd=completion.cost_usd,
+            cache_hit=completion.cache_hit,
+            finish_reason=completion.finish_reason,
+        )
+
 
 @dataclass(frozen=True)
 class AttemptInfo:
@@ -223,22 +241,7 @@ class Regenerator:
             AttemptInfo(self.words_for_attempt(attempt), tokens, completion.finish_reason, problems)
         )
         self._texts.append(text)
-        self._calls.append(
-            CallEntry(
-                purpose=request.purpose,
-                node=self.node,
-                attempt=attempt,
-                sample_index=request.sample_index,
-                max_tokens=request.max_tokens,
-                temperature=request.temperature,
-                input_tokens=completion.usage.input_tokens,
-                output_tokens=completion.usage.output_tokens,
-                latency_s=completion.latency_s,
-                cost_usd=completion.cost_usd,
-                cache_hit=completion.cache_hit,
-                finish_reason=completion.finish_reason,
-            )
-        )
+        self._calls.append(CallEntry.of(request, completion, node=self.node, attempt=attempt))
         if not problems:
             self._done = self._generation(text, text, truncated=False, tokens=tokens)
             return True
