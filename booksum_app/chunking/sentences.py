@@ -25,6 +25,7 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from booksum_app.books.language import detect_language
 from booksum_app.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -39,9 +40,6 @@ _ZH_CLOSERS = (
 _ZH_SENTENCE_RE = re.compile(
     rf"[^\s].*?(?:(?:[。！？!?]|……)+[{re.escape(_ZH_CLOSERS)}]*|\Z)", re.DOTALL
 )
-_HAN_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
-_LATIN_RE = re.compile(r"[A-Za-z\u00c0-\u024f]")
-_DETECT_SAMPLE_CHARS = 20_000
 
 
 @functools.cache
@@ -92,7 +90,5 @@ def split_sentences(text: str, *, lang: str = "en") -> list[str]:
 
 
 def detect_lang(text: str) -> str:
-    """``"zh"`` when Han characters outnumber Latin letters in the first 20K chars, else ``"en"``."""
-    sample = text[:_DETECT_SAMPLE_CHARS]
-    n_han = len(_HAN_RE.findall(sample))
-    return "zh" if n_han > 0 and n_han >= len(_LATIN_RE.findall(sample)) else "en"
+    """``"zh"`` or ``"en"``: the one language heuristic the book readers use too."""
+    return detect_language(text)
