@@ -195,6 +195,8 @@ def test_compression_that_keeps_failing_is_truncated() -> None:
     ("raw", "cleaned"),
     [
         ("Summary:\nElizabeth meets Darcy.", "Elizabeth meets Darcy."),
+        ("Summary\n\nElizabeth meets Darcy.", "Elizabeth meets Darcy."),
+        ("Summary of the war follows. It ends.", "Summary of the war follows. It ends."),
         ("Updated summary (300 words):\n\nElizabeth meets Darcy.", "Elizabeth meets Darcy."),
         ("Condensed summary (to be within 120 words): Jane falls ill.", "Jane falls ill."),
         ("Here is the updated summary:\nJane falls ill.", "Jane falls ill."),

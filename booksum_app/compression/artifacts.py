@@ -41,7 +41,7 @@ _CUE_LINE = re.compile(
     r"\A\s*(?:\*\*|#+\s*)?"
     r"(?:(?:here\s+is|here's|below\s+is)\b[^\n]*?:"  # "Here is the updated summary:"
     r"|(?:the\s+)?(?:updated|condensed|edited|merged|final|new|book|running|complete)?\s*summary"
-    r"(?:\s*\([^)\n]*\))?\s*:"  # "Updated summary (300 words):"
+    r"(?:\s*\([^)\n]*\))?(?:\s*:|[ \t]*(?=\n))"  # "Updated summary (300 words):", "Summary" alone
     r"|(?:更新后的|压缩后的|编辑后的|合并后的)?摘要(?:[（(][^）)\n]*[）)])?\s*[：:])"
     r"(?:\*\*)?[ \t]*\n?",
     re.IGNORECASE,
