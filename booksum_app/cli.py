@@ -180,14 +180,16 @@ def summarize_command(
     if notice:
         err_console.print(f"[yellow]note:[/] {notice}", highlight=False, soft_wrap=True)
     tracker = RunProgress()
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}"),
                    TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err_console, transient=True)
-    task = bar.add_task("starting", total=None, stats="")
+    task = bar.add_task("starting", total=None, count="", stats="")
 
     def draw(snap: Any) -> None:
         stats = (f"calls {snap.calls} ({snap.cache_hits} cached), in flight {snap.in_flight}, "
                  f"tokens {snap.input_tokens:,}+{snap.output_tokens:,}, ${snap.cost_usd:.4f}")
-        bar.update(task, description=snap.stage, completed=snap.done, total=snap.total or None, stats=stats)
+        count = f"{snap.done}/{snap.total}" if snap.total else ""
+        bar.update(task, description=snap.stage, completed=snap.done, total=snap.total or None,
+                   count=count, stats=stats)
 
     tracker.listeners.append(draw)
     with bar:
