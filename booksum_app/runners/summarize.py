@@ -105,6 +105,16 @@ def summarize_book(
         if isinstance(path_or_book, Book)
         else open_book(path_or_book, include_front_matter=include_front_matter)
     )
+    config = StrategyConfig(  # validated before any model is loaded
+        chunk_size=chunk_size,
+        max_summary_tokens=max_summary_tokens,
+        temperature=temperature,
+        compression_temperature=compression_temperature,
+        top_p=top_p,
+        prompts=prompts,
+        lang=resolve_lang(lang, book),
+        direct_template=direct_template,
+    )
     owned: Client | None = None
     chat: ChatModel
     if model is None or isinstance(model, str):
@@ -133,17 +143,10 @@ def summarize_book(
             book,
             impl=impl,
             chat=chat,
-            chunk_size=chunk_size,
-            max_summary_tokens=max_summary_tokens,
-            prompts=prompts,
-            lang=resolve_lang(lang, book),
+            config=config,
             clean=clean,
             chapter_aware=chapter_aware,
             include_front_matter=include_front_matter,
-            direct_template=direct_template,
-            temperature=temperature,
-            compression_temperature=compression_temperature,
-            top_p=top_p,
             on_progress=notify if events else None,
         )
     finally:
@@ -156,30 +159,15 @@ def _run(
     *,
     impl: Any,
     chat: ChatModel,
-    chunk_size: int,
-    max_summary_tokens: int,
-    prompts: str,
-    lang: str,
+    config: StrategyConfig,
     clean: bool,
     chapter_aware: bool,
     include_front_matter: bool,
-    direct_template: str,
-    temperature: float,
-    compression_temperature: float,
-    top_p: float,
     on_progress: ProgressFn | None,
 ) -> SummaryRecord:
     started = time.perf_counter()
-    config = StrategyConfig(
-        chunk_size=chunk_size,
-        max_summary_tokens=max_summary_tokens,
-        temperature=temperature,
-        compression_temperature=compression_temperature,
-        top_p=top_p,
-        prompts=prompts,
-        lang=lang,
-        direct_template=direct_template,
-    )
+    chunk_size, max_summary_tokens, prompts = config.chunk_size, config.max_summary_tokens, config.prompts
+    lang, temperature, top_p = config.lang, config.temperature, config.top_p
     tokenizer = CallableTokenizer(f"model:{chat.info.name}", chat.count_tokens)
     chunks = tuple(
         chunk_book(
@@ -265,7 +253,7 @@ def _run(
         "chunk_size": chunk_size,
         "max_summary_tokens": max_summary_tokens,
         "temperature": temperature,
-        "compression_temperature": compression_temperature,
+        "compression_temperature": config.compression_temperature,
         "top_p": top_p,
         "prompts": prompts,
         "prompt_signature": bundle.signature,
@@ -277,7 +265,7 @@ def _run(
         "max_tries": config.max_tries,
     }
     if impl.name == "direct":
-        record_config["direct_template"] = direct_template
+        record_config["direct_template"] = config.direct_template
     record = SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,
