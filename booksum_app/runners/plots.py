@@ -89,34 +89,46 @@ def write_plots(rows: list[ConfigResult] | tuple[ConfigResult, ...], directory: 
     """
     plt = require_matplotlib()
     directory = Path(directory)
-    written: list[Path] = []
+    by_length = [(r, r.ngrams.avg_tokens or 0.0, s) for r in rows if (s := _score(r)) is not None]
+    by_cost = [(r, r.usage.cost_usd, s) for r in rows if r.kind == "run" and (s := _score(r)) is not None]
+    return [
+        *_scatter(
+            plt, by_length, directory, "score_vs_length",
+            empty="no BooookScore (run with a judge)",
+            xlabel="average summary length (cl100k tokens)",
+            title="BooookScore vs. summary length per configuration",
+        ),
+        *_scatter(
+            plt, by_cost, directory, "cost_vs_score",
+            empty="no scored configuration with a cost",
+            xlabel="cost of the summarization calls, all books (USD, list price)",
+            title="Cost vs. BooookScore per configuration",
+        ),
+    ]
 
+
+def _scatter(
+    plt: Any,
+    points: list[tuple[ConfigResult, float, tuple[float, float, float]]],
+    directory: Path,
+    stem: str,
+    *,
+    empty: str,
+    xlabel: str,
+    title: str,
+) -> list[Path]:
+    """One BooookScore-on-y scatter plot with CI bars, saved as PNG and SVG."""
     fig, ax = plt.subplots(figsize=(7.5, 5))
-    points = [(r, r.ngrams.avg_tokens or 0.0, s) for r in rows if (s := _score(r)) is not None]
     _points(ax, points)
-    if not points:
-        ax.text(0.5, 0.5, "no BooookScore (run with a judge)", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("average summary length (cl100k tokens)")
-    ax.set_ylabel("BooookScore (95% CI over books)")
-    ax.set_title("BooookScore vs. summary length per configuration")
-    ax.grid(True, alpha=0.3)
     if points:
         ax.legend(fontsize=7, loc="best")
-    written += _save(fig, directory, "score_vs_length")
-    plt.close(fig)
-
-    fig, ax = plt.subplots(figsize=(7.5, 5))
-    costed = [(r, r.usage.cost_usd, s) for r in rows if r.kind == "run" and (s := _score(r)) is not None]
-    _points(ax, costed)
-    if not costed:
-        ax.text(0.5, 0.5, "no scored configuration with a cost", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("cost of the summarization calls, all books (USD, list price)")
+    else:
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("BooookScore (95% CI over books)")
-    ax.set_title("Cost vs. BooookScore per configuration")
+    ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    if costed:
-        ax.legend(fontsize=7, loc="best")
-    written += _save(fig, directory, "cost_vs_score")
+    written = _save(fig, directory, stem)
     plt.close(fig)
     return written
 
