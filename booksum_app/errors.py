@@ -22,6 +22,33 @@ Every message says what went wrong and how to fix it, on one line.
 
 from __future__ import annotations
 
+import re
+
+# What a server or proxy may echo back: bearer tokens, ``sk-...`` / ``sk-ant-...`` keys,
+# and ``x-api-key: ...`` / ``api_key=...`` pairs. Replaced by REDACTED in every message.
+REDACTED = "[redacted]"
+_SECRET_PATTERNS = re.compile(
+    r"(?i)(?P<label>bearer\s+|x-api-key[\"']?\s*[:=]\s*[\"']?|api[_-]?key[\"']?\s*[:=]\s*[\"']?)"
+    r"[^\s\"',;]+"
+    r"|\bsk-[A-Za-z0-9_\-]{6,}"
+)
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """Remove credentials from text that came from outside (server error messages).
+
+    Args:
+        text: the text to clean.
+        secrets: exact values to remove too (the API key in use); empty ones are ignored.
+
+    Returns:
+        The text with every secret, bearer token and ``sk-...`` key replaced by ``[redacted]``.
+    """
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return _SECRET_PATTERNS.sub(lambda m: (m.group("label") or "") + REDACTED, text)
+
 
 class BooksumError(Exception):
     """Base of every error booksum raises on purpose."""
@@ -102,6 +129,7 @@ class ModelUnavailable(ModelError):
 
 
 __all__ = [
+    "REDACTED",
     "AuthError",
     "BookFormatError",
     "BooksumError",
@@ -116,4 +144,5 @@ __all__ = [
     "PromptError",
     "RateLimited",
     "TransientModelError",
+    "redact",
 ]

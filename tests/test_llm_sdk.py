@@ -189,3 +189,41 @@ def test_openai_without_key_or_server_is_an_auth_error() -> None:
     info = ModelInfo(name="openai:gpt-4o", context_window=128_000, tokenizer="o200k_base")
     with pytest.raises(AuthError, match="No OpenAI API key: set OPENAI_API_KEY"):
         OpenAIBackend(info, model_id="gpt-4o", api_key=None)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_200_reply_that_is_not_json_is_retried(
+    api: str, server: FakeServer, tmp_path: Path
+) -> None:
+    server.add_faults("notjson")
+    client = client_for(api, server, tmp_path)
+    assert client.complete(REQ).text == TEXT
+    assert [r.fault for r in server.requests] == ["notjson", None]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_200_reply_never_json_ends_in_one_transient_error(
+    api: str, server: FakeServer, tmp_path: Path
+) -> None:
+    server.add_faults(*["notjson"] * 3)
+    client = client_for(api, server, tmp_path, max_attempts=3)
+    with pytest.raises(TransientModelError, match="not JSON") as caught:
+        client.complete(REQ)
+    assert "\n" not in str(caught.value) and server.call_count == 3
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_server_echoing_the_key_never_leaks_it(
+    api: str, server: FakeServer, tmp_path: Path
+) -> None:
+    server.add_faults(*["echokey"] * 2)
+    client = client_for(api, server, tmp_path, max_attempts=2)
+    with pytest.raises(TransientModelError) as caught:
+        client.complete(REQ)
+    message = str(caught.value)
+    assert "server error 500" in message and "[redacted]" in message
+    assert SECRET not in message and "sk-test" not in message
+    assert all(SECRET not in repr(call) for call in client.calls)
+    for path in (tmp_path / "cache").rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes()

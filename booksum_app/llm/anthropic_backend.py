@@ -15,6 +15,7 @@ OpenAI ones at temperature 0. The call cache still makes reruns identical.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -26,6 +27,7 @@ from booksum_app.errors import (
     ModelError,
     RateLimited,
     TransientModelError,
+    redact,
 )
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 from booksum_app.llm.calls import retry_after_seconds
@@ -57,6 +59,7 @@ class AnthropicBackend:
         self.send_sampling = (
             model_id.startswith("claude-3") if send_sampling is None else send_sampling
         )
+        self._secret = api_key  # only to redact it from server messages; never printed
         self._client = anthropic.Anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
         )
@@ -94,9 +97,14 @@ class AnthropicBackend:
         except anthropic.APITimeoutError as exc:
             raise TransientModelError(f"{self.info.name}: request timed out") from exc
         except anthropic.APIConnectionError as exc:
-            raise TransientModelError(f"{self.info.name}: connection failed ({exc})") from exc
+            detail = redact(str(exc), self._secret)
+            raise TransientModelError(f"{self.info.name}: connection failed ({detail})") from exc
         except anthropic.APIStatusError as exc:
             raise self._translate(exc) from exc
+        except json.JSONDecodeError as exc:  # a 200 whose body is not JSON (a proxy's HTML page)
+            raise TransientModelError(
+                f"{self.info.name}: the server's reply was not JSON (a proxy or gateway error?)"
+            ) from exc
         latency = time.perf_counter() - start
         text = "".join(
             block.text for block in message.content if getattr(block, "type", "") == "text"
@@ -124,7 +132,7 @@ class AnthropicBackend:
 
     def _translate(self, exc: anthropic.APIStatusError) -> Exception:
         status = exc.status_code
-        detail = _message(exc)
+        detail = redact(_message(exc), self._secret)
         name = self.info.name
         if status == 429:
             return RateLimited(

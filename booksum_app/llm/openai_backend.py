@@ -10,6 +10,7 @@ URL get the older ``max_tokens``, which every compatible server understands. Rea
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -21,6 +22,7 @@ from booksum_app.errors import (
     ModelError,
     RateLimited,
     TransientModelError,
+    redact,
 )
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 from booksum_app.llm.calls import retry_after_seconds
@@ -66,6 +68,7 @@ class OpenAIBackend:
         self.legacy_max_tokens = (
             base_url is not None if legacy_max_tokens is None else legacy_max_tokens
         )
+        self._secret = api_key  # only to redact it from server messages; never printed
         self._client = openai.OpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
         )
@@ -92,9 +95,14 @@ class OpenAIBackend:
         except openai.APITimeoutError as exc:
             raise TransientModelError(f"{self.info.name}: request timed out") from exc
         except openai.APIConnectionError as exc:
-            raise TransientModelError(f"{self.info.name}: connection failed ({exc})") from exc
+            detail = redact(str(exc), self._secret)
+            raise TransientModelError(f"{self.info.name}: connection failed ({detail})") from exc
         except openai.APIStatusError as exc:
             raise self._translate(exc) from exc
+        except json.JSONDecodeError as exc:  # a 200 whose body is not JSON (a proxy's HTML page)
+            raise TransientModelError(
+                f"{self.info.name}: the server's reply was not JSON (a proxy or gateway error?)"
+            ) from exc
         except (
             openai.APIResponseValidationError
         ) as exc:  # pragma: no cover - malformed server reply
@@ -126,7 +134,7 @@ class OpenAIBackend:
 
     def _translate(self, exc: openai.APIStatusError) -> Exception:
         status = exc.status_code
-        detail = _message(exc)
+        detail = redact(_message(exc), self._secret)
         name = self.info.name
         if status == 429:
             return RateLimited(

@@ -43,6 +43,8 @@ FAULT_KINDS = (
     "400",
     "401",
     "context",
+    "notjson",
+    "echokey",
 )
 RETRYABLE_FAULTS = ("429", "500", "503", "timeout", "drop", "empty")
 ReplyFn = Callable[[Request], str]
@@ -125,6 +127,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault in ("429", "500", "503", "400", "401", "context"):
             self._send_fault(api, fault, fake.retry_after_s)
             return
+        if fault in ("notjson", "echokey"):
+            self._send_hostile(api, fault)
+            return
         request = _parse_openai(payload) if api == "openai" else _parse_anthropic(payload)
         text = "" if fault == "empty" else fake.reply(request)
         finish = "stop"
@@ -173,6 +178,25 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(api, 400, "invalid_request_error", message)
         else:
             self._send_error(api, 400, "invalid_request_error", "bad request (fake)")
+
+    def _send_hostile(self, api: str, fault: str) -> None:
+        """A misbehaving proxy: a 200 whose body is not JSON, or a 500 quoting the credentials."""
+        if fault == "echokey":
+            sent = self.headers.get("authorization") or self.headers.get("x-api-key") or ""
+            message = f"upstream rejected request with headers Authorization: {sent}"
+            self._send_error(api, 500, "api_error", message)
+            return
+        data = b"<html><body>502 Bad Gateway (fake proxy)</body></html>"
+        self._leave_once()
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
 
     def _send_error(
         self, api: str, status: int, kind: str, message: str, headers: dict[str, str] | None = None
