@@ -229,7 +229,7 @@ def _score_modes() -> list[str]:
 
 @cli.command("score")
 @click.argument("summaries", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--judge", "judge_name", default=None, help="Judge model string, e.g. openai:gpt-4o (default: configured or local).")
+@click.option("--judge", "judge_name", default=None, help="Judge model string, e.g. openai:gpt-4o (default: config judge_model, then BOOKSUM_JUDGE; none: no BooookScore).")
 @click.option("--base-url", default=None, help="OpenAI-compatible server URL for the judge.")
 @click.option("--mode", type=click.Choice(_score_modes()), default="sentence", show_default=True,
               help="sentence: one judge call per sentence (the paper); batched: several numbered sentences per call.")
@@ -363,14 +363,21 @@ def score_command(
 # ---- compare ---------------------------------------------------------------------------
 
 
-def _csv_list(value: str | None) -> tuple[str, ...] | None:
-    return None if value is None else tuple(v.strip() for v in value.split(",") if v.strip())
+def _csv_list(value: str | None, option: str = "--models") -> tuple[str, ...] | None:
+    from booksum_app.errors import ConfigError
+
+    if value is None:
+        return None
+    items = tuple(v.strip() for v in value.split(",") if v.strip())
+    if not items:  # an empty list given on purpose must not silently mean "the default"
+        raise ConfigError(f"{option} {value!r} names nothing; give a comma-separated list or leave it out")
+    return items
 
 
 def _csv_ints(value: str | None) -> tuple[int, ...] | None:
     from booksum_app.errors import ConfigError
 
-    items = _csv_list(value)
+    items = _csv_list(value, "--chunk-sizes")
     try:
         return None if items is None else tuple(int(v) for v in items)
     except ValueError as exc:
@@ -384,7 +391,7 @@ def _csv_ints(value: str | None) -> tuple[int, ...] | None:
 @click.option("--strategies", default=None, help="Comma-separated, e.g. hier,inc,direct [default: hier,inc].")
 @click.option("--models", default=None, help="Comma-separated model strings [default: configured or local].")
 @click.option("--chunk-sizes", default=None, help="Comma-separated tokens per chunk, e.g. 2048,4096 [default: 2048].")
-@click.option("--judge", default=None, help="BooookScore judge model [default: the first model].")
+@click.option("--judge", default=None, help="BooookScore judge model [default: config judge_model, BOOKSUM_JUDGE, else the first named model].")
 @click.option("--no-judge", is_flag=True, default=None, help="Skip BooookScore; n-gram statistics only.")
 @click.option("--judge-mode", type=click.Choice(["sentence", "batched"]), default=None,
               help="sentence: one judge call per sentence (the paper) [default]; batched: several per call.")
@@ -439,8 +446,8 @@ def compare_command(
     if with_release is not None:
         extra_sets += release_sets(with_release)
     exp = build_experiment(file_values, {
-        "books": books or None, "strategies": _csv_list(strategies),
-        "models": _csv_list(models), "chunk_sizes": _csv_ints(chunk_sizes), "judge": judge,
+        "books": books or None, "strategies": _csv_list(strategies, "--strategies"),
+        "models": _csv_list(models, "--models"), "chunk_sizes": _csv_ints(chunk_sizes), "judge": judge,
         "use_judge": False if no_judge else None, "judge_mode": judge_mode, "batch_size": batch_size,
         "out": out, "max_summary_tokens": max_summary_len, "prompts": prompts, "lang": lang,
         "direct_template": direct_template, "clean": False if no_clean else None,

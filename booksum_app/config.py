@@ -10,5 +10,6 @@ DEFAULT_TOP_P = 1.0
 JUDGE_TEMPERATURE = 0.0  # scoring should be as repeatable as the provider allows
 
 ENV_MODEL = "BOOKSUM_MODEL"  # default model string
+ENV_JUDGE = "BOOKSUM_JUDGE"  # BooookScore judge model string (no default: a judge is chosen on purpose)
 ENV_CACHE_DIR = "BOOKSUM_CACHE_DIR"
 ENV_CONFIG = "BOOKSUM_CONFIG"  # path of a user config file (TOML)

@@ -19,7 +19,7 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     monkeypatch.setenv("BOOKSUM_CACHE_DIR", str(home / "cache"))
     monkeypatch.setenv("BOOKSUM_CONFIG", str(home / "no-config.toml"))
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(home / "tiktoken"))
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "BOOKSUM_MODEL"):
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "BOOKSUM_MODEL", "BOOKSUM_JUDGE"):
         monkeypatch.delenv(var, raising=False)
 
 

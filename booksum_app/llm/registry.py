@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import platformdirs
 
-from booksum_app.config import ENV_CACHE_DIR, ENV_CONFIG, ENV_MODEL
+from booksum_app.config import ENV_CACHE_DIR, ENV_CONFIG, ENV_JUDGE, ENV_MODEL
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Backend, ModelInfo
 from booksum_app.llm.cache import CallCache
@@ -39,6 +39,14 @@ DEFAULT_MODEL = "local"
 FALLBACK_NOTICE = (
     "using the embedded SmolLM2-135M demo model; pass --model openai:gpt-4o "
     "(and set OPENAI_API_KEY) for real summaries"
+)
+NO_JUDGE_NOTE = (
+    "BooookScore left out: it needs a strong judge chosen on purpose; pass --judge openai:gpt-4o "
+    f"(or set {ENV_JUDGE}, or judge_model in the config file)"
+)
+DEMO_JUDGE_WARNING = (
+    "the judge is the embedded 135M demo model: its BooookScores prove the pipeline and mean "
+    "nothing about the summaries"
 )
 DEFAULT_CONCURRENCY = {"openai": 8, "anthropic": 8, "vllm": 1, "local": 1}
 TOKENIZERS = ("cl100k_base", "o200k_base", "estimate", "native")
@@ -96,6 +104,7 @@ class _Table:
     models: Mapping[str, Mapping[str, Any]]
     aliases: Mapping[str, str]
     default_model: str | None
+    judge_model: str | None = None
 
 
 @cache
@@ -166,7 +175,10 @@ def load_table(path: Path | None) -> _Table:
     default = user.get("default_model")
     if default is not None and not isinstance(default, str):
         raise ConfigError(f"{path}: default_model must be a model string")
-    return _Table(shipped["providers"], models, aliases, default)
+    judge = user.get("judge_model")
+    if judge is not None and not isinstance(judge, str):
+        raise ConfigError(f"{path}: judge_model must be a model string")
+    return _Table(shipped["providers"], models, aliases, default, judge)
 
 
 def _canonical_name(name: str) -> str:
@@ -250,7 +262,7 @@ def choose_model(
     env = os.environ if env is None else env
     table = load_table(settings.config_path or config_path(env))
     source: ModelSource
-    if model:
+    if model is not None:  # an explicit '' is refused by _split, never read as "the default"
         source = "explicit"
     elif table.default_model:
         model, source = table.default_model, "config"
@@ -268,6 +280,30 @@ def choose_model(
         n_ctx=settings.n_ctx,
     )
     return dataclasses.replace(spec, source=source)
+
+
+def choose_judge(
+    judge: str | None = None,
+    *,
+    settings: LLMSettings = LLMSettings(),
+    env: Mapping[str, str] | None = None,
+) -> str | None:
+    """The BooookScore judge's model string: explicit > config ``judge_model`` > ``BOOKSUM_JUDGE``.
+
+    None when no judge was chosen: unlike summarization there is no fallback, because the
+    embedded demo model would judge for hours and print numbers that mean nothing.
+    """
+    if judge is not None:
+        return judge
+    env = os.environ if env is None else env
+    table = load_table(settings.config_path or config_path(env))
+    return table.judge_model or env.get(ENV_JUDGE) or None
+
+
+def is_demo_model(model: str, *, settings: LLMSettings = LLMSettings(), env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``model`` resolves to the embedded demo model (``local`` without a GGUF path)."""
+    spec = choose_model(model, settings=settings, env=env)
+    return spec.provider == "local" and not spec.model_id
 
 
 def resolve_model(

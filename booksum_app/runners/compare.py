@@ -31,7 +31,7 @@ from typing import Any
 from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request
 from booksum_app.llm.base import Usage as TokenUsage
 from booksum_app.llm.calls import CallRecord
-from booksum_app.llm.registry import LLMSettings, get_model
+from booksum_app.llm.registry import DEMO_JUDGE_WARNING, NO_JUDGE_NOTE, LLMSettings, get_model
 from booksum_app.runners.compare_plan import (
     BookContext,
     finished_record,
@@ -228,15 +228,19 @@ def run_compare(
     grid = exp.grid(lambda m: names[m])
     by_name = {name: m for m, name in names.items()}
     judge, notice = judge_model, None
-    if judge is None and needs_judge(exp):
-        judge_str = judge_string(exp)
+    if judge is None and needs_judge(exp, settings):
+        judge_str = judge_string(exp, settings)
         if judge_str in clients:
             judge = clients[judge_str]
         else:
             judge = get_model(judge_str, settings=settings, on_call=progress.on_call)
             owned.append(judge)
             progress.attach(judge)
-            notice = getattr(judge, "notice", None)
+        spec = getattr(judge, "spec", None)
+        if spec is not None and spec.provider == "local" and not spec.model_id:
+            notice = DEMO_JUDGE_WARNING
+    elif judge is None and exp.use_judge:
+        notice = NO_JUDGE_NOTE
     sources: dict[str, frozenset[tuple[str, ...]]] = {}
     results: dict[GridConfig, dict[str, BookResult]] = {c: {} for c in grid}
     splitters: set[str] = set()

@@ -29,7 +29,7 @@ from booksum_app.config import DEFAULT_CHUNK_SIZE
 from booksum_app.errors import BooksumError, ConfigError
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.base import Usage as TokenUsage
-from booksum_app.llm.registry import LLMSettings, choose_model, get_model
+from booksum_app.llm.registry import LLMSettings, choose_judge, choose_model, get_model
 from booksum_app.runners.experiment import Experiment, GridConfig
 from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.summarize import resolve_lang
@@ -153,12 +153,20 @@ def _resolve(exp: Experiment, settings: LLMSettings) -> dict[str | None, ModelIn
     return {m: choose_model(m, settings=settings).info for m in (exp.models if exp.books else ())}
 
 
-def judge_string(exp: Experiment) -> str | None:
-    return exp.judge if exp.judge is not None else exp.models[0] if exp.models else None
+def judge_string(exp: Experiment, settings: LLMSettings | None = None) -> str | None:
+    """The judge: ``--judge`` > config/env judge > the grid's first model if one was named.
+
+    None when nothing was chosen on purpose (the demo model never judges by default).
+    """
+    chosen = choose_judge(exp.judge, settings=settings or LLMSettings())
+    if chosen is not None:
+        return chosen
+    return exp.models[0] if exp.models and exp.models[0] is not None else None
 
 
-def needs_judge(exp: Experiment) -> bool:
-    return exp.use_judge and (bool(exp.books) or any(p.annotations is None for p in exp.precomputed))
+def needs_judge(exp: Experiment, settings: LLMSettings | None = None) -> bool:
+    wants = exp.use_judge and (bool(exp.books) or any(p.annotations is None for p in exp.precomputed))
+    return wants and judge_string(exp, settings) is not None
 
 
 def _counter(info: ModelInfo, settings: LLMSettings, model: str | None) -> Callable[[str], int]:
@@ -227,8 +235,8 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
     lines = [PlanLine(c.slug, len(exp.books), int(t[0]), int(t[1]), int(t[2]), int(t[3]), float(t[4]))
              for c, t in totals.items()]
     judge_name = None
-    if needs_judge(exp):
-        judge = judge_string(exp)
+    if needs_judge(exp, settings):
+        judge = judge_string(exp, settings)
         info = choose_model(judge, settings=settings).info
         judge_name = info.name
         count = counters.get(judge) or _counter(info, settings, judge)

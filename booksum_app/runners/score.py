@@ -25,7 +25,14 @@ from typing import Any
 from booksum_app.errors import BooksumError, InputError
 from booksum_app.files import atomic_write_text, write_json_atomic
 from booksum_app.llm.calls import CallRecord
-from booksum_app.llm.registry import LLMSettings, get_model
+from booksum_app.llm.registry import (
+    DEMO_JUDGE_WARNING,
+    NO_JUDGE_NOTE,
+    LLMSettings,
+    choose_judge,
+    get_model,
+    is_demo_model,
+)
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
 from booksum_app.scoring.booookscore import (
     DEFAULT_BATCH_SIZE,
@@ -120,16 +127,18 @@ def _read_text(path: Path) -> str:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def load_summaries(path: Path) -> dict[str, str]:
-    """Read SUMMARIES: a release JSON, a summary record, a directory, or a text file.
+def _load_directory(path: Path) -> dict[str, str]:
+    """One summary per file stem: ``book.json`` + ``book.md`` written by one run are one summary.
 
-    Raises:
-        InputError: nothing readable as summaries at ``path``.
+    ``summarize -o out/book`` writes both files; counting them twice would double n and the
+    judge's bill, so files sharing a stem must hold the same text (else it is an input error).
     """
-    path = Path(path)
-    if path.is_dir():
-        out: dict[str, str] = {}
-        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in (".json", *TEXT_SUFFIXES))
+    out: dict[str, str] = {}
+    by_stem: dict[str, list[Path]] = {}
+    for file in sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in (".json", *TEXT_SUFFIXES)):
+        by_stem.setdefault(file.stem, []).append(file)
+    for files in by_stem.values():
+        found: list[tuple[Path, str, str]] = []  # (file, book key, text)
         for file in files:
             if file.suffix.lower() == ".json":
                 record = _record_summary(load_json(file, what="summary record"), where=str(file))
@@ -138,12 +147,32 @@ def load_summaries(path: Path) -> dict[str, str]:
                         f"{file} is not a summary record (a JSON object with a 'summary' string); "
                         "move it out of the directory"
                     )
-                _add(out, record[0] or file.stem, record[1], where=str(path))
+                found.append((file, record[0] or file.stem, record[1]))
             else:
-                _add(out, file.name, _read_text(file), where=str(path))
-        if not out:
-            raise InputError(f"{path} holds no summaries (*.json records, *.txt or *.md files)")
-        return out
+                found.append((file, file.name, _read_text(file)))
+        found.sort(key=lambda f: f[0].suffix.lower() != ".json")  # the record names the book best
+        first_file, key, text = found[0]
+        for other, _, other_text in found[1:]:
+            if other_text.strip() != text.strip():
+                raise InputError(
+                    f"{first_file.name} and {other.name} in {path} are two different summaries of one book; "
+                    "keep one of them"
+                )
+        _add(out, key, text, where=str(path))
+    if not out:
+        raise InputError(f"{path} holds no summaries (*.json records, *.txt or *.md files)")
+    return out
+
+
+def load_summaries(path: Path) -> dict[str, str]:
+    """Read SUMMARIES: a release JSON, a summary record, a directory, or a text file.
+
+    Raises:
+        InputError: nothing readable as summaries at ``path``.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return _load_directory(path)
     if not path.exists():
         raise InputError(f"summaries file {path} does not exist; check the path")
     if path.suffix.lower() in TEXT_SUFFIXES:
@@ -230,9 +259,15 @@ def run_score(
     index = _source_index(settings.source) if settings.source else None
     judge_model = model
     notice = None
+    demo_judge = False
     if not settings.annotations and settings.use_judge and judge_model is None:
-        judge_model = get_model(settings.judge, settings=settings.llm, on_call=on_call)
-        notice = getattr(judge_model, "notice", None)
+        judge_name = choose_judge(settings.judge, settings=settings.llm)
+        if judge_name is None:
+            notice = NO_JUDGE_NOTE
+        else:
+            demo_judge = is_demo_model(judge_name, settings=settings.llm)
+            judge_model = get_model(judge_name, settings=settings.llm, on_call=on_call)
+            notice = DEMO_JUDGE_WARNING if demo_judge else None
     systems = []
     for n, (path, summaries) in enumerate(loaded):
         name = _system_name(path)
@@ -256,7 +291,7 @@ def run_score(
             )
             judgements = judge.judge(summaries)
             booookscore = BooookScoreResult(
-                signature=judge.signature(),
+                signature=judge.signature() + ("|warning:demo-judge" if demo_judge else ""),
                 mode=settings.mode,
                 summaries=tuple(judgements),
                 system=aggregate(judgements, seed=settings.seed),

@@ -1,0 +1,142 @@
+"""Issue 9 at the command line: no silent default, no double count, no judge nobody chose."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from booksum_app.cli import cli
+from booksum_app.runners.score import load_summaries
+from booksum_app.testing.fake_server import FakeServer
+
+SUMMARY = "Mara inherits a bakery in Lisk. Her cousin Teo wants to sell it. The bakery stays in the family."
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _book(tmp_path: Path) -> Path:
+    book = tmp_path / "lisk.txt"
+    book.write_text("Chapter 1\n\n" + "Mara bakes bread in Lisk every morning. " * 40, encoding="utf-8")
+    return book
+
+
+def _run_dir(tmp_path: Path, *, md_text: str = SUMMARY + "\n") -> Path:
+    """What ``summarize -o out/lisk`` leaves: the record and the Markdown summary."""
+    out = tmp_path / "out"
+    out.mkdir()
+    record = {"summary": SUMMARY, "book": {"source_path": "/books/lisk.epub", "title": "Lisk"}}
+    (out / "lisk.json").write_text(json.dumps(record), encoding="utf-8")
+    (out / "lisk.md").write_text(md_text, encoding="utf-8")
+    return out
+
+
+# ---- item 15: an empty model string is not "the default" ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("summarize", "{book}", "--model", ""),
+        ("inspect", "{book}", "--model", ""),
+        ("score", "{summary}", "--judge", ""),
+        ("compare", "{book}", "--models", "", "--plan-only"),
+        ("compare", "{book}", "--models", " , ", "--plan-only"),
+        ("compare", "{book}", "--strategies", "", "--plan-only"),
+    ],
+)
+def test_an_empty_model_or_list_is_refused_not_read_as_the_default(tmp_path: Path, args: tuple[str, ...]) -> None:
+    summary = tmp_path / "s.txt"
+    summary.write_text(SUMMARY, encoding="utf-8")
+    filled = [a.format(book=_book(tmp_path), summary=summary) for a in args]
+    code, _, stderr = invoke(*filled)
+    assert code == 2, stderr
+    assert stderr.count("\n") == 1 and "error:" in stderr
+    assert "Traceback" not in stderr
+
+
+# ---- item 2: one book, one summary, whatever files represent it ---------------------------
+
+
+def test_a_run_directory_with_md_and_json_is_one_summary(tmp_path: Path) -> None:
+    out = _run_dir(tmp_path)
+    assert load_summaries(out) == {"lisk.epub": SUMMARY}
+    code, _, stderr = invoke("score", str(out), "--no-judge", "--json", str(tmp_path / "s.json"))
+    assert code == 0, stderr
+    assert json.loads((tmp_path / "s.json").read_text())["systems"][0]["n_summaries"] == 1
+
+
+def test_two_different_summaries_of_one_book_are_refused(tmp_path: Path) -> None:
+    out = _run_dir(tmp_path, md_text="A different summary entirely.\n")
+    code, _, stderr = invoke("score", str(out), "--no-judge")
+    assert code == 2
+    assert "lisk.json and lisk.md" in stderr and "two different summaries" in stderr
+
+
+def test_two_records_of_one_book_under_different_stems_are_refused(tmp_path: Path) -> None:
+    out = _run_dir(tmp_path)
+    (out / "lisk-again.json").write_text(
+        json.dumps({"summary": "Other.", "book": {"source_path": "/books/lisk.epub"}}), encoding="utf-8"
+    )
+    code, _, stderr = invoke("score", str(out), "--no-judge")
+    assert code == 2 and "two summaries of 'lisk.epub'" in stderr
+
+
+# ---- item 7: a judge is chosen on purpose -------------------------------------------------
+
+
+def test_score_without_a_judge_computes_the_rest_and_says_how_to_add_one(tmp_path: Path) -> None:
+    summary = tmp_path / "s.txt"
+    summary.write_text(SUMMARY, encoding="utf-8")
+    code, _, stderr = invoke("score", str(summary), "--json", str(tmp_path / "s.json"))
+    assert code == 0, stderr
+    assert "--judge" in stderr and "BOOKSUM_JUDGE" in stderr
+    system = json.loads((tmp_path / "s.json").read_text())["systems"][0]
+    assert "booookscore" not in system and system["calls"]["calls"] == 0
+    assert system["ngrams"]["avg_tokens"] > 0
+
+
+def test_judge_from_the_environment_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = tmp_path / "s.txt"
+    summary.write_text(SUMMARY, encoding="utf-8")
+    monkeypatch.setenv("BOOKSUM_JUDGE", "openai:gpt-4o-mini")
+    with FakeServer() as server:
+        code, stdout, stderr = invoke("score", str(summary), "--base-url", server.openai_base_url)
+        assert server.call_count > 0
+    assert code == 0, stderr
+    assert "judge:openai:gpt-4o-mini" in stdout
+
+
+def test_judge_from_the_config_file_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = tmp_path / "s.txt"
+    summary.write_text(SUMMARY, encoding="utf-8")
+    config = tmp_path / "config.toml"
+    config.write_text('judge_model = "openai:gpt-4o-mini"\n', encoding="utf-8")
+    monkeypatch.setenv("BOOKSUM_CONFIG", str(config))
+    with FakeServer() as server:
+        code, stdout, stderr = invoke("score", str(summary), "--base-url", server.openai_base_url)
+    assert code == 0, stderr
+    assert "judge:openai:gpt-4o-mini" in stdout
+
+
+def test_compare_with_the_default_model_judges_nothing_and_says_so(tmp_path: Path) -> None:
+    from booksum_app.runners.compare_plan import judge_string, needs_judge
+    from booksum_app.runners.experiment import Experiment
+
+    exp = Experiment(books=(_book(tmp_path),))
+    assert judge_string(exp) is None and not needs_judge(exp)
+    named = Experiment(books=(_book(tmp_path),), models=("openai:gpt-4o-mini",))
+    assert judge_string(named) == "openai:gpt-4o-mini"
+
+
+def test_only_the_bundled_model_counts_as_the_demo_judge() -> None:
+    from booksum_app.llm.registry import is_demo_model
+
+    assert is_demo_model("local")
+    assert not is_demo_model("local:/models/qwen2.5-7b.gguf")
+    assert not is_demo_model("openai:gpt-4o")
