@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape as esc  # everything from outside is data, never markup
 
 from booksum_app import __version__
 from booksum_app.errors import BooksumError
@@ -26,7 +27,7 @@ err_console = Console(stderr=True)
 
 
 def _fail(message: str, exit_code: int) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {esc(message)}", highlight=False, soft_wrap=True)
     sys.exit(exit_code)
 
 
@@ -96,24 +97,26 @@ def _render_inspect(report: Any) -> None:
     from rich.table import Table
 
     if report.model_notice:
-        err_console.print(f"[yellow]note:[/] {report.model_notice}", highlight=False)
+        err_console.print(f"[yellow]note:[/] {esc(report.model_notice)}", highlight=False)
     authors = ", ".join(report.authors) or "unknown author"
-    console.print(f"[bold]{report.title}[/] by {authors}  ({report.format}, language {report.language})")
+    console.print(f"[bold]{esc(report.title)}[/] by {esc(authors)}  ({esc(report.format)}, language {esc(report.language)})",
+                  highlight=False)
     sections = Table(title="Sections", show_lines=False)
     for column in ("#", "title", "tokens", "status"):
         sections.add_column(column, justify="right" if column in ("#", "tokens") else "left")
     for s in report.sections:
-        status = "[green]kept[/]" if s.kept else f"[dim]excluded: {s.reason}[/]"
-        sections.add_row(str(s.index), s.title or "(untitled)", f"{s.tokens:,}", status)
+        status = "[green]kept[/]" if s.kept else f"[dim]excluded: {esc(s.reason or '')}[/]"
+        sections.add_row(str(s.index), esc(s.title or "(untitled)"), f"{s.tokens:,}", status)
     console.print(sections)
     c = report.chunks
     console.print(
-        f"{len(report.kept_sections)} sections kept, {len(report.sections) - len(report.kept_sections)} "
+        esc(f"{len(report.kept_sections)} sections kept, {len(report.sections) - len(report.kept_sections)} "
         f"excluded; {c.total_tokens:,} tokens ({report.tokenizer}) in {c.count} chunks of at most "
-        f"{report.chunk_size} (min {c.min_tokens}, median {c.median_tokens:g}, max {c.max_tokens})"
+        f"{report.chunk_size} (min {c.min_tokens}, median {c.median_tokens:g}, max {c.max_tokens})"),
+        highlight=False,
     )
     plans = Table(
-        title=f"Plan for {report.model} (upper bounds before regenerations; "
+        title=f"Plan for {esc(report.model)} (upper bounds before regenerations; "
         f"context {report.context_window:,})"
     )
     for column in ("strategy", "calls", "input tokens", "output tokens", "cost", "note"):
@@ -122,8 +125,8 @@ def _render_inspect(report: Any) -> None:
         note = f"{p.levels} levels" if p.levels else ""
         if p.truncated_tokens:
             note = f"{p.truncated_tokens:,} tokens cut (head+tail kept)"
-        plans.add_row(p.strategy, str(p.calls), f"{p.input_tokens:,}", f"{p.output_tokens:,}",
-                      f"${p.cost_usd:.2f}", note)
+        plans.add_row(esc(p.strategy), str(p.calls), f"{p.input_tokens:,}", f"{p.output_tokens:,}",
+                      f"${p.cost_usd:.2f}", esc(note))
     console.print(plans)
 
 
@@ -178,7 +181,7 @@ def summarize_command(
                            max_cost_usd=max_cost, base_url=base_url)
     notice = choose_model(model_name, settings=settings).notice
     if notice:
-        err_console.print(f"[yellow]note:[/] {notice}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
     tracker = RunProgress()
     bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}"),
                    TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err_console, transient=True)
@@ -188,7 +191,7 @@ def summarize_command(
         stats = (f"calls {snap.calls} ({snap.cache_hits} cached), in flight {snap.in_flight}, "
                  f"tokens {snap.input_tokens:,}+{snap.output_tokens:,}, ${snap.cost_usd:.4f}")
         count = f"{snap.done}/{snap.total}" if snap.total else ""
-        bar.update(task, description=snap.stage, completed=snap.done, total=snap.total or None,
+        bar.update(task, description=esc(snap.stage), completed=snap.done, total=snap.total or None,
                    count=count, stats=stats)
 
     tracker.listeners.append(draw)
@@ -203,7 +206,7 @@ def summarize_command(
     if output is not None:
         summary_path = output if output.suffix == ".md" else output.with_suffix(".md")
         atomic_write_text(summary_path, record.summary + "\n")
-        err_console.print(f"summary: {summary_path}", highlight=False)
+        err_console.print(f"summary: {summary_path}", highlight=False, markup=False, soft_wrap=True)
     else:
         console.print(record.summary, highlight=False, markup=False, soft_wrap=True)
     t = record.totals
@@ -211,11 +214,11 @@ def summarize_command(
         err_console.print(
             f"[yellow]warning:[/] the book ({record.truncation.book_tokens:,} tokens) exceeds the context; "
             f"kept {record.truncation.head_tokens:,} head + {record.truncation.tail_tokens:,} tail tokens, "
-            f"cut {record.truncation.cut_tokens:,}", highlight=False)
+            f"cut {record.truncation.cut_tokens:,}", highlight=False)  # numbers only
     err_console.print(
         f"record: {record_path}  |  {t.calls} calls ({t.cache_hits} cached), "
         f"{t.input_tokens:,} in + {t.output_tokens:,} out tokens, ${t.cost_usd:.4f}, {t.wall_s:.1f}s  |  "
-        f"{record.signature}", highlight=False, soft_wrap=True)
+        f"{record.signature}", highlight=False, soft_wrap=True, markup=False)
 
 
 # ---- score -----------------------------------------------------------------------------
@@ -278,18 +281,18 @@ def score_command(
 
         def on_stage(text: str) -> None:
             stage["text"] = text
-            status.update(text)
+            status.update(esc(text))
 
         def on_call(record: Any) -> None:
             calls["n"] += 1
             calls["hits"] += int(record.cache_hit)
-            status.update(f"{stage['text']} · {calls['n']} calls ({calls['hits']} cached)")
+            status.update(esc(f"{stage['text']} · {calls['n']} calls ({calls['hits']} cached)"))
 
         run = run_score(list(summaries), settings, on_call=on_call, on_stage=on_stage)
     if run.judge_notice:
-        err_console.print(f"[yellow]note:[/] {run.judge_notice}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]note:[/] {esc(run.judge_notice)}", highlight=False, soft_wrap=True)
     for note in run.notes:
-        err_console.print(f"[yellow]warning:[/] {note}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]warning:[/] {esc(note)}", highlight=False, soft_wrap=True)
 
     def f1(value: float | None) -> str:
         return "–" if value is None else f"{value:.1f}"
@@ -334,14 +337,14 @@ def score_command(
     for header, _ in shown:
         table.add_column(header, justify="right", overflow="fold")
     for s in run.systems:
-        table.add_row(s.name, *(cell(s) for _, cell in shown))
+        table.add_row(esc(s.name), *(esc(cell(s)) for _, cell in shown))
     console.print(table)
     scored = [s for s in run.systems if s.booookscore]
     if scored:
         types = Table(title="Error types (sentences, % of labels)", title_justify="left")
         types.add_column("Type")
         for s in scored:
-            types.add_column(s.name, justify="right")
+            types.add_column(esc(s.name), justify="right")
         for kind in ERROR_TYPES:
             cells = []
             for s in scored:
@@ -351,13 +354,13 @@ def score_command(
         console.print(types)
     for s in run.systems:
         if s.booookscore:
-            console.print(f"{s.name}: {s.booookscore.signature}", highlight=False, soft_wrap=True)
-        console.print(f"{s.name}: {s.ngrams.signature}", highlight=False, soft_wrap=True)
+            console.print(f"{s.name}: {s.booookscore.signature}", highlight=False, soft_wrap=True, markup=False)
+        console.print(f"{s.name}: {s.ngrams.signature}", highlight=False, soft_wrap=True, markup=False)
         if s.rouge_signature:
-            console.print(f"{s.name}: {s.rouge_signature}", highlight=False, soft_wrap=True)
+            console.print(f"{s.name}: {s.rouge_signature}", highlight=False, soft_wrap=True, markup=False)
     for path in write_outputs(run, json_path=json_out, csv_path=csv_out, annotations_path=annotations_out,
                               report_path=report):
-        err_console.print(f"wrote {path}", highlight=False)
+        err_console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
 
 
 # ---- compare ---------------------------------------------------------------------------
@@ -476,7 +479,7 @@ def _render_plan(plan: Any) -> None:
         table.add_column(column, justify="left" if column == "configuration" else "right")
     for line in plan.lines:
         name = f"judge ({plan.judge})" if line.name == "judge" else line.name
-        table.add_row(name, f"{line.remaining}", f"{line.calls:,}", f"{line.input_tokens:,}",
+        table.add_row(esc(name), f"{line.remaining}", f"{line.calls:,}", f"{line.input_tokens:,}",
                       f"{line.output_tokens:,}", f"${line.cost_usd:.2f}")
     table.add_row("[bold]total[/]", "", f"{plan.calls:,}", f"{plan.input_tokens:,}", f"{plan.output_tokens:,}",
                   f"[bold]${plan.cost_usd:.2f}[/]")
@@ -498,7 +501,7 @@ def _run_compare_with_progress(exp: Any, settings: Any, run: Any, *, plots: bool
         stats = (f"calls {snap.calls} ({snap.cache_hits} cached), in flight {snap.in_flight}, "
                  f"tokens {snap.input_tokens:,}+{snap.output_tokens:,}, ${snap.cost_usd:.4f}")
         running = "; ".join(snap.running[:2]) + (f" (+{len(snap.running) - 2})" if len(snap.running) > 2 else "")
-        bar.update(task, description=running, completed=snap.done, total=snap.total or None, stats=stats)
+        bar.update(task, description=esc(running), completed=snap.done, total=snap.total or None, stats=stats)
 
     tracker.listeners.append(draw)
     with bar:
@@ -509,7 +512,7 @@ def _render_compare(result: Any) -> None:
     from rich.table import Table
 
     if result.judge_notice:
-        err_console.print(f"[yellow]note:[/] {result.judge_notice}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]note:[/] {esc(result.judge_notice)}", highlight=False, soft_wrap=True)
     table = Table(title="BooookScore comparison (Table 2 shape)", title_justify="left")
     columns = ("Model", "Strategy", "Chunk", "Books", "BooookScore (95% CI)", "Avg. len", "% novel 3-g",
                "% rep. 3-g", "Calls (cached)", "In tok", "Out tok", "Cost", "Judge $", "Wall s")
@@ -529,22 +532,22 @@ def _render_compare(result: Any) -> None:
                       f"${usage.cost_usd:.4f}", f"${judge.cost_usd:.4f}", f"{row.wall_s:.1f}"] \
             if row.kind == "run" else (["–"] * 4 + ([f"${judge.cost_usd:.4f}"] if judge.calls else ["–"]) + ["–"])
         strategy = row.strategy or "–"
-        table.add_row(row.model if row.kind == "run" else f"{row.model} (released)" if row.strategy else row.name,
-                      strategy, str(row.chunk_size or "–"), str(len(row.books)), score, f1(row.ngrams.avg_tokens),
+        name = row.model if row.kind == "run" else f"{row.model} (released)" if row.strategy else row.name
+        table.add_row(esc(name), esc(strategy), str(row.chunk_size or "–"), str(len(row.books)), score, f1(row.ngrams.avg_tokens),
                       f1(row.ngrams.novel_pct), f1(row.ngrams.repeated_pct), *cost_cells)
     (console if console.is_terminal else Console(width=200)).print(table)
     signatures = dict.fromkeys(r.booookscore_signature for r in result.rows if r.booookscore_signature)
     for signature in signatures:
-        console.print(f"BooookScore: {signature}", highlight=False, soft_wrap=True)
+        console.print(f"BooookScore: {signature}", highlight=False, soft_wrap=True, markup=False)
     if result.rows:
-        console.print(f"n-grams: {result.rows[0].ngrams.signature}", highlight=False, soft_wrap=True)
+        console.print(f"n-grams: {result.rows[0].ngrams.signature}", highlight=False, soft_wrap=True, markup=False)
     for row in result.rows:
         for signature in row.summary_signatures:
-            console.print(f"{row.name}: {signature}", highlight=False, soft_wrap=True)
+            console.print(f"{row.name}: {signature}", highlight=False, soft_wrap=True, markup=False)
     err_console.print(
         f"{sum(len(r.books) for r in result.rows if r.kind == 'run')} summaries ({result.reused} from finished "
         f"records) in {result.wall_s:.1f}s; results in {result.out}/ (results.json, results.csv, records/, "
-        f"summaries/, annotations/, plots/)", highlight=False, soft_wrap=True)
+        f"summaries/, annotations/, plots/)", highlight=False, soft_wrap=True, markup=False)
 
 
 def main() -> None:
