@@ -7,6 +7,7 @@ into one-line messages and exit codes.
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -42,6 +43,11 @@ def handle_errors(func: F) -> F:
             _fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
             _fail("interrupted; completed LLM calls are cached, rerun the same command to resume", 130)
+        except OSError as exc:  # a full disk or a vanished directory met outside the checked paths
+            where = f" {exc.filename}" if exc.filename else ""
+            _fail(f"cannot read or write{where}: {exc.strerror or exc}; completed LLM calls are cached", 1)
+        except sqlite3.Error as exc:  # the call cache's disk is full or its file is unusable
+            _fail(f"call cache: {exc}; free space or pass --cache-dir elsewhere (or --no-cache)", 1)
 
     return wrapper  # type: ignore[return-value]
 
@@ -171,12 +177,16 @@ def summarize_command(
     """Summarize BOOK (.epub, .txt, .html, .md) and write the summary and its full record."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from booksum_app.files import atomic_write_text
+    from booksum_app.files import atomic_write_texts, check_writable, json_text
     from booksum_app.llm.registry import LLMSettings, choose_model
     from booksum_app.runners.progress import RunProgress
     from booksum_app.runners.summarize import default_record_path, summarize_book
-    from booksum_app.strategies.record import write_record
 
+    # where the outputs go is checked before the first paid call, not after the last one
+    record_path = check_writable(default_record_path(str(book), strategy, output))
+    summary_path = None
+    if output is not None:
+        summary_path = check_writable(output if output.suffix == ".md" else output.with_suffix(".md"))
     settings = LLMSettings(cache_dir=cache_dir, use_cache=not no_cache, concurrency=concurrency,
                            max_cost_usd=max_cost, base_url=base_url)
     notice = choose_model(model_name, settings=settings).notice
@@ -202,10 +212,11 @@ def summarize_command(
             chapter_aware=chapter_aware, include_front_matter=include_front_matter,
             direct_template=direct_template, llm_settings=settings, progress=tracker,
         )
-    record_path = write_record(record, default_record_path(str(book), record.strategy, output))
-    if output is not None:
-        summary_path = output if output.suffix == ".md" else output.with_suffix(".md")
-        atomic_write_text(summary_path, record.summary + "\n")
+    outputs = {record_path: json_text(record.to_dict())}
+    if summary_path is not None:
+        outputs = {summary_path: record.summary + "\n", **outputs}
+    atomic_write_texts(outputs)  # the .md and the .json of one run appear together or not at all
+    if summary_path is not None:
         err_console.print(f"summary: {summary_path}", highlight=False, markup=False, soft_wrap=True)
     else:
         console.print(record.summary, highlight=False, markup=False, soft_wrap=True)
@@ -264,11 +275,15 @@ def score_command(
     """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram statistics."""
     from rich.table import Table
 
+    from booksum_app.files import check_writable
     from booksum_app.llm.registry import LLMSettings
     from booksum_app.runners.score import ScoreSettings, run_score, write_outputs
     from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED
     from booksum_app.scoring.judgement import ERROR_TYPES
 
+    for path in (report, json_out, csv_out, annotations_out):
+        if path is not None:
+            check_writable(path)  # before the judge is paid
     llm = LLMSettings(cache_dir=cache_dir, use_cache=not no_cache, concurrency=concurrency,
                       max_cost_usd=max_cost, base_url=base_url)
     settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
@@ -434,6 +449,7 @@ def compare_command(
 ) -> None:
     """Run a grid (strategies x models x chunk sizes) over BOOKS, score every summary, print a Table-2-style table."""
     from booksum_app.errors import ConfigError
+    from booksum_app.files import check_writable_dir
     from booksum_app.llm.registry import LLMSettings
     from booksum_app.runners.compare import run_compare
     from booksum_app.runners.compare_plan import check_plan, plan_grid
@@ -461,6 +477,8 @@ def compare_command(
     if not exp.books and not exp.precomputed:
         raise ConfigError("nothing to compare: give BOOKS (files or directories), --experiment, or --precomputed")
     settings = LLMSettings(cache_dir=cache_dir, concurrency=concurrency, max_cost_usd=max_cost, base_url=base_url)
+    if not plan_only:
+        check_writable_dir(exp.out)  # before the first paid call
     plan = plan_grid(exp, settings)
     _render_plan(plan)
     if plan_only:

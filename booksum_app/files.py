@@ -1,7 +1,10 @@
 """Atomic file writes: every output is written to a temporary file beside it, then renamed.
 
 A crash or a kill therefore leaves either the old file or the new one, never half a file,
-and two writers never share a temporary name.
+and two writers never share a temporary name. Files get the permissions the umask allows
+(``mkstemp`` alone would make every output 0600). Output paths are checked with
+:func:`check_writable` before any paid work, so a bad ``-o`` fails in a second, not after
+an hour of LLM calls.
 """
 
 from __future__ import annotations
@@ -9,18 +12,78 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from booksum_app.errors import InputError
+
+
+def _read_umask() -> int:
+    # os.umask can only be read by setting it; done once at import, before any thread starts
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+FILE_MODE = 0o666 & ~_read_umask()
+
+
+def check_writable(path: str | os.PathLike[str]) -> Path:
+    """Fail now if ``path`` cannot be written later: a directory, a parent that is a file, no permission.
+
+    Creates missing parent directories (the user asked for output there) and probes them with
+    a temporary file.
+
+    Raises:
+        InputError: the path cannot be written; the message says why in one line.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"cannot write {target}: it is a directory; give a file path")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=target.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(f"cannot write {target}: {exc.strerror or exc}; choose another output path") from exc
+    return target
+
+
+def check_writable_dir(path: str | os.PathLike[str]) -> Path:
+    """Fail now if files cannot be created inside directory ``path`` (created if missing).
+
+    Raises:
+        InputError: not a directory or not writable.
+    """
+    directory = Path(path)
+    if directory.exists() and not directory.is_dir():
+        raise InputError(f"cannot write into {directory}: it is a file; give a directory")
+    check_writable(directory / ".booksum-probe")
+    return directory
+
+
+def _write_temp(target: Path, text: str) -> str:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return tmp
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically, creating parent directories; returns the path."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    tmp = _write_temp(target, text)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -28,6 +91,39 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return target
 
 
+def atomic_write_texts(files: Mapping[Path, str]) -> list[Path]:
+    """Write several files so that they appear together or not at all (e.g. a summary and its record).
+
+    Every file is written to a temporary file first (a full disk fails here, before any target
+    changes); then all are renamed. Targets are checked first, so a rename can only fail for
+    reasons outside booksum (the directory vanished between two calls).
+
+    Raises:
+        InputError: a target cannot be written; no target was changed.
+    """
+    targets = [check_writable(p) for p in files]
+    temps: list[tuple[str, Path]] = []
+    replaced = 0
+    try:
+        for target, text in zip(targets, files.values(), strict=True):
+            temps.append((_write_temp(target, text), target))
+        for tmp, target in temps:
+            os.replace(tmp, target)
+            replaced += 1
+    except OSError as exc:
+        done = "nothing was written" if replaced == 0 else f"only {replaced} of {len(targets)} files were replaced"
+        raise InputError(f"cannot write {exc.filename or 'output'}: {exc.strerror or exc}; {done}") from exc
+    finally:
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
+    return targets
+
+
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
     """Write ``data`` as indented UTF-8 JSON to ``path`` atomically; returns the path."""
-    return atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+    return atomic_write_text(path, json_text(data))
+
+
+def json_text(data: Any) -> str:
+    """The JSON text booksum writes: UTF-8 (not escaped), indented, one trailing newline."""
+    return json.dumps(data, ensure_ascii=False, indent=1) + "\n"

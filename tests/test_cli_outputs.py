@@ -1,0 +1,123 @@
+"""Issue 9 item 10: output paths fail before the first paid call; .md and .json appear together."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from booksum_app import files
+from booksum_app.cli import cli, handle_errors
+from booksum_app.testing.fake_server import FakeServer
+
+
+def _book(tmp_path: Path) -> Path:
+    book = tmp_path / "lisk.txt"
+    book.write_text("Chapter 1\n\n" + "Mara bakes bread in Lisk every morning. " * 60, encoding="utf-8")
+    return book
+
+
+def _summarize(server: FakeServer, book: Path, out: Path) -> click.testing.Result:
+    args = ["summarize", str(book), "--model", "openai:fake", "--base-url", server.openai_base_url,
+            "--strategy", "direct", "-o", str(out)]
+    return CliRunner().invoke(cli, args)
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+
+
+def test_output_under_a_file_fails_before_any_call(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    with FakeServer() as server:
+        result = _summarize(server, _book(tmp_path), tmp_path / "afile" / "out")
+        assert server.call_count == 0
+    assert result.exit_code == 2 and result.exception is None or isinstance(result.exception, SystemExit)
+    assert "cannot write" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_out_md_being_a_directory_fails_first_and_leaves_no_json(tmp_path: Path) -> None:
+    (tmp_path / "out.md").mkdir()
+    with FakeServer() as server:
+        result = _summarize(server, _book(tmp_path), tmp_path / "out")
+        assert server.call_count == 0
+    assert result.exit_code == 2 and "is a directory" in result.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_full_disk_at_the_end_writes_neither_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = files._write_temp
+    written: list[Path] = []
+
+    def full_on_second(target: Path, text: str) -> str:
+        if written:
+            raise OSError(errno.ENOSPC, "No space left on device", str(target))
+        written.append(target)
+        return real(target, text)
+
+    monkeypatch.setattr(files, "_write_temp", full_on_second)
+    with FakeServer() as server:
+        result = _summarize(server, _book(tmp_path), tmp_path / "out")
+    assert result.exit_code == 2, result.output
+    assert "No space left on device" in result.stderr and "nothing was written" in result.stderr
+    assert not (tmp_path / "out.md").exists() and not (tmp_path / "out.json").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")], "temporary files are removed"
+
+
+def test_summary_and_record_are_both_written_with_the_umask(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        result = _summarize(server, _book(tmp_path), tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    for name in ("out.md", "out.json"):
+        mode = stat.S_IMODE((tmp_path / name).stat().st_mode)
+        assert mode == files.FILE_MODE and mode & stat.S_IRGRP, "not 0600: the umask decides"
+    assert json.loads((tmp_path / "out.json").read_text())["summary"] == (tmp_path / "out.md").read_text().strip()
+
+
+def test_score_output_path_fails_before_the_judge_is_paid(tmp_path: Path) -> None:
+    summary = tmp_path / "s.txt"
+    summary.write_text("Mara bakes bread. She sells it by noon.", encoding="utf-8")
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    with FakeServer() as server:
+        result = CliRunner().invoke(cli, ["score", str(summary), "--judge", "openai:gpt-4o-mini", "--base-url",
+                                          server.openai_base_url, "--json", str(tmp_path / "afile" / "s.json")])
+        assert server.call_count == 0
+    assert result.exit_code == 2 and "cannot write" in result.stderr
+
+
+def test_compare_out_that_is_a_file_fails_before_any_call(tmp_path: Path) -> None:
+    (tmp_path / "results").write_text("x", encoding="utf-8")
+    with FakeServer() as server:
+        result = CliRunner().invoke(cli, ["compare", str(_book(tmp_path)), "--models", "openai:fake",
+                                          "--base-url", server.openai_base_url, "--out", str(tmp_path / "results" / "run1"),
+                                          "--yes", "--no-plots"])
+        assert server.call_count == 0
+    assert result.exit_code == 2 and "cannot write" in result.stderr, result.output
+
+
+@pytest.mark.parametrize(
+    "exc", [OSError(errno.ENOSPC, "No space left on device", "/x/out.md"), sqlite3.OperationalError("database or disk is full")]
+)
+def test_disk_errors_anywhere_are_one_line(exc: Exception) -> None:
+    @click.command()
+    @handle_errors
+    def failing() -> None:
+        raise exc
+
+    result = CliRunner().invoke(failing, [])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_umask_is_read_from_the_process() -> None:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert files.FILE_MODE == 0o666 & ~mask
