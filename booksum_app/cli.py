@@ -7,18 +7,22 @@ into one-line messages and exit codes.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
+import threading
+import time
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import click
 from rich.console import Console
 from rich.markup import escape as esc  # everything from outside is data, never markup
 
 from booksum_app import __version__
+from booksum_app.config import DEFAULT_TIMEOUT_S, HEARTBEAT_S
 from booksum_app.errors import BooksumError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -30,6 +34,44 @@ err_console = Console(stderr=True)
 def _fail(message: str, exit_code: int) -> None:
     err_console.print(f"[bold red]error:[/] {esc(message)}", highlight=False, soft_wrap=True)
     sys.exit(exit_code)
+
+
+class Heartbeat:
+    """A progress line on stderr at least every ``BOOKSUM_HEARTBEAT_S`` (30 s) when stderr is not a terminal.
+
+    Logs, CI and ``nohup`` see no live progress bar; without this a hung server would be an
+    hour of silence. On a terminal the progress bar already says everything.
+    """
+
+    def __init__(self, line: Callable[[], str]) -> None:
+        self._line = line
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Self:
+        if not err_console.is_terminal:
+            self._thread = threading.Thread(target=self._run, name="booksum-heartbeat", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        interval_s = float(os.environ.get("BOOKSUM_HEARTBEAT_S") or HEARTBEAT_S)
+        start = time.monotonic()
+        while not self._stop.wait(interval_s):
+            line = f"booksum [{time.monotonic() - start:.0f}s] {self._line()}"
+            err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _snapshot_line(snap: Any) -> str:
+    done = f" {snap.done}/{snap.total}" if getattr(snap, "total", 0) else ""
+    stage = getattr(snap, "stage", None) or "summaries"
+    return (f"{stage}{done}: calls {snap.calls} ({snap.cache_hits} cached), in flight {snap.in_flight}, "
+            f"tokens {snap.input_tokens:,}+{snap.output_tokens:,}, ${snap.cost_usd:.4f}")
 
 
 def handle_errors(func: F) -> F:
@@ -164,6 +206,8 @@ def _summarize_strategies() -> list[str]:
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Call cache directory.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the call cache.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Calls in flight at most.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S, show_default=True,
+              help="Seconds to wait for one answer from a server before retrying it.")
 @click.option("--max-cost", type=click.FloatRange(min=0), default=None, help="Stop before spending more than USD.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the summary to OUT.md and the record to OUT.json (default: summary to stdout).")
@@ -172,7 +216,7 @@ def summarize_command(
     book: Path, strategy: str, model_name: str | None, base_url: str | None, chunk_size: int,
     max_summary_len: int, prompts: str, lang: str, direct_template: str, no_clean: bool,
     include_front_matter: bool, chapter_aware: bool, cache_dir: Path | None, no_cache: bool,
-    concurrency: int | None, max_cost: float | None, output: Path | None,
+    concurrency: int | None, timeout_s: float, max_cost: float | None, output: Path | None,
 ) -> None:
     """Summarize BOOK (.epub, .txt, .html, .md) and write the summary and its full record."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -188,7 +232,7 @@ def summarize_command(
     if output is not None:
         summary_path = check_writable(output if output.suffix == ".md" else output.with_suffix(".md"))
     settings = LLMSettings(cache_dir=cache_dir, use_cache=not no_cache, concurrency=concurrency,
-                           max_cost_usd=max_cost, base_url=base_url)
+                           max_cost_usd=max_cost, base_url=base_url, timeout_s=timeout_s)
     notice = choose_model(model_name, settings=settings).notice
     if notice:
         err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
@@ -205,7 +249,7 @@ def summarize_command(
                    count=count, stats=stats)
 
     tracker.listeners.append(draw)
-    with bar:
+    with bar, Heartbeat(lambda: _snapshot_line(tracker.snapshot())):
         record = summarize_book(
             book, strategy=strategy, model=model_name, chunk_size=chunk_size,
             max_summary_tokens=max_summary_len, prompts=prompts, lang=lang, clean=not no_clean,
@@ -264,13 +308,16 @@ def _score_modes() -> list[str]:
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Call cache directory.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the call cache.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Judge calls in flight at most.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S, show_default=True,
+              help="Seconds to wait for one answer from a server before retrying it.")
 @click.option("--max-cost", type=click.FloatRange(min=0), default=None, help="Stop before spending more than USD.")
 @handle_errors
 def score_command(
     summaries: tuple[Path, ...], judge_name: str | None, base_url: str | None, mode: str, batch_size: int,
     annotations: tuple[Path, ...], no_judge: bool, source: Path | None, references: Path | None,
     report: Path | None, json_out: Path | None, csv_out: Path | None, annotations_out: Path | None,
-    seed: int | None, cache_dir: Path | None, no_cache: bool, concurrency: int | None, max_cost: float | None,
+    seed: int | None, cache_dir: Path | None, no_cache: bool, concurrency: int | None, timeout_s: float,
+    max_cost: float | None,
 ) -> None:
     """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram statistics."""
     from rich.table import Table
@@ -285,14 +332,15 @@ def score_command(
         if path is not None:
             check_writable(path)  # before the judge is paid
     llm = LLMSettings(cache_dir=cache_dir, use_cache=not no_cache, concurrency=concurrency,
-                      max_cost_usd=max_cost, base_url=base_url)
+                      max_cost_usd=max_cost, base_url=base_url, timeout_s=timeout_s)
     settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
                              annotations=annotations, source=source, references=references, llm=llm,
                              seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
     calls = {"n": 0, "hits": 0}
 
-    with err_console.status("scoring", spinner="dots") as status:
-        stage = {"text": "scoring"}
+    stage = {"text": "scoring"}
+    beat = Heartbeat(lambda: f"{stage['text']}: {calls['n']} calls ({calls['hits']} cached)")
+    with err_console.status("scoring", spinner="dots") as status, beat:
 
         def on_stage(text: str) -> None:
             stage["text"] = text
@@ -431,6 +479,8 @@ def _csv_ints(value: str | None) -> tuple[int, ...] | None:
 @click.option("--base-url", default=None, help="OpenAI-compatible server URL.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Call cache directory.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Calls in flight at most, per model.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S, show_default=True,
+              help="Seconds to wait for one answer from a server before retrying it.")
 @click.option("--max-cost", type=click.FloatRange(min=0), default=None, help="Stop before spending more than USD per model.")
 @click.option("--max-plan-cost", type=click.FloatRange(min=0), default=1.0, show_default=True,
               help="Ask before running a plan whose upper-bound cost is above this (USD).")
@@ -445,7 +495,7 @@ def compare_command(
     lang: str | None, direct_template: str | None, no_clean: bool | None, chapter_aware: bool | None,
     include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
     jobs: int | None, base_url: str | None, cache_dir: Path | None, concurrency: int | None,
-    max_cost: float | None, max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool,
+    timeout_s: float, max_cost: float | None, max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool,
 ) -> None:
     """Run a grid (strategies x models x chunk sizes) over BOOKS, score every summary, print a Table-2-style table."""
     from booksum_app.errors import ConfigError
@@ -476,7 +526,8 @@ def compare_command(
     })
     if not exp.books and not exp.precomputed:
         raise ConfigError("nothing to compare: give BOOKS (files or directories), --experiment, or --precomputed")
-    settings = LLMSettings(cache_dir=cache_dir, concurrency=concurrency, max_cost_usd=max_cost, base_url=base_url)
+    settings = LLMSettings(cache_dir=cache_dir, concurrency=concurrency, max_cost_usd=max_cost, base_url=base_url,
+                           timeout_s=timeout_s)
     if not plan_only:
         check_writable_dir(exp.out)  # before the first paid call
     plan = plan_grid(exp, settings)
@@ -522,7 +573,7 @@ def _run_compare_with_progress(exp: Any, settings: Any, run: Any, *, plots: bool
         bar.update(task, description=esc(running), completed=snap.done, total=snap.total or None, stats=stats)
 
     tracker.listeners.append(draw)
-    with bar:
+    with bar, Heartbeat(lambda: _snapshot_line(tracker.snapshot())):
         return run(exp, settings, progress=tracker, plots=plots)
 
 

@@ -7,6 +7,8 @@ DEFAULT_MAX_SUMMARY_TOKENS = 900  # G: the final summary's token budget (BooookS
 DEFAULT_TEMPERATURE = 0.5  # summarization calls (BooookScore §5)
 COMPRESSION_TEMPERATURE = 1.0  # compression calls (BooookScore App. A.2)
 DEFAULT_TOP_P = 1.0
+DEFAULT_TIMEOUT_S = 300.0  # per attempt of a hosted-API call; long prompts answer well within it
+HEARTBEAT_S = 30.0  # a progress line at least this often on stderr when it is not a terminal
 JUDGE_TEMPERATURE = 0.0  # scoring should be as repeatable as the provider allows
 
 ENV_MODEL = "BOOKSUM_MODEL"  # default model string

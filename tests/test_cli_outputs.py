@@ -121,3 +121,21 @@ def test_umask_is_read_from_the_process() -> None:
     mask = os.umask(0o022)
     os.umask(mask)
     assert files.FILE_MODE == 0o666 & ~mask
+
+
+def test_a_hung_server_is_cut_by_timeout_and_the_log_hears_a_heartbeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    monkeypatch.setenv("BOOKSUM_HEARTBEAT_S", "0.2")
+    with FakeServer(script=["timeout"], hang_s=30.0) as server:
+        start = time.monotonic()
+        result = CliRunner().invoke(cli, [
+            "summarize", str(_book(tmp_path)), "--model", "openai:fake", "--base-url", server.openai_base_url,
+            "--strategy", "direct", "--timeout", "1", "-o", str(tmp_path / "out")])
+        wall_s = time.monotonic() - start
+    assert result.exit_code == 0, result.output
+    assert wall_s < 15, "the 30 s hang was cut at 1 s and retried"
+    beats = [line for line in result.stderr.splitlines() if line.startswith("booksum [")]
+    assert beats and "calls" in beats[0] and "in flight" in beats[0]

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import platformdirs
 
-from booksum_app.config import ENV_CACHE_DIR, ENV_CONFIG, ENV_JUDGE, ENV_MODEL
+from booksum_app.config import DEFAULT_TIMEOUT_S, ENV_CACHE_DIR, ENV_CONFIG, ENV_JUDGE, ENV_MODEL
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Backend, ModelInfo
 from booksum_app.llm.cache import CallCache
@@ -73,7 +73,7 @@ class LLMSettings:
     max_cost_usd: float | None = None
     base_url: str | None = None  # OpenAI-compatible server; None: OPENAI_BASE_URL if set
     max_attempts: int = 6
-    timeout_s: float = 600.0
+    timeout_s: float = DEFAULT_TIMEOUT_S  # per attempt (hosted APIs and servers), then retried
     tensor_parallel_size: int = 1
     n_ctx: int | None = None  # local model context; None: the model's window (8192)
     config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
