@@ -1,0 +1,135 @@
+"""What every command shares: the consoles, one-line errors, the heartbeat, shared options.
+
+Nothing outside ``booksum_app.cli`` prints or exits; this module turns
+:mod:`booksum_app.errors` into one-line messages and exit codes. Text from outside (titles,
+paths, server messages) is escaped with ``esc`` or printed with ``markup=False``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+import click
+from rich.console import Console
+from rich.markup import escape as esc  # everything from outside is data, never markup
+
+from booksum_app.config import DEFAULT_TIMEOUT_S, HEARTBEAT_S
+from booksum_app.errors import BooksumError
+
+if TYPE_CHECKING:
+    from booksum_app.llm.registry import LLMSettings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _fail(message: str, exit_code: int) -> None:
+    err_console.print(f"[bold red]error:[/] {esc(message)}", highlight=False, soft_wrap=True)
+    sys.exit(exit_code)
+
+
+class Heartbeat:
+    """A progress line on stderr at least every ``BOOKSUM_HEARTBEAT_S`` (30 s) when stderr is not a terminal.
+
+    Logs, CI and ``nohup`` see no live progress bar; without this a hung server would be an
+    hour of silence. On a terminal the progress bar already says everything.
+    """
+
+    def __init__(self, line: Callable[[], str]) -> None:
+        self._line = line
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Self:
+        if not err_console.is_terminal:
+            self._thread = threading.Thread(target=self._run, name="booksum-heartbeat", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        interval_s = float(os.environ.get("BOOKSUM_HEARTBEAT_S") or HEARTBEAT_S)
+        start = time.monotonic()
+        while not self._stop.wait(interval_s):
+            line = f"booksum [{time.monotonic() - start:.0f}s] {self._line()}"
+            err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def snapshot_line(snap: Any) -> str:
+    done = f" {snap.done}/{snap.total}" if getattr(snap, "total", 0) else ""
+    stage = getattr(snap, "stage", None) or "summaries"
+    return (f"{stage}{done}: calls {snap.calls} ({snap.cache_hits} cached), in flight {snap.in_flight}, "
+            f"tokens {snap.input_tokens:,}+{snap.output_tokens:,}, ${snap.cost_usd:.4f}")
+
+
+def handle_errors(func: F) -> F:
+    """Turn booksum errors into one line on stderr and the error's exit code."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except BooksumError as exc:
+            _fail(str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            _fail("interrupted; completed LLM calls are cached, rerun the same command to resume", 130)
+        except OSError as exc:  # a full disk or a vanished directory met outside the checked paths
+            where = f" {exc.filename}" if exc.filename else ""
+            _fail(f"cannot read or write{where}: {exc.strerror or exc}; completed LLM calls are cached", 1)
+        except sqlite3.Error as exc:  # the call cache's disk is full or its file is unusable
+            _fail(f"call cache: {exc}; free space or pass --cache-dir elsewhere (or --no-cache)", 1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+
+_LLM_OPTIONS = (
+    click.option("--base-url", default=None,
+                 help="OpenAI-compatible server URL (vllm serve, Ollama, a proxy) [default: OPENAI_BASE_URL]."),
+    click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                 help="Call cache directory [default: BOOKSUM_CACHE_DIR, else the user cache dir]."),
+    click.option("--no-cache", is_flag=True, help="Do not read or write the call cache."),
+    click.option("--concurrency", type=click.IntRange(min=1), default=None,
+                 help="Calls in flight at most, per model [default: per provider]."),
+    click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S,
+                 show_default=True, help="Seconds to wait for one answer from a server before retrying it."),
+    click.option("--max-cost", type=click.FloatRange(min=0), default=None,
+                 help="Stop before spending more than this many USD (per model)."),
+)
+
+
+def llm_options(func: F) -> F:
+    """The options of every command that calls a model, spelled and defaulted the same everywhere."""
+    for option in reversed(_LLM_OPTIONS):
+        func = option(func)
+    return func
+
+
+def llm_settings(
+    *, base_url: str | None, cache_dir: Path | None, no_cache: bool, concurrency: int | None,
+    timeout_s: float, max_cost: float | None,
+) -> LLMSettings:
+    """The library's call settings from the options of :func:`llm_options`."""
+    from booksum_app.llm.registry import LLMSettings
+
+    return LLMSettings(cache_dir=cache_dir, use_cache=not no_cache, concurrency=concurrency,
+                       max_cost_usd=max_cost, base_url=base_url, timeout_s=timeout_s)
+
+
+__all__ = [
+    "Heartbeat", "console", "err_console", "esc", "handle_errors", "llm_options", "llm_settings", "snapshot_line",
+]

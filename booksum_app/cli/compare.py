@@ -1,0 +1,204 @@
+"""``booksum compare``: a grid of strategies x models x chunk sizes, planned, run, scored."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from booksum_app.cli.base import (
+    Heartbeat,
+    console,
+    err_console,
+    esc,
+    handle_errors,
+    llm_options,
+    llm_settings,
+    snapshot_line,
+)
+from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
+
+
+def _csv_list(value: str | None, option: str = "--models") -> tuple[str, ...] | None:
+    from booksum_app.errors import ConfigError
+
+    if value is None:
+        return None
+    items = tuple(v.strip() for v in value.split(",") if v.strip())
+    if not items:  # an empty list given on purpose must not silently mean "the default"
+        raise ConfigError(f"{option} {value!r} names nothing; give a comma-separated list or leave it out")
+    return items
+
+
+def _csv_ints(value: str | None) -> tuple[int, ...] | None:
+    from booksum_app.errors import ConfigError
+
+    items = _csv_list(value, "--chunk-sizes")
+    try:
+        return None if items is None else tuple(int(v) for v in items)
+    except ValueError as exc:
+        raise ConfigError(f"--chunk-sizes {value!r}: give integers separated by commas, e.g. 2048,4096") from exc
+
+
+@click.command("compare")
+@click.argument("books", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--experiment", "-e", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Experiment file (TOML); options given here override its values.")
+@click.option("--strategies", default=None, help="Comma-separated, e.g. hier,inc,direct [default: hier,inc].")
+@click.option("--models", default=None, help="Comma-separated model strings [default: configured or local].")
+@click.option("--chunk-sizes", default=None, help=f"Comma-separated tokens per chunk, e.g. 2048,4096 [default: {DEFAULT_CHUNK_SIZE}].")
+@click.option("--judge", default=None, help="BooookScore judge model [default: config judge_model, BOOKSUM_JUDGE, else the first named model].")
+@click.option("--no-judge", is_flag=True, default=None, help="Skip BooookScore; n-gram statistics only.")
+@click.option("--judge-mode", type=click.Choice(["sentence", "batched"]), default=None,
+              help="sentence: one judge call per sentence (the paper) [default]; batched: several per call.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Sentences per judge call in batched mode.")
+@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output directory [default: booksum-compare]; rerun with the same one to resume.")
+@click.option("--max-summary-len", type=click.IntRange(min=16), default=None, help=f"G [default: {DEFAULT_MAX_SUMMARY_TOKENS}].")
+@click.option("--prompts", default=None, help="Prompt set: paper, simple, or a directory [default: paper].")
+@click.option("--lang", type=click.Choice(["auto", "en", "zh"]), default=None)
+@click.option("--direct-template", type=click.Choice(["ib", "ie"]), default=None)
+@click.option("--no-clean", is_flag=True, default=None, help="Skip artifact removal.")
+@click.option("--chapter-aware", is_flag=True, default=None, help="Never let a chunk straddle two chapters.")
+@click.option("--include-front-matter", is_flag=True, default=None, help="Also summarize front/back matter.")
+@click.option("--precomputed", multiple=True, metavar="NAME=SUMMARIES.json[:ANNOTATIONS.json]",
+              help="A summary set made elsewhere to add to the table (repeatable).")
+@click.option("--with-release", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Add the four BooookScore release configurations (with annotations) from this directory.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Books summarized at once [default: 4].")
+@click.option("--max-plan-cost", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Ask before running a plan whose upper-bound cost is above this (USD).")
+@click.option("--yes", "-y", is_flag=True, help="Run without asking, whatever the plan costs.")
+@click.option("--plan-only", is_flag=True, help="Print the pre-flight plan and stop.")
+@click.option("--no-plots", is_flag=True, help="Do not write the plots (no matplotlib needed).")
+@llm_options
+@handle_errors
+def compare_command(
+    books: tuple[Path, ...], experiment: Path | None, strategies: str | None, models: str | None,
+    chunk_sizes: str | None, judge: str | None, no_judge: bool | None, judge_mode: str | None,
+    batch_size: int | None, out: Path | None, max_summary_len: int | None, prompts: str | None,
+    lang: str | None, direct_template: str | None, no_clean: bool | None, chapter_aware: bool | None,
+    include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
+    jobs: int | None, max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool, **llm: Any,
+) -> None:
+    """Run a grid (strategies x models x chunk sizes) over BOOKS, score every summary, print a Table-2-style table."""
+    from booksum_app.errors import ConfigError
+    from booksum_app.files import check_writable_dir
+    from booksum_app.runners.compare import run_compare
+    from booksum_app.runners.compare_plan import check_plan, plan_grid
+    from booksum_app.runners.experiment import (
+        build_experiment,
+        load_experiment,
+        parse_precomputed,
+        release_sets,
+    )
+
+    file_values = load_experiment(experiment) if experiment else {}
+    extra_sets = tuple(parse_precomputed(p) for p in precomputed)
+    if with_release is not None:
+        extra_sets += release_sets(with_release)
+    exp = build_experiment(file_values, {
+        "books": books or None, "strategies": _csv_list(strategies, "--strategies"),
+        "models": _csv_list(models, "--models"), "chunk_sizes": _csv_ints(chunk_sizes), "judge": judge,
+        "use_judge": False if no_judge else None, "judge_mode": judge_mode, "batch_size": batch_size,
+        "out": out, "max_summary_tokens": max_summary_len, "prompts": prompts, "lang": lang,
+        "direct_template": direct_template, "clean": False if no_clean else None,
+        "chapter_aware": True if chapter_aware else None,
+        "include_front_matter": True if include_front_matter else None,
+        "precomputed": extra_sets, "jobs": jobs,
+    })
+    if not exp.books and not exp.precomputed:
+        raise ConfigError("nothing to compare: give BOOKS (files or directories), --experiment, or --precomputed")
+    settings = llm_settings(**llm)
+    if not plan_only:
+        check_writable_dir(exp.out)  # before the first paid call
+    plan = plan_grid(exp, settings)
+    _render_plan(plan)
+    if plan_only:
+        return
+    if not check_plan(plan, max_cost_usd=max_plan_cost, confirmed=yes, interactive=sys.stdin.isatty()):
+        click.confirm(f"The plan could cost up to ${plan.cost_usd:.2f}. Run it?", abort=True, err=True)
+    result = _run_compare_with_progress(exp, settings, run_compare, plots=not no_plots)
+    _render_compare(result)
+
+
+def _render_plan(plan: Any) -> None:
+    from rich.table import Table
+
+    table = Table(title="Pre-flight plan (upper bounds; finished records excluded)", title_justify="left")
+    for column in ("configuration", "summaries to run", "calls", "input tokens", "output tokens", "cost"):
+        table.add_column(column, justify="left" if column == "configuration" else "right")
+    for line in plan.lines:
+        name = f"judge ({plan.judge})" if line.name == "judge" else line.name
+        table.add_row(esc(name), f"{line.remaining}", f"{line.calls:,}", f"{line.input_tokens:,}",
+                      f"{line.output_tokens:,}", f"${line.cost_usd:.2f}")
+    table.add_row("[bold]total[/]", "", f"{plan.calls:,}", f"{plan.input_tokens:,}", f"{plan.output_tokens:,}",
+                  f"[bold]${plan.cost_usd:.2f}[/]")
+    (err_console if err_console.is_terminal else Console(stderr=True, width=160)).print(table)
+
+
+def _run_compare_with_progress(exp: Any, settings: Any, run: Any, *, plots: bool) -> Any:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from booksum_app.runners.compare import GridProgress
+
+    tracker = GridProgress()
+    bar = Progress(TextColumn("summaries"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                   TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TextColumn("{task.description}"),
+                   console=err_console, transient=True)
+    task = bar.add_task("", total=None, stats="")
+
+    def draw(snap: Any) -> None:
+        stats = (f"calls {snap.calls} ({snap.cache_hits} cached), in flight {snap.in_flight}, "
+                 f"tokens {snap.input_tokens:,}+{snap.output_tokens:,}, ${snap.cost_usd:.4f}")
+        running = "; ".join(snap.running[:2]) + (f" (+{len(snap.running) - 2})" if len(snap.running) > 2 else "")
+        bar.update(task, description=esc(running), completed=snap.done, total=snap.total or None, stats=stats)
+
+    tracker.listeners.append(draw)
+    with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
+        return run(exp, settings, progress=tracker, plots=plots)
+
+
+def _render_compare(result: Any) -> None:
+    from rich.table import Table
+
+    if result.judge_notice:
+        err_console.print(f"[yellow]note:[/] {esc(result.judge_notice)}", highlight=False, soft_wrap=True)
+    table = Table(title="BooookScore comparison (Table 2 shape)", title_justify="left")
+    columns = ("Model", "Strategy", "Chunk", "Books", "BooookScore (95% CI)", "Avg. len", "% novel 3-g",
+               "% rep. 3-g", "Calls (cached)", "In tok", "Out tok", "Cost", "Judge $", "Wall s")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("Model", "Strategy") else "right")
+
+    def f1(value: float | None) -> str:
+        return "–" if value is None else f"{value:.1f}"
+
+    for row in result.rows:
+        b = row.booookscore
+        score = "–"
+        if b is not None and b.score is not None:
+            score = f"{100 * b.score:.1f} ({100 * (b.ci_low or 0):.1f}–{100 * (b.ci_high or 0):.1f})"
+        usage, judge = row.usage, row.judge_usage
+        cost_cells = [f"{usage.calls} ({usage.cache_hits})", f"{usage.input_tokens:,}", f"{usage.output_tokens:,}",
+                      f"${usage.cost_usd:.4f}", f"${judge.cost_usd:.4f}", f"{row.wall_s:.1f}"] \
+            if row.kind == "run" else (["–"] * 4 + ([f"${judge.cost_usd:.4f}"] if judge.calls else ["–"]) + ["–"])
+        strategy = row.strategy or "–"
+        name = row.model if row.kind == "run" else f"{row.model} (released)" if row.strategy else row.name
+        table.add_row(esc(name), esc(strategy), str(row.chunk_size or "–"), str(len(row.books)), score, f1(row.ngrams.avg_tokens),
+                      f1(row.ngrams.novel_pct), f1(row.ngrams.repeated_pct), *cost_cells)
+    (console if console.is_terminal else Console(width=200)).print(table)
+    signatures = dict.fromkeys(r.booookscore_signature for r in result.rows if r.booookscore_signature)
+    for signature in signatures:
+        console.print(f"BooookScore: {signature}", highlight=False, soft_wrap=True, markup=False)
+    if result.rows:
+        console.print(f"n-grams: {result.rows[0].ngrams.signature}", highlight=False, soft_wrap=True, markup=False)
+    for row in result.rows:
+        for signature in row.summary_signatures:
+            console.print(f"{row.name}: {signature}", highlight=False, soft_wrap=True, markup=False)
+    err_console.print(
+        f"{sum(len(r.books) for r in result.rows if r.kind == 'run')} summaries ({result.reused} from finished "
+        f"records) in {result.wall_s:.1f}s; results in {result.out}/ (results.json, results.csv, records/, "
+        f"summaries/, annotations/, plots/)", highlight=False, soft_wrap=True, markup=False)

@@ -1,0 +1,87 @@
+"""``booksum inspect``: a book's sections, chunks and per-strategy plans; no LLM call."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from booksum_app.cli.base import console, err_console, esc, handle_errors
+from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
+
+
+@click.command("inspect")
+@click.argument("book", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--model", "-m", default=None, help="Model whose tokenizer, context and prices to plan with.")
+@click.option("--chunk-size", type=click.IntRange(min=64), default=DEFAULT_CHUNK_SIZE, show_default=True,
+              help="Tokens per chunk.")
+@click.option("--max-summary-len", type=click.IntRange(min=16), default=DEFAULT_MAX_SUMMARY_TOKENS, show_default=True,
+              help="G: the final summary's token budget.")
+@click.option("--chapter-aware", is_flag=True, help="Never let a chunk straddle a chapter boundary.")
+@click.option("--include-front-matter", is_flag=True,
+              help="Keep title page, imprint, colophon, notes... (excluded by default).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@handle_errors
+def inspect_command(
+    book: Path,
+    model: str | None,
+    chunk_size: int,
+    max_summary_len: int,
+    chapter_aware: bool,
+    include_front_matter: bool,
+    as_json: bool,
+) -> None:
+    """Show a book's sections, tokens, chunks and what each strategy would cost; calls no LLM."""
+    from booksum_app.runners.inspect import inspect_book
+
+    report = inspect_book(
+        book,
+        model=model,
+        chunk_size=chunk_size,
+        max_summary_tokens=max_summary_len,
+        chapter_aware=chapter_aware,
+        include_front_matter=include_front_matter,
+    )
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+        return
+    _render_inspect(report)
+
+
+def _render_inspect(report: Any) -> None:
+    from rich.table import Table
+
+    if report.model_notice:
+        err_console.print(f"[yellow]note:[/] {esc(report.model_notice)}", highlight=False)
+    authors = ", ".join(report.authors) or "unknown author"
+    console.print(f"[bold]{esc(report.title)}[/] by {esc(authors)}  ({esc(report.format)}, language {esc(report.language)})",
+                  highlight=False)
+    sections = Table(title="Sections", show_lines=False)
+    for column in ("#", "title", "tokens", "status"):
+        sections.add_column(column, justify="right" if column in ("#", "tokens") else "left")
+    for s in report.sections:
+        status = "[green]kept[/]" if s.kept else f"[dim]excluded: {esc(s.reason or '')}[/]"
+        sections.add_row(str(s.index), esc(s.title or "(untitled)"), f"{s.tokens:,}", status)
+    console.print(sections)
+    c = report.chunks
+    console.print(
+        esc(f"{len(report.kept_sections)} sections kept, {len(report.sections) - len(report.kept_sections)} "
+        f"excluded; {c.total_tokens:,} tokens ({report.tokenizer}) in {c.count} chunks of at most "
+        f"{report.chunk_size} (min {c.min_tokens}, median {c.median_tokens:g}, max {c.max_tokens})"),
+        highlight=False,
+    )
+    plans = Table(
+        title=f"Plan for {esc(report.model)} (upper bounds before regenerations; "
+        f"context {report.context_window:,})"
+    )
+    for column in ("strategy", "calls", "input tokens", "output tokens", "cost", "note"):
+        plans.add_column(column, justify="left" if column in ("strategy", "note") else "right")
+    for p in report.plans:
+        note = f"{p.levels} levels" if p.levels else ""
+        if p.truncated_tokens:
+            note = f"{p.truncated_tokens:,} tokens cut (head+tail kept)"
+        plans.add_row(esc(p.strategy), str(p.calls), f"{p.input_tokens:,}", f"{p.output_tokens:,}",
+                      f"${p.cost_usd:.2f}", esc(note))
+    console.print(plans)

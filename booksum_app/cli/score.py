@@ -1,0 +1,158 @@
+"""``booksum score``: BooookScore, n-gram statistics and ROUGE-L for sets of summaries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from booksum_app.cli.base import (
+    Heartbeat,
+    console,
+    err_console,
+    esc,
+    handle_errors,
+    llm_options,
+    llm_settings,
+)
+from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
+
+
+def _score_modes() -> list[str]:
+    from booksum_app.scoring.booookscore import JUDGE_MODES
+
+    return list(JUDGE_MODES)
+
+
+@click.command("score")
+@click.argument("summaries", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--judge", "judge_name", default=None, help="Judge model string, e.g. openai:gpt-4o (default: config judge_model, then BOOKSUM_JUDGE; none: no BooookScore).")
+@click.option("--mode", type=click.Choice(_score_modes()), default="sentence", show_default=True,
+              help="sentence: one judge call per sentence (the paper); batched: several numbered sentences per call.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH_SIZE, show_default=True,
+              help="Sentences per call in batched mode.")
+@click.option("--annotations", "annotations", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Score from existing annotations (release format), no LLM call; one per SUMMARIES, in order.")
+@click.option("--no-judge", is_flag=True, help="Skip BooookScore; n-gram statistics (and ROUGE-L) only.")
+@click.option("--source", type=click.Path(path_type=Path), default=None,
+              help="Directory of source books (or one book) matched by file-name stem: enables % novel 3-grams.")
+@click.option("--references", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="{book: reference summary} JSON: enables ROUGE-L.")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write a standalone HTML report.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write all scores as JSON.")
+@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write one CSV row per system.")
+@click.option("--annotations-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the judge's annotations in the release format.")
+@click.option("--seed", type=int, default=None, help="Bootstrap seed of the 95% CI (default: fixed, printed in the JSON).")
+@llm_options
+@handle_errors
+def score_command(
+    summaries: tuple[Path, ...], judge_name: str | None, mode: str, batch_size: int, annotations: tuple[Path,
+    ...], no_judge: bool, source: Path | None, references: Path | None, report: Path | None,
+    json_out: Path | None, csv_out: Path | None, annotations_out: Path | None, seed: int | None, **llm: Any,
+) -> None:
+    """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram statistics."""
+    from rich.table import Table
+
+    from booksum_app.files import check_writable
+    from booksum_app.runners.score import ScoreSettings, run_score, write_outputs
+    from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED
+    from booksum_app.scoring.judgement import ERROR_TYPES
+
+    for path in (report, json_out, csv_out, annotations_out):
+        if path is not None:
+            check_writable(path)  # before the judge is paid
+    settings_llm = llm_settings(**llm)
+    settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
+                             annotations=annotations, source=source, references=references, llm=settings_llm,
+                             seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
+    calls = {"n": 0, "hits": 0}
+
+    stage = {"text": "scoring"}
+    beat = Heartbeat(lambda: f"{stage['text']}: {calls['n']} calls ({calls['hits']} cached)")
+    with err_console.status("scoring", spinner="dots") as status, beat:
+
+        def on_stage(text: str) -> None:
+            stage["text"] = text
+            status.update(esc(text))
+
+        def on_call(record: Any) -> None:
+            calls["n"] += 1
+            calls["hits"] += int(record.cache_hit)
+            status.update(esc(f"{stage['text']} · {calls['n']} calls ({calls['hits']} cached)"))
+
+        run = run_score(list(summaries), settings, on_call=on_call, on_stage=on_stage)
+    if run.judge_notice:
+        err_console.print(f"[yellow]note:[/] {esc(run.judge_notice)}", highlight=False, soft_wrap=True)
+    for note in run.notes:
+        err_console.print(f"[yellow]warning:[/] {esc(note)}", highlight=False, soft_wrap=True)
+
+    def f1(value: float | None) -> str:
+        return "–" if value is None else f"{value:.1f}"
+
+    def booookscore(s: Any) -> Any:
+        return s.booookscore.system if s.booookscore else None
+
+    def score_cell(s: Any) -> str:
+        b = booookscore(s)
+        return "–" if b is None or b.score is None else f"{100 * b.score:.1f}"
+
+    def ci_cell(s: Any) -> str:
+        b = booookscore(s)
+        if b is None or b.score is None:
+            return "–"
+        return f"{100 * (b.ci_low or 0):.1f}–{100 * (b.ci_high or 0):.1f}"
+
+    def rouge_cell(s: Any) -> str:
+        r = s.rouge_l
+        return "–" if r is None else f"{100 * r.fmeasure:.1f} / {100 * r.recall:.1f}"
+
+    judged = any(s.booookscore for s in run.systems)
+    any_calls = any(s.totals.calls for s in run.systems)
+    # unparseable judge answers exist only when we ran the judge (annotation files have none)
+    any_unparsed = any_calls or any(b and b.n_unparseable for b in map(booookscore, run.systems))
+    # (header, cell, shown): only the columns this run has, so a row fits 80 columns
+    columns: list[tuple[str, Callable[[Any], str], bool]] = [
+        ("BooookScore", score_cell, judged),
+        ("95% CI", ci_cell, judged),
+        ("n", lambda s: str(len(s.rows)), True),
+        ("Unparsed", lambda s: str(booookscore(s).n_unparseable) if s.booookscore else "–", any_unparsed),
+        ("Avg len", lambda s: f1(s.ngrams.avg_tokens), True),
+        ("% rep 3g", lambda s: f1(s.ngrams.repeated_pct), True),
+        ("% novel 3g", lambda s: f1(s.ngrams.novel_pct), any(s.ngrams.n_with_source for s in run.systems)),
+        ("ROUGE-L F/R", rouge_cell, any(s.rouge_l for s in run.systems)),
+        ("Calls (cached) / cost",
+         lambda s: f"{s.totals.calls} ({s.totals.cache_hits}) / ${s.totals.cost_usd:.4f}", any_calls),
+    ]
+    shown = [(header, cell) for header, cell, show in columns if show]
+    table = Table(title="booksum scores", title_justify="left")
+    table.add_column("System", justify="left", no_wrap=True)
+    for header, _ in shown:
+        table.add_column(header, justify="right", overflow="fold")
+    for s in run.systems:
+        table.add_row(esc(s.name), *(esc(cell(s)) for _, cell in shown))
+    console.print(table)
+    scored = [s for s in run.systems if s.booookscore]
+    if scored:
+        types = Table(title="Error types (sentences, % of labels)", title_justify="left")
+        types.add_column("Type")
+        for s in scored:
+            types.add_column(esc(s.name), justify="right")
+        for kind in ERROR_TYPES:
+            cells = []
+            for s in scored:
+                b = s.booookscore.system  # type: ignore[union-attr]
+                cells.append(f"{dict(b.type_counts).get(kind, 0)} ({100 * b.type_distribution.get(kind, 0.0):.1f}%)")
+            types.add_row(kind, *cells)
+        console.print(types)
+    for s in run.systems:
+        if s.booookscore:
+            console.print(f"{s.name}: {s.booookscore.signature}", highlight=False, soft_wrap=True, markup=False)
+        console.print(f"{s.name}: {s.ngrams.signature}", highlight=False, soft_wrap=True, markup=False)
+        if s.rouge_signature:
+            console.print(f"{s.name}: {s.rouge_signature}", highlight=False, soft_wrap=True, markup=False)
+    for path in write_outputs(run, json_path=json_out, csv_path=csv_out, annotations_path=annotations_out,
+                              report_path=report):
+        err_console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)

@@ -1,0 +1,107 @@
+"""``booksum summarize``: one book, one strategy; the summary and its full record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from booksum_app.cli.base import (
+    Heartbeat,
+    console,
+    err_console,
+    esc,
+    handle_errors,
+    llm_options,
+    llm_settings,
+    snapshot_line,
+)
+from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
+
+
+def _summarize_strategies() -> list[str]:
+    from booksum_app.strategies import STRATEGIES
+
+    return list(STRATEGIES)
+
+
+@click.command("summarize")
+@click.argument("book", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--strategy", type=click.Choice(_summarize_strategies()), default="hier", show_default=True,
+              help="hier: hierarchical merging; inc: incremental updating; direct: whole book in one prompt.")
+@click.option("--model", "-m", "model_name", default=None, help="Model string, e.g. openai:gpt-4o (default: configured or local).")
+@click.option("--chunk-size", type=click.IntRange(min=64), default=DEFAULT_CHUNK_SIZE, show_default=True, help="Tokens per chunk.")
+@click.option("--max-summary-len", type=click.IntRange(min=16), default=DEFAULT_MAX_SUMMARY_TOKENS, show_default=True,
+              help="G: token budget of the final summary.")
+@click.option("--prompts", default="paper", show_default=True, help="Prompt set: paper, simple, or a directory of templates.")
+@click.option("--lang", type=click.Choice(["auto", "en", "zh"]), default="auto", show_default=True)
+@click.option("--direct-template", type=click.Choice(["ib", "ie"]), default="ib", show_default=True,
+              help="direct: instruction before (ib) or after (ie) the book (CNNSum Prompt-IB/IE).")
+@click.option("--no-clean", is_flag=True, help="Skip artifact removal (keep the raw summary).")
+@click.option("--include-front-matter", is_flag=True, help="Also summarize title page, contents, colophon, ...")
+@click.option("--chapter-aware", is_flag=True, help="Never let a chunk straddle two chapters.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the summary to OUT.md and the record to OUT.json (default: summary to stdout).")
+@llm_options
+@handle_errors
+def summarize_command(
+    book: Path, strategy: str, model_name: str | None, chunk_size: int, max_summary_len: int, prompts: str,
+    lang: str, direct_template: str, no_clean: bool, include_front_matter: bool, chapter_aware: bool,
+    output: Path | None, **llm: Any,
+) -> None:
+    """Summarize BOOK (.epub, .txt, .html, .md) and write the summary and its full record."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from booksum_app.files import atomic_write_texts, check_writable, json_text
+    from booksum_app.llm.registry import choose_model
+    from booksum_app.runners.progress import RunProgress
+    from booksum_app.runners.summarize import default_record_path, summarize_book
+
+    # where the outputs go is checked before the first paid call, not after the last one
+    record_path = check_writable(default_record_path(str(book), strategy, output))
+    summary_path = None
+    if output is not None:
+        summary_path = check_writable(output if output.suffix == ".md" else output.with_suffix(".md"))
+    settings = llm_settings(**llm)
+    notice = choose_model(model_name, settings=settings).notice
+    if notice:
+        err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
+    tracker = RunProgress()
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}"),
+                   TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err_console, transient=True)
+    task = bar.add_task("starting", total=None, count="", stats="")
+
+    def draw(snap: Any) -> None:
+        stats = (f"calls {snap.calls} ({snap.cache_hits} cached), in flight {snap.in_flight}, "
+                 f"tokens {snap.input_tokens:,}+{snap.output_tokens:,}, ${snap.cost_usd:.4f}")
+        count = f"{snap.done}/{snap.total}" if snap.total else ""
+        bar.update(task, description=esc(snap.stage), completed=snap.done, total=snap.total or None,
+                   count=count, stats=stats)
+
+    tracker.listeners.append(draw)
+    with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
+        record = summarize_book(
+            book, strategy=strategy, model=model_name, chunk_size=chunk_size,
+            max_summary_tokens=max_summary_len, prompts=prompts, lang=lang, clean=not no_clean,
+            chapter_aware=chapter_aware, include_front_matter=include_front_matter,
+            direct_template=direct_template, llm_settings=settings, progress=tracker,
+        )
+    outputs = {record_path: json_text(record.to_dict())}
+    if summary_path is not None:
+        outputs = {summary_path: record.summary + "\n", **outputs}
+    atomic_write_texts(outputs)  # the .md and the .json of one run appear together or not at all
+    if summary_path is not None:
+        err_console.print(f"summary: {summary_path}", highlight=False, markup=False, soft_wrap=True)
+    else:
+        console.print(record.summary, highlight=False, markup=False, soft_wrap=True)
+    t = record.totals
+    if record.truncation is not None:
+        err_console.print(
+            f"[yellow]warning:[/] the book ({record.truncation.book_tokens:,} tokens) exceeds the context; "
+            f"kept {record.truncation.head_tokens:,} head + {record.truncation.tail_tokens:,} tail tokens, "
+            f"cut {record.truncation.cut_tokens:,}", highlight=False)  # numbers only
+    err_console.print(
+        f"record: {record_path}  |  {t.calls} calls ({t.cache_hits} cached), "
+        f"{t.input_tokens:,} in + {t.output_tokens:,} out tokens, ${t.cost_usd:.4f}, {t.wall_s:.1f}s  |  "
+        f"{record.signature}", highlight=False, soft_wrap=True, markup=False)
