@@ -20,16 +20,15 @@ from booksum_app.cli.base import (
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 
 
-def _summarize_strategies() -> list[str]:
+def _strategies_help() -> str:
     from booksum_app.strategies import STRATEGIES
 
-    return list(STRATEGIES)
+    return f"One of the installed strategies: {', '.join(STRATEGIES)} (plugins included; see docs/architecture.md)."
 
 
 @click.command("summarize")
 @click.argument("book", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--strategy", type=click.Choice(_summarize_strategies()), default="hier", show_default=True,
-              help="hier: hierarchical merging; inc: incremental updating; direct: whole book in one prompt.")
+@click.option("--strategy", default="hier", show_default=True, help=_strategies_help())
 @click.option("--model", "-m", "model_name", default=None, help="Model string, e.g. openai:gpt-4o (default: configured or local).")
 @click.option("--chunk-size", type=click.IntRange(min=64), default=DEFAULT_CHUNK_SIZE, show_default=True, help="Tokens per chunk.")
 @click.option("--max-summary-len", type=click.IntRange(min=16), default=DEFAULT_MAX_SUMMARY_TOKENS, show_default=True,

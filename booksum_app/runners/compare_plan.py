@@ -41,7 +41,7 @@ from booksum_app.scoring.booookscore import (
 )
 from booksum_app.scoring.release import read_summaries
 from booksum_app.signature import short_hash
-from booksum_app.strategies import STRATEGIES, StrategyConfig, load_prompts
+from booksum_app.strategies import StrategyConfig, get_strategy, load_prompts
 from booksum_app.strategies.record import SummaryRecord, read_record
 
 JUDGE_TOKENS_PER_SENTENCE_EST = 20
@@ -81,15 +81,15 @@ def strategy_config(config: GridConfig, exp: Experiment, lang: str) -> StrategyC
 
 def job_key(config: GridConfig, exp: Experiment, ctx: BookContext) -> str:
     """What a finished record must match to be reused: the configuration, prompts and book bytes."""
-    impl = STRATEGIES[config.strategy]
+    impl = get_strategy(config.strategy)
     sc = strategy_config(config, exp, ctx.lang)
     bundle = load_prompts(exp.prompts, lang=ctx.lang, names=impl.template_names(sc), base_set=impl.base_prompt_set(sc))
     clean = load_prompts(exp.prompts if exp.prompts != "simple" else "paper", lang=ctx.lang, names=("clean",))
     fields = {
         "strategy": config.strategy, "model": config.model, "chunk_size": config.chunk_size,
-        "G": exp.max_summary_tokens, "prompts": bundle.signature, "clean": clean.signature if exp.clean else None,
+        "G": exp.max_summary_tokens, "prompts": bundle.signature, "clean": clean.signature if exp.clean and impl.calls_model else None,
         "lang": ctx.lang, "chapter_aware": exp.chapter_aware, "front_matter": exp.include_front_matter,
-        "direct_template": exp.direct_template if config.strategy == "direct" else None, "book": ctx.sha256,
+        "direct_template": None, **impl.record_fields(sc), "book": ctx.sha256,
     }
     return short_hash(json.dumps(fields, sort_keys=True), 16)
 

@@ -35,7 +35,7 @@ from typing import Any
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 from booksum_app.errors import ConfigError
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE, JUDGE_MODES
-from booksum_app.strategies import STRATEGIES
+from booksum_app.strategies import get_strategy
 
 BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
 DEFAULT_STRATEGIES = ("hier", "inc")
@@ -95,11 +95,8 @@ class Experiment:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        unknown = [s for s in self.strategies if s not in STRATEGIES]
-        if unknown:
-            raise ConfigError(
-                f"unknown strategy {unknown[0]!r}; choose from {', '.join(STRATEGIES)}"
-            )
+        for strategy in self.strategies:
+            get_strategy(strategy)  # ConfigError naming the installed ones (or why a plugin failed)
         if not self.strategies and self.books:
             raise ConfigError("no strategies given; pass e.g. --strategies hier,inc")
         bad = [c for c in self.chunk_sizes if c < 64]
@@ -127,7 +124,8 @@ class Experiment:
         for model in self.models:
             name = resolve(model) if resolve is not None else (model or "default")
             for strategy in self.strategies:
-                sizes: Sequence[int | None] = (None,) if strategy == "direct" else self.chunk_sizes
+                uses_chunks = get_strategy(strategy).uses_chunks  # direct: one run whatever the chunk size
+                sizes: Sequence[int | None] = self.chunk_sizes if uses_chunks else (None,)
                 for size in sizes:
                     config = GridConfig(strategy, name, size)
                     if config not in out:

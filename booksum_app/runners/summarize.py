@@ -31,7 +31,7 @@ from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.runners.progress import RunProgress
 from booksum_app.signature import make_signature
-from booksum_app.strategies import STRATEGIES, StrategyConfig, StrategyJob, load_prompts
+from booksum_app.strategies import Strategy, StrategyConfig, StrategyJob, get_strategy, load_prompts
 from booksum_app.strategies.base import ProgressFn
 from booksum_app.strategies.record import BookInfo, SummaryRecord, Totals
 
@@ -85,7 +85,7 @@ def summarize_book(
 
     Args:
         path_or_book: .epub/.txt/.html/.md path, or an already opened Book.
-        strategy: a key of ``STRATEGIES`` ("hier", "inc", "direct").
+        strategy: an installed strategy ("hier", "inc", "direct", or a plugin's).
         model: a model string (see ``booksum_app.llm.registry``), a ready ChatModel, or None
             for the default model.
         chunk_size: tokens per chunk (BooookScore default 2048).
@@ -97,9 +97,7 @@ def summarize_book(
     Raises:
         ConfigError, BookFormatError, PromptError, ModelError, CostLimitExceeded.
     """
-    if strategy not in STRATEGIES:
-        raise ConfigError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    impl = STRATEGIES[strategy]
+    impl = get_strategy(strategy)  # ConfigError naming the installed ones (or why a plugin failed)
     book = (
         path_or_book
         if isinstance(path_or_book, Book)
@@ -157,7 +155,7 @@ def summarize_book(
 def _run(
     book: Book,
     *,
-    impl: Any,
+    impl: Strategy,
     chat: ChatModel,
     config: StrategyConfig,
     clean: bool,
@@ -182,9 +180,13 @@ def _run(
     bundle = load_prompts(
         prompts, lang=lang, names=impl.template_names(config), base_set=impl.base_prompt_set(config)
     )
-    result = impl.run(
-        StrategyJob(chunks, text, config), model=chat, prompts=bundle, on_progress=on_progress
+    chapters = tuple(
+        (c.title, c.text) for c in book.selected_chapters(include_front_matter=include_front_matter)
     )
+    result = impl.run(
+        StrategyJob(chunks, text, config, chapters), model=chat, prompts=bundle, on_progress=on_progress
+    )
+    clean = clean and impl.calls_model  # an extractive strategy has no LLM artifacts to remove
 
     cleaning: dict[str, Any] | None = None
     summary, calls = result.summary, result.calls
@@ -223,7 +225,7 @@ def _run(
     signature = make_signature(
         impl.name,
         model=chat.info.name,
-        chunk=chunk_size if impl.name != "direct" else None,
+        chunk=chunk_size if impl.uses_chunks else None,
         G=max_summary_tokens,
         prompts=bundle.signature,
         lang=lang,
@@ -264,8 +266,7 @@ def _run(
         "include_front_matter": include_front_matter,
         "max_tries": config.max_tries,
     }
-    if impl.name == "direct":
-        record_config["direct_template"] = config.direct_template
+    record_config.update(impl.record_fields(config))
     record = SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,

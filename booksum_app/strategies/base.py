@@ -179,22 +179,55 @@ ProgressFn = Callable[[ProgressEvent], None]
 
 @dataclass(frozen=True)
 class StrategyJob:
-    """What a strategy summarizes: the chunks (hier, inc) and the whole text (direct)."""
+    """What a strategy summarizes: the chunks (hier, inc), the whole text (direct), the chapters."""
 
     chunks: tuple[Chunk, ...]
     text: str
     config: StrategyConfig = field(default_factory=StrategyConfig)
+    chapters: tuple[tuple[str, str], ...] = ()  # (title, text) of each chapter summarized
+
+
+@dataclass(frozen=True)
+class PlanInput:
+    """What a pre-flight plan is computed from; nothing here costs a call."""
+
+    chunk_tokens: tuple[int, ...]  # tokens of each chunk, in order
+    context_window: int
+    overhead_tokens: Mapping[str, int]  # template name -> tokens of its fixed text
+    config: StrategyConfig
+
+
+@dataclass(frozen=True)
+class StrategyPlan:
+    """Upper bounds on one strategy's calls and tokens on one book (artifact removal excluded)."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    levels: int | None = None  # hier only
+    truncated_tokens: int = 0  # direct only: book tokens that do not fit the context
 
 
 class Strategy(Protocol):
-    """A summarization strategy (registered in ``STRATEGIES``)."""
+    """A summarization strategy, found through the ``booksum.strategies`` entry point group.
+
+    A strategy owns everything about itself: its templates, whether the chunk size matters to
+    it, whether it calls a model at all, its pre-flight plan, its run and the record fields it
+    adds. See ``examples/strategy-plugin`` for a complete third-party one.
+    """
 
     name: str
     description: str
+    uses_chunks: bool  # False: the chunk size does not change the run (direct); compare runs it once
+    calls_model: bool  # False: no LLM call at all (extractive baselines); no artifact removal either
 
     def template_names(self, config: StrategyConfig) -> tuple[str, ...]: ...
 
     def base_prompt_set(self, config: StrategyConfig) -> str | None: ...
+
+    def plan(self, plan_input: PlanInput) -> StrategyPlan: ...
+
+    def record_fields(self, config: StrategyConfig) -> dict[str, object]: ...
 
     def run(
         self,
@@ -217,12 +250,14 @@ def notify(
 __all__ = [
     "CompressionInfo",
     "DirectTruncation",
+    "PlanInput",
     "ProgressEvent",
     "ProgressFn",
     "PromptBundle",
     "Strategy",
     "StrategyConfig",
     "StrategyJob",
+    "StrategyPlan",
     "StrategyResult",
     "SummaryNode",
     "load_prompts",

@@ -30,10 +30,12 @@ from booksum_app.errors import ConfigError, ContextTooLong
 from booksum_app.llm.base import ChatModel
 from booksum_app.strategies.base import (
     DirectTruncation,
+    PlanInput,
     ProgressFn,
     PromptBundle,
     StrategyConfig,
     StrategyJob,
+    StrategyPlan,
     StrategyResult,
     SummaryNode,
     notify,
@@ -72,6 +74,8 @@ class Direct:
 
     name = "direct"
     description = "direct baseline: the whole book in one prompt (head and tail kept when too long)"
+    uses_chunks = False
+    calls_model = True
 
     def template_names(self, config: StrategyConfig) -> tuple[str, ...]:
         """The one CNNSum template selected by ``--direct-template``."""
@@ -80,6 +84,27 @@ class Direct:
     def base_prompt_set(self, config: StrategyConfig) -> str | None:
         """Direct prompts come from the ``direct`` set."""
         return "direct"
+
+    def plan(self, plan_input: PlanInput) -> StrategyPlan:
+        """One call holding as much of the book as fits (head + tail when truncated)."""
+        config = plan_input.config
+        overhead = plan_input.overhead_tokens[config.direct_template]
+        text_room = direct_text_budget(
+            context_window=plan_input.context_window,
+            overhead_tokens=overhead,
+            max_summary_tokens=config.max_summary_tokens,
+        )
+        book = sum(plan_input.chunk_tokens)
+        return StrategyPlan(
+            calls=1,
+            input_tokens=min(book, text_room) + overhead,
+            output_tokens=config.max_summary_tokens,
+            truncated_tokens=max(0, book - text_room),
+        )
+
+    def record_fields(self, config: StrategyConfig) -> dict[str, object]:
+        """Which CNNSum template was used (instruction before or after the book)."""
+        return {"direct_template": config.direct_template}
 
     def run(
         self,

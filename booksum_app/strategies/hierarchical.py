@@ -46,10 +46,12 @@ from booksum_app.compression.validity import (
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ChatModel, Completion, Request
 from booksum_app.strategies.base import (
+    PlanInput,
     ProgressFn,
     PromptBundle,
     StrategyConfig,
     StrategyJob,
+    StrategyPlan,
     StrategyResult,
     SummaryNode,
     notify,
@@ -58,6 +60,7 @@ from booksum_app.strategies.base import (
 TEMPLATES = ("summarize_chunk", "merge", "merge_with_context")
 ITEM_HEADER = "Summary {k}:\n\n"
 ITEM_SEPARATOR = "\n\n"
+ITEM_OVERHEAD_TOKENS = 8  # plans: numbering and separators around each merged summary (measured: 5-6)
 
 
 def format_group(texts: list[str]) -> str:
@@ -99,6 +102,8 @@ class Hierarchical:
 
     name = "hier"
     description = "hierarchical merging: summarize chunks, then merge summaries level by level"
+    uses_chunks = True
+    calls_model = True
 
     def template_names(self, config: StrategyConfig) -> tuple[str, ...]:
         """Templates this strategy renders."""
@@ -107,6 +112,39 @@ class Hierarchical:
     def base_prompt_set(self, config: StrategyConfig) -> str | None:
         """None: the configured summarization set."""
         return None
+
+    def plan(self, plan_input: PlanInput) -> StrategyPlan:
+        """One call per chunk, then per level the worst-case merge groups (every summary exactly G_l)."""
+        overhead, config, n = plan_input.overhead_tokens, plan_input.config, len(plan_input.chunk_tokens)
+        window = plan_input.context_window
+        plan = plan_hier(
+            n_leaves=n,
+            context_window=window,
+            max_summary_tokens=config.max_summary_tokens,
+            merge_overhead_tokens=max(overhead["merge"], overhead["merge_with_context"]),
+            item_overhead_tokens=ITEM_OVERHEAD_TOKENS,
+        )
+        calls = n
+        input_tokens = sum(plan_input.chunk_tokens) + n * overhead["summarize_chunk"]
+        output_tokens = n * plan.budget(0)
+        for level in range(1, plan.levels):
+            groups = plan.nodes_per_level[level] if level < len(plan.nodes_per_level) else 1
+            below = plan.nodes_per_level[level - 1]
+            room = merge_room(
+                context_window=window,
+                overhead_tokens=overhead["merge_with_context"],
+                budget_tokens=plan.budget(level),
+            )
+            calls += groups
+            input_tokens += groups * overhead["merge_with_context"]
+            input_tokens += below * (plan.budget(level - 1) + ITEM_OVERHEAD_TOKENS)
+            input_tokens += (groups - 1) * room.context_tokens  # prior context from the 2nd group on
+            output_tokens += groups * plan.budget(level)
+        return StrategyPlan(calls, input_tokens, output_tokens, levels=plan.levels)
+
+    def record_fields(self, config: StrategyConfig) -> dict[str, object]:
+        """Nothing beyond the shared configuration."""
+        return {}
 
     def run(
         self,

@@ -33,10 +33,12 @@ from booksum_app.llm.base import ChatModel
 from booksum_app.prompts import Template
 from booksum_app.strategies.base import (
     CompressionInfo,
+    PlanInput,
     ProgressFn,
     PromptBundle,
     StrategyConfig,
     StrategyJob,
+    StrategyPlan,
     StrategyResult,
     SummaryNode,
     notify,
@@ -52,6 +54,8 @@ class Incremental:
     description = (
         "incremental updating: keep one running summary, update it chunk by chunk, compress past G"
     )
+    uses_chunks = True
+    calls_model = True
 
     def template_names(self, config: StrategyConfig) -> tuple[str, ...]:
         """Templates this strategy renders."""
@@ -60,6 +64,27 @@ class Incremental:
     def base_prompt_set(self, config: StrategyConfig) -> str | None:
         """None: the configured summarization set."""
         return None
+
+    def plan(self, plan_input: PlanInput) -> StrategyPlan:
+        """One call per chunk with the running summary at its target, plus at most one compression per update."""
+        overhead, g = plan_input.overhead_tokens, plan_input.config.max_summary_tokens
+        n = len(plan_input.chunk_tokens)
+        update_max = inc_update_max_tokens(max_summary_tokens=g)
+        calls = input_tokens = output_tokens = 0
+        for i, tokens in enumerate(plan_input.chunk_tokens):
+            running = 0 if i == 0 else inc_target_tokens(i - 1, n, max_summary_tokens=g)
+            calls += 1
+            input_tokens += tokens + running + overhead["inc_update" if i else "inc_init"]
+            output_tokens += update_max
+            if i:  # the summary can only overflow G once per update
+                calls += 1
+                input_tokens += update_max + overhead["compress"]
+                output_tokens += inc_target_tokens(i, n, max_summary_tokens=g)
+        return StrategyPlan(calls, input_tokens, output_tokens)
+
+    def record_fields(self, config: StrategyConfig) -> dict[str, object]:
+        """Nothing beyond the shared configuration."""
+        return {}
 
     def run(
         self,
