@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from booksum_app.errors import JudgeParseError
-from booksum_app.llm.registry import LLMSettings
+from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.runners.score import ScoreSettings, run_score
 from booksum_app.scoring.answers import parse_batch_answer, parse_sentence_answer
 from booksum_app.scoring.booookscore import load_judge_prompt
@@ -24,14 +24,16 @@ N_SENTENCES = 5
 @pytest.mark.parametrize("mode", ["sentence", "batched"])
 def test_echoing_judge_over_http_scores_nothing(tmp_path: Path, mode: str) -> None:
     with FakeServer(fault_rate=1.0, fault_kinds=("echo",)) as server:
+        llm = LLMSettings(base_url=server.openai_base_url, cache_dir=tmp_path / "cache", max_attempts=1)
         settings = ScoreSettings(
             judge="openai:gpt-4o-mini",
             mode=mode,  # type: ignore[arg-type]
             batch_size=2,
             max_attempts=2,
-            llm=LLMSettings(base_url=server.openai_base_url, cache_dir=tmp_path / "cache", max_attempts=1),
+            llm=llm,
         )
-        run = run_score([_write(tmp_path)], settings)
+        with get_model("openai:gpt-4o-mini", settings=llm) as model:  # the real client, closed after
+            run = run_score([_write(tmp_path)], settings, model=model)
     result = run.systems[0].booookscore
     assert result is not None
     system = result.system

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from booksum_app.errors import InputError
 from booksum_app.scoring.aggregate import aggregate
 from booksum_app.scoring.ngrams import ngram_stats, summarize_ngrams
-from booksum_app.scoring.release import read_annotations, read_summaries
+from booksum_app.scoring.release import MAX_UNMATCHED_SHARE, read_annotations, read_summaries
 
 RELEASE_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "booookscore-release"
 
@@ -81,3 +82,30 @@ def test_repeated_trigrams_within_0_3_of_table_2(config: str, expected: float) -
     assert stats.repeated_pct is not None
     assert abs(stats.repeated_pct - expected) <= 0.3
     assert stats.novel_pct is None  # no source given
+
+
+@pytest.mark.parametrize(
+    ("summaries_config", "annotations", "unmatched", "total"),
+    [
+        ("gpt4-2048-inc", "annotations/gpt4-2048-hier.json", 305, 305),  # printed 91.4 before
+        ("gpt4-2048-hier", "annotations/chatgpt-2048-inc.json", 651, 651),
+        ("chatgpt-2048-inc", "annotations/chatgpt-2048-hier.json", 415, 415),
+        ("gpt4-2048-inc", "annotations/v2/gpt4-2048-hier-cleaned.json", 2812, 2812),
+    ],
+)
+def test_annotations_of_other_summaries_are_refused_with_the_count(
+    summaries_config: str, annotations: str, unmatched: int, total: int
+) -> None:
+    summaries = read_summaries(_release(f"summaries/{summaries_config}-cleaned.json"))
+    with pytest.raises(InputError, match=f"{unmatched} of {total} annotated sentences do not occur") as info:
+        read_annotations(_release(annotations), summaries=summaries)
+    assert "\n" not in str(info.value)
+
+
+def test_release_leftovers_of_the_cleaning_pass_stay_within_the_tolerance() -> None:
+    for config, leftovers, total in (("chatgpt-2048-hier", 9, 415), ("chatgpt-2048-inc", 21, 651)):
+        summaries = read_summaries(_release(f"summaries/{config}-cleaned.json"))
+        judgements = read_annotations(_release(f"annotations/{config}.json"), summaries=summaries)
+        assert sum(len(j.sentences) for j in judgements) == total
+        assert sum(1 for j in judgements for s in j.sentences if s.index < 0) == leftovers
+        assert leftovers <= MAX_UNMATCHED_SHARE * total
