@@ -157,3 +157,20 @@ def test_unknown_mode_and_bad_batch_size_are_config_errors() -> None:
         score_summary("A.", judge=client, mode="paragraph")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="batch-size"):
         score_summary("A.", judge=client, mode="batched", batch_size=0)
+
+
+def test_annotations_must_be_sentences_of_the_summaries() -> None:
+    from booksum_app.errors import InputError
+    from booksum_app.scoring.release import judgements_from_release
+
+    summaries = {"a.epub": "Mara bakes bread. Teo sells the shop. They argue."}
+    ok = {"a.epub": {"Teo sells the shop.": {"questions": "Why?", "types": ["causal omission"]}}}
+    assert judgements_from_release(ok, summaries=summaries)[0].n_confusing == 1
+    wrong = {"a.epub": {"Teo buys a boat.": {"questions": "Why?", "types": ["causal omission"]}}}
+    with pytest.raises(InputError, match="1 of 1 annotated sentences do not occur"):
+        judgements_from_release(wrong, summaries=summaries)
+    v2 = {"a.epub": {"Mara bakes bread.": {"sentence_num": 1, "questions": None, "types": None}}}
+    assert judgements_from_release(v2, summaries=summaries)[0].n_sentences == 1
+    v2_wrong = {"a.epub": {"Teo buys a boat.": {"sentence_num": 1, "questions": None, "types": None}}}
+    with pytest.raises(InputError, match="1 of 1"):
+        judgements_from_release(v2_wrong, summaries=summaries)

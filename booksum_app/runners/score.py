@@ -44,8 +44,10 @@ from booksum_app.scoring.judgement import ERROR_TYPES
 from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngrams
 from booksum_app.scoring.release import (
     AnnotationFormat,
+    carries_annotations,
     load_json,
     parse_summaries,
+    summaries_in,
     to_release,
 )
 from booksum_app.scoring.report import render_report
@@ -181,7 +183,8 @@ def load_summaries(path: Path) -> dict[str, str]:
     record = _record_summary(data, where=str(path))
     if record is not None:
         return {record[0] or path.stem: record[1]}
-    return parse_summaries(data, source=str(path))
+    carried = summaries_in(data)  # an annotations file that carries its summaries (human format)
+    return carried if carried is not None else parse_summaries(data, source=str(path))
 
 
 def _stem(name: str) -> str:
@@ -255,12 +258,14 @@ def run_score(
     stage = on_stage or (lambda _: None)
     notes: list[str] = []
     loaded = [(Path(p), load_summaries(Path(p))) for p in paths]
+    self_annotated = settings.judge is None and settings.use_judge and all(carries_annotations(p) for p, _ in loaded)
+    annotations = settings.annotations or (tuple(p for p, _ in loaded) if self_annotated else ())
     references = _references(settings.references) if settings.references else None
     index = _source_index(settings.source) if settings.source else None
     judge_model = model
     notice = None
     demo_judge = False
-    if not settings.annotations and settings.use_judge and judge_model is None:
+    if not annotations and settings.use_judge and judge_model is None:
         judge_name = choose_judge(settings.judge, settings=settings.llm)
         if judge_name is None:
             notice = NO_JUDGE_NOTE
@@ -274,9 +279,9 @@ def run_score(
             name = _system_name(path)
             booookscore: BooookScoreResult | None = None
             totals = CallTotals()
-            if settings.annotations:
+            if annotations:
                 stage(f"{name}: reading annotations")
-                booookscore = score_annotations(settings.annotations[n], summaries=summaries, seed=settings.seed)
+                booookscore = score_annotations(annotations[n], summaries=summaries, seed=settings.seed)
             elif judge_model is not None:
                 stage(f"{name}: judging {len(summaries)} summaries")
                 before = (

@@ -13,6 +13,13 @@ more forgiving about form and just as strict about content:
 Rejected (:class:`JudgeParseError`, so the caller retries and finally counts the sentence as
 unparseable, never as no confusion): no "Types:" label, an unknown type, questions without
 types, and contradictions (questions asked but types "no confusion", or the reverse).
+
+A reply is an answer only if it is *one* answer: a reply that carries the prompt's own
+section markers (``[Example response]``, ``[Your summary]``, ... except one leading ``[Your
+response]``), its instructions or answer placeholders, or a second Questions/Types block (a
+judge echoing its prompt, demonstrations included, or answering twice) is rejected, never
+read as the first verdict found in it. In batched mode the same holds for the markers, and a
+reply with two JSON lists, or two verdicts for one sentence number, is not read either.
 """
 
 from __future__ import annotations
@@ -29,6 +36,21 @@ _QUESTIONS = re.compile(r"questions?\s*:", re.IGNORECASE)
 _TYPES = re.compile(r"(?:confusion\s+)?types?\s*:", re.IGNORECASE)
 _TYPE_SPLIT = re.compile(r"\s*(?:[,;/|&+]|\band\b)\s*", re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_LEADING_RESPONSE = re.compile(r"^\s*\[your response\]\s*", re.IGNORECASE)
+# Section markers of our judge prompts (and of the release's): never part of an answer.
+_PROMPT_MARKER = re.compile(r"\[\s*(?:example|your)\b[^\]\n]{0,40}\]", re.IGNORECASE)
+# Phrases of the instructions and answer placeholders (prompts/booookscore/*.txt).
+_INSTRUCTION_PHRASES = (
+    "given a book summary",
+    "types of confusion include",
+    "some examples are provided below",
+    "determine if the sentence above involves confusion",
+    "for each numbered sentence above",
+    "answer in exactly two lines",
+    "<your clarifying questions",
+    "<the confusion types",
+    "<a list of confusion types",
+)
 
 
 @dataclass(frozen=True)
@@ -92,15 +114,38 @@ def _verdict(questions: str | None, types_field: Any) -> JudgeAnswer:
     return JudgeAnswer(questions=questions.strip() if asked and questions else None, types=types)
 
 
+def _reject_echo(text: str) -> str:
+    """``text`` without a leading "[Your response]"; rejects prompt markers and instructions.
+
+    Raises:
+        JudgeParseError: the reply carries the prompt's markers or instructions (an echo).
+    """
+    body = _LEADING_RESPONSE.sub("", text, count=1)
+    marker = _PROMPT_MARKER.search(body)
+    if marker is not None:
+        raise JudgeParseError(f"the reply repeats the prompt's {marker.group(0)!r} marker; not an answer")
+    lowered = " ".join(body.lower().split())
+    for phrase in _INSTRUCTION_PHRASES:
+        if phrase in lowered:
+            raise JudgeParseError(f"the reply repeats the prompt's instructions ({phrase!r}); not an answer")
+    return body
+
+
 def parse_sentence_answer(text: str) -> JudgeAnswer:
     """Parse a per-sentence answer ("Questions: ... Types: ...").
 
     Raises:
-        JudgeParseError: the answer does not follow the format or names an unknown type.
+        JudgeParseError: the answer does not follow the format, names an unknown type, or is
+            not one answer (an echoed prompt or demonstration, two Questions/Types blocks).
     """
-    clean = text.replace("**", "").replace("__", "").strip()
+    clean = _reject_echo(text.replace("**", "").replace("__", "").strip())
     if is_no_confusion(clean):
         return JudgeAnswer()
+    n_questions, n_types = len(_QUESTIONS.findall(clean)), len(_TYPES.findall(clean))
+    if n_questions > 1 or n_types > 1:
+        raise JudgeParseError(
+            f"the reply holds {max(n_questions, n_types)} Questions/Types blocks; expected one answer"
+        )
     q_match = _QUESTIONS.search(clean)
     t_match = _TYPES.search(clean, q_match.end() if q_match else 0)
     if t_match is None:
@@ -113,8 +158,11 @@ def parse_sentence_answer(text: str) -> JudgeAnswer:
 
 
 def _json_list(text: str) -> list[Any]:
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for candidate in candidates:
+    fenced = [m.group(1) for m in _FENCE.finditer(text)]
+    lists = [value for value in map(_loads_list, fenced) if value is not None]
+    if len(lists) > 1:
+        raise JudgeParseError(f"the reply holds {len(lists)} JSON lists; expected one answer")
+    for candidate in [*fenced, text]:
         start, end = candidate.find("["), candidate.rfind("]")
         if start == -1 or end <= start:
             continue
@@ -127,6 +175,14 @@ def _json_list(text: str) -> list[Any]:
     raise JudgeParseError(f"no JSON list in the answer {_short(text)!r}")
 
 
+def _loads_list(text: str) -> list[Any] | None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, list) else None
+
+
 def parse_batch_answer(text: str, n_sentences: int) -> tuple[dict[int, JudgeAnswer], dict[int, str]]:
     """Parse a batched answer: ``({sentence_num: answer}, {sentence_num: why not parsed})``.
 
@@ -134,11 +190,13 @@ def parse_batch_answer(text: str, n_sentences: int) -> tuple[dict[int, JudgeAnsw
     Sentences missing from the answer are in neither dict.
 
     Raises:
-        JudgeParseError: the answer holds no JSON list at all.
+        JudgeParseError: the answer holds no JSON list at all, or is not one answer (an echoed
+            prompt or demonstration, two JSON lists).
     """
-    items = _json_list(text)
+    items = _json_list(_reject_echo(text))
     answers: dict[int, JudgeAnswer] = {}
     errors: dict[int, str] = {}
+    seen: set[int] = set()
     for position, item in enumerate(items, start=1):
         if not isinstance(item, dict):
             errors.setdefault(position, "item is not an object")
@@ -151,6 +209,11 @@ def parse_batch_answer(text: str, n_sentences: int) -> tuple[dict[int, JudgeAnsw
             continue
         if not 1 <= num <= n_sentences:
             continue
+        if num in seen:  # two verdicts for one sentence: neither is the answer
+            answers.pop(num, None)
+            errors[num] = f"sentence {num} is answered twice"
+            continue
+        seen.add(num)
         questions = item.get("questions")
         if isinstance(questions, list):
             questions = " ".join(str(q) for q in questions)
@@ -160,6 +223,5 @@ def parse_batch_answer(text: str, n_sentences: int) -> tuple[dict[int, JudgeAnsw
             answers[num] = _verdict(questions, item.get("types"))
             errors.pop(num, None)
         except JudgeParseError as exc:
-            if num not in answers:
-                errors[num] = str(exc)
+            errors[num] = str(exc)
     return answers, errors

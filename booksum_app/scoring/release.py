@@ -13,6 +13,16 @@ Formats (github.com/lilakk/BooookScore, ``summaries/`` and ``annotations/``):
   types a comma-separated string). The denominator is the number of entries, as in the
   original ``calc_booookscore_v2`` (a sentence repeated verbatim in a summary is one entry).
 
+- span lists (e.g. ``annotations/llama2-2048-hier.json``): ``{book: [{"span", "questions",
+  "types"}, ...]}``, the confusing sentences as a list (a span may repeat; every entry counts,
+  as in the original); scored like per-sentence files, with their summaries.
+- human annotations (``annotations/human_annotations/summary-{config}.json``): ``{book:
+  {"summary": str, "singles": [{"span", "questions", "labels"}], "relations": [{"span_a",
+  "span_b", "shared_questions", "shared_labels"}]}}``. The file carries its summaries; by the
+  original rule a summary's confusing count is the number of singles plus relations, over the
+  sentences of its summary (NLTK Punkt). Spans are phrases, not sentences: each single or
+  relation is one judgement placed on the sentence where its (first) span starts.
+
 Deviation (ours, additive): a sentence the judge never answered readably is written with
 ``"unparseable": true`` and null questions/types; reading it back marks it unparseable. The
 original per-sentence scorer would count such an entry as confusing, never as no confusion.
@@ -21,7 +31,7 @@ original per-sentence scorer would count such an entry as confusing, never as no
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,8 +40,13 @@ from booksum_app.errors import InputError
 from booksum_app.files import write_json_atomic
 from booksum_app.scoring.judgement import SentenceJudgement, SummaryJudgement, normalise_type
 
-AnnotationFormat = Literal["sentence", "batched"]
-ANNOTATION_FORMATS: tuple[AnnotationFormat, ...] = ("sentence", "batched")
+AnnotationFormat = Literal["sentence", "batched", "spans", "human"]
+ANNOTATION_FORMATS: tuple[AnnotationFormat, ...] = ("sentence", "batched", "spans", "human")
+# Share of annotated sentences that may be absent from the split summaries before the
+# annotations are refused as belonging to other summaries. The release itself has 9 of 415
+# (chatgpt-2048-hier) and 21 of 651 (chatgpt-2048-inc) annotated sentences that the cleaning
+# pass removed from the summaries (3.2% at most); a mismatched pair misses 99.8% or more.
+MAX_UNMATCHED_SHARE = 0.05
 
 
 def load_json(path: Path, *, what: str) -> Any:
@@ -75,13 +90,29 @@ def parse_summaries(data: Any, *, source: str = "summaries") -> dict[str, str]:
 
 
 def detect_format(data: Mapping[str, Any]) -> AnnotationFormat:
-    """``"batched"`` when entries carry ``sentence_num`` (v2), else ``"sentence"``."""
+    """The release format of ``data``: ``"human"`` (books with summary/singles/relations),
+    ``"spans"`` (books with lists), ``"batched"`` (entries with ``sentence_num``), else ``"sentence"``."""
     for entries in data.values():
+        if isinstance(entries, list):
+            return "spans"
         if isinstance(entries, dict):
+            if isinstance(entries.get("summary"), str) and ("singles" in entries or "relations" in entries):
+                return "human"
             for entry in entries.values():
                 if isinstance(entry, dict) and "sentence_num" in entry:
                     return "batched"
     return "sentence"
+
+
+def summaries_in(data: Any) -> dict[str, str] | None:
+    """The ``{book: summary}`` carried by an annotations object (human format), else None."""
+    if not isinstance(data, dict) or not data or detect_format(data) != "human":
+        return None
+    return {
+        book: entry["summary"]
+        for book, entry in data.items()
+        if isinstance(entry, dict) and isinstance(entry.get("summary"), str)
+    }
 
 
 def _types(value: Any, *, where: str) -> tuple[str, ...]:
@@ -144,9 +175,13 @@ def judgements_from_release(
     fmt = fmt or detect_format(data)
     if fmt not in ANNOTATION_FORMATS:
         raise InputError(f"unknown annotations format {fmt!r}; use one of {ANNOTATION_FORMATS}")
+    shape = list if fmt == "spans" else dict
     for book, entries in data.items():
-        if entries is not None and not isinstance(entries, dict):
-            raise InputError(f"{source}: annotations of {book!r} must be an object or null")
+        if entries is not None and not isinstance(entries, shape):
+            kind = "a list" if fmt == "spans" else "an object"
+            raise InputError(f"{source}: annotations of {book!r} must be {kind} or null ({fmt} format)")
+    if fmt == "human":
+        return _human_file(data, summaries=summaries, source=source)
     if summaries is not None:
         extra = sorted(set(data) - set(summaries))
         if extra:
@@ -154,16 +189,18 @@ def judgements_from_release(
                 f"{source} annotates {len(extra)} book(s) absent from the summaries "
                 f"(e.g. {extra[0]!r}); pass the summaries file the annotations were made from"
             )
-    if fmt == "sentence":
+    if fmt in ("sentence", "spans"):
         if summaries is None:
             raise InputError(
                 f"{source} holds per-sentence annotations (only confusing sentences): the summaries "
                 "are needed to count sentences; pass the summaries file too"
             )
-        return [
-            _per_sentence(book, summary, data.get(book) or {}, source=source)
+        judged = [
+            _per_sentence(book, summary, _pairs(data.get(book), source=f"{source}[{book!r}]"), source=source)
             for book, summary in summaries.items()
         ]
+        check_sentences_match(judged, source=source)
+        return judged
     if summaries is not None:
         missing = sorted(set(summaries) - set(data))
         if missing:
@@ -171,19 +208,63 @@ def judgements_from_release(
                 f"{source} (batched v2) has no annotations for {len(missing)} summary(ies) "
                 f"(e.g. {missing[0]!r}); rerun the judge on them or score a matching summaries file"
             )
-    return [
+    judged = [
         _batched(book, entries or {}, summary=None if summaries is None else summaries[book], source=source)
         for book, entries in data.items()
     ]
+    if summaries is not None:
+        check_sentences_match(judged, source=source)
+    return judged
 
 
-def _per_sentence(book: str, summary: str, entries: Mapping[str, Any], *, source: str) -> SummaryJudgement:
+def check_sentences_match(judgements: Sequence[SummaryJudgement], *, source: str = "annotations") -> None:
+    """Refuse annotations whose sentences are not sentences of the summaries they are scored with.
+
+    An annotated sentence matches when it is, verbatim, one of the sentences the summary
+    splits into (NLTK Punkt, as the judge splits). Up to :data:`MAX_UNMATCHED_SHARE` of the
+    annotated sentences may be unmatched (the release's own leftovers of its cleaning pass).
+
+    Raises:
+        InputError: more unmatched sentences than that, with the count.
+    """
+    total = unmatched = 0
+    for judgement in judgements:
+        if judgement.summary is None:
+            continue
+        sentences = set(split_sentences(judgement.summary, lang=detect_lang(judgement.summary)))
+        total += len(judgement.sentences)
+        unmatched += sum(1 for j in judgement.sentences if j.sentence not in sentences)
+    if unmatched and unmatched > MAX_UNMATCHED_SHARE * total:
+        raise InputError(
+            f"{source}: {unmatched} of {total} annotated sentences do not occur in the summaries "
+            f"(at most {MAX_UNMATCHED_SHARE:.0%} may); the annotations belong to other summaries: "
+            "pass the summaries file they were made from"
+        )
+
+
+def _pairs(entries: Any, *, source: str) -> list[tuple[str, Any]]:
+    """``(sentence, annotation)`` pairs of a per-sentence object or of a span list."""
+    if not entries:
+        return []
+    if isinstance(entries, dict):
+        return list(entries.items())
+    pairs = []
+    for item in entries:
+        if not isinstance(item, dict) or not isinstance(item.get("span"), str):
+            raise InputError(f"{source}: each item must be an object with a 'span' string")
+        pairs.append((item["span"], item))
+    return pairs
+
+
+def _per_sentence(
+    book: str, summary: str, entries: Iterable[tuple[str, Any]], *, source: str
+) -> SummaryJudgement:
     sentences = split_sentences(summary, lang=detect_lang(summary))
     positions: dict[str, list[int]] = {}
     for i, sentence in enumerate(sentences):
         positions.setdefault(sentence, []).append(i)
     judged = []
-    for sentence, entry in entries.items():
+    for sentence, entry in entries:
         slots = positions.get(sentence)
         index = slots.pop(0) if slots else -1
         judged.append(_entry(sentence, entry, index=index, where=f"{source}[{book!r}]"))
@@ -198,6 +279,69 @@ def _batched(book: str, entries: Mapping[str, Any], *, summary: str | None, sour
         index = num - 1 if isinstance(num, int) and num >= 1 else position
         judged.append(_entry(sentence, entry, index=index, where=f"{source}[{book!r}]"))
     return SummaryJudgement(book=book, n_sentences=len(entries), sentences=tuple(judged), summary=summary)
+
+
+def carries_annotations(path: Path) -> bool:
+    """Whether ``path`` is a JSON annotations file that carries its own summaries (human format)."""
+    path = Path(path)
+    if path.suffix.lower() != ".json" or not path.is_file():
+        return False
+    return summaries_in(load_json(path, what="annotations")) is not None
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _human_file(data: Mapping[str, Any], *, summaries: Mapping[str, str] | None, source: str) -> list[SummaryJudgement]:
+    """Judgements of a human-annotations file; ``summaries``, when given, must be the file's own."""
+    carried = summaries_in(data) or {}
+    if len(carried) != len(data):
+        bad = next(book for book in data if book not in carried)
+        raise InputError(f"{source}: the entry of {bad!r} has no 'summary' string (human annotations format)")
+    if summaries is not None:
+        missing = sorted(set(summaries) - set(carried)) or sorted(set(carried) - set(summaries))
+        differ = [book for book in carried if book in summaries and _flat(summaries[book]) != _flat(carried[book])]
+        if missing or differ:
+            raise InputError(
+                f"{source} carries its own summaries and {len(missing)} book(s) are missing from one side "
+                f"and {len(differ)} summary(ies) differ from the summaries given; score the file alone"
+            )
+    return [_human(book, entry, source=f"{source}[{book!r}]") for book, entry in data.items()]
+
+
+def _human(book: str, entry: Mapping[str, Any], *, source: str) -> SummaryJudgement:
+    summary: str = entry["summary"]
+    sentences = split_sentences(summary, lang=detect_lang(summary))
+    singles, relations = entry.get("singles") or [], entry.get("relations") or []
+    if not isinstance(singles, list) or not isinstance(relations, list):
+        raise InputError(f"{source}: 'singles' and 'relations' must be lists")
+    judged = []
+    for item in [*singles, *relations]:
+        if not isinstance(item, dict):
+            raise InputError(f"{source}: each single or relation must be an object")
+        spans: list[str] = [v for k in ("span", "span_a", "span_b") if isinstance(v := item.get(k), str)]
+        if not spans:
+            raise InputError(f"{source}: a single or relation has no 'span' / 'span_a' string")
+        questions = _questions(item.get("questions", item.get("shared_questions")))
+        types = _types(item.get("labels", item.get("shared_labels")), where=source)
+        if not questions and not types:  # the original counts every entry as confusing
+            questions = "(annotated without questions or labels)"
+        index = _span_index(spans[0], sentences)
+        text = " / ".join(spans)
+        judged.append(SentenceJudgement(index=index, sentence=text, questions=questions, types=types))
+    judged.sort(key=lambda j: (j.index < 0, j.index))
+    return SummaryJudgement(book=book, n_sentences=len(sentences), sentences=tuple(judged), summary=summary)
+
+
+def _span_index(span: str, sentences: Sequence[str]) -> int:
+    """The sentence where ``span`` starts (-1 if none holds its beginning)."""
+    head = _flat(span)[:60]
+    for i, sentence in enumerate(sentences):
+        flat = _flat(sentence)
+        if head in flat or (flat and head.startswith(flat[:60])):
+            return i
+    return -1
 
 
 def read_annotations(
@@ -241,7 +385,7 @@ def to_release(judgements: Iterable[SummaryJudgement], *, fmt: AnnotationFormat)
                 entries.setdefault(j.sentence, entry)
             out[summary.book] = entries
         else:
-            raise InputError(f"unknown annotations format {fmt!r}; use one of {ANNOTATION_FORMATS}")
+            raise InputError(f"annotations are written as 'sentence' or 'batched', not {fmt!r}")
     return out
 
 

@@ -9,7 +9,9 @@ Latency (per call and per output token) and faults are configurable: a determini
 Fault kinds: ``429`` (with Retry-After), ``500``, ``503``, ``timeout`` (hang past the client's
 timeout), ``drop`` (close the socket without a response), ``empty`` (content ""),
 ``truncated`` (half the reply, finish_reason "length" / stop_reason "max_tokens"), and the
-non-retryable ``400``, ``401``, ``context`` (400 "context length exceeded").
+non-retryable ``400``, ``401``, ``context`` (400 "context length exceeded"), and ``echo`` (a
+well-formed 200 whose content is the prompt text itself, demonstrations included: a judge
+that parrots its prompt must not be read as an answer).
 
 For a dry run by hand: ``python -m booksum_app.testing.fake_server --port 8765``.
 """
@@ -45,6 +47,7 @@ FAULT_KINDS = (
     "context",
     "notjson",
     "echokey",
+    "echo",
 )
 RETRYABLE_FAULTS = ("429", "500", "503", "timeout", "drop", "empty")
 ReplyFn = Callable[[Request], str]
@@ -131,7 +134,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_hostile(api, fault)
             return
         request = _parse_openai(payload) if api == "openai" else _parse_anthropic(payload)
-        text = "" if fault == "empty" else fake.reply(request)
+        if fault == "echo":
+            text = "\n\n".join(part for part in (request.system, request.user_text) if part)
+        else:
+            text = "" if fault == "empty" else fake.reply(request)
         finish = "stop"
         if fault == "truncated":
             words = text.split()
