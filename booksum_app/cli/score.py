@@ -57,7 +57,8 @@ def score_command(
     from rich.table import Table
 
     from booksum_app.files import check_writable
-    from booksum_app.runners.score import ScoreSettings, run_score, write_outputs
+    from booksum_app.runners.score import ScoreSettings, run_score
+    from booksum_app.runners.score_outputs import write_outputs
     from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED
     from booksum_app.scoring.judgement import ERROR_TYPES
 
