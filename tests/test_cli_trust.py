@@ -140,3 +140,24 @@ def test_only_the_bundled_model_counts_as_the_demo_judge() -> None:
     assert is_demo_model("local")
     assert not is_demo_model("local:/models/qwen2.5-7b.gguf")
     assert not is_demo_model("openai:gpt-4o")
+
+
+# ---- issue 13: precedence and typos --------------------------------------------------------
+
+
+def test_a_typo_in_a_model_name_is_noted_with_the_likely_name(tmp_path: Path) -> None:
+    code, _, stderr = invoke("inspect", str(_book(tmp_path)), "-m", "openai:gpt-4o-mni")
+    assert code == 0
+    assert "unknown OpenAI model" in stderr and "did you mean 'openai:gpt-4o-mini'?" in stderr
+
+
+def test_the_environment_beats_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from booksum_app.llm.registry import choose_judge
+
+    config = tmp_path / "config.toml"
+    config.write_text('judge_model = "openai:gpt-4o"\n', encoding="utf-8")
+    monkeypatch.setenv("BOOKSUM_CONFIG", str(config))
+    assert choose_judge() == "openai:gpt-4o"
+    monkeypatch.setenv("BOOKSUM_JUDGE", "openai:gpt-4o-mini")
+    assert choose_judge() == "openai:gpt-4o-mini"
+    assert choose_judge("anthropic:claude-sonnet-4-5") == "anthropic:claude-sonnet-4-5"

@@ -99,9 +99,9 @@ def test_default_model_order(tmp_path: Path) -> None:
     from_env = choose_model(settings=bare, env={"BOOKSUM_MODEL": "gpt-4o"})
     assert from_env.info.name == "openai:gpt-4o" and from_env.notice is None
     configured = settings_with(tmp_path / "c", 'default_model = "sonnet"\n')
-    assert choose_model(settings=configured, env={"BOOKSUM_MODEL": "gpt-4o"}).info.name == (
-        "anthropic:claude-sonnet-4-5"
-    )
+    # flag > environment > config file > default: the environment is the more specific choice
+    assert choose_model(settings=configured, env={"BOOKSUM_MODEL": "gpt-4o"}).info.name == "openai:gpt-4o"
+    assert choose_model(settings=configured, env=NO_ENV).info.name == "anthropic:claude-sonnet-4-5"
     explicit = choose_model("local", settings=configured, env=NO_ENV)
     assert explicit.info.name == "local" and explicit.notice is None  # chosen, no notice
 

@@ -50,7 +50,7 @@ def _csv_ints(value: str | None) -> tuple[int, ...] | None:
 @click.option("--strategies", default=None, help="Comma-separated, e.g. hier,inc,direct [default: hier,inc].")
 @click.option("--models", default=None, help="Comma-separated model strings [default: configured or local].")
 @click.option("--chunk-sizes", default=None, help=f"Comma-separated tokens per chunk, e.g. 2048,4096 [default: {DEFAULT_CHUNK_SIZE}].")
-@click.option("--judge", default=None, help="BooookScore judge model [default: config judge_model, BOOKSUM_JUDGE, else the first named model].")
+@click.option("--judge", default=None, help="BooookScore judge model [default: BOOKSUM_JUDGE, config judge_model, else the first named model].")
 @click.option("--no-judge", is_flag=True, default=None, help="Skip BooookScore; n-gram statistics only.")
 @click.option("--judge-mode", type=click.Choice(["sentence", "batched"]), default=None,
               help="sentence: one judge call per sentence (the paper) [default]; batched: several per call.")
@@ -87,6 +87,7 @@ def compare_command(
     """Run a grid (strategies x models x chunk sizes) over BOOKS, score every summary, print a Table-2-style table."""
     from booksum_app.errors import ConfigError
     from booksum_app.files import check_writable_dir
+    from booksum_app.llm.registry import choose_model
     from booksum_app.runners.compare import run_compare
     from booksum_app.runners.compare_plan import check_plan, plan_grid
     from booksum_app.runners.experiment import (
@@ -113,6 +114,10 @@ def compare_command(
     if not exp.books and not exp.precomputed:
         raise ConfigError("nothing to compare: give BOOKS (files or directories), --experiment, or --precomputed")
     settings = llm_settings(**llm)
+    for model in dict.fromkeys(m for m in (*exp.models, exp.judge) if m):  # typos and unknown prices
+        notice = choose_model(model, settings=settings).notice
+        if notice:
+            err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
     if not plan_only:
         check_writable_dir(exp.out)  # before the first paid call
     plan = plan_grid(exp, settings)

@@ -54,7 +54,7 @@ def _render_inspect(report: Any) -> None:
     from rich.table import Table
 
     if report.model_notice:
-        err_console.print(f"[yellow]note:[/] {esc(report.model_notice)}", highlight=False)
+        err_console.print(f"[yellow]note:[/] {esc(report.model_notice)}", highlight=False, soft_wrap=True)
     authors = ", ".join(report.authors) or "unknown author"
     console.print(f"[bold]{esc(report.title)}[/] by {esc(authors)}  ({esc(report.format)}, language {esc(report.language)})",
                   highlight=False)

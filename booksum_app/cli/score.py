@@ -28,7 +28,7 @@ def _score_modes() -> list[str]:
 
 @click.command("score")
 @click.argument("summaries", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--judge", "judge_name", default=None, help="Judge model string, e.g. openai:gpt-4o (default: config judge_model, then BOOKSUM_JUDGE; none: no BooookScore).")
+@click.option("--judge", "judge_name", default=None, help="Judge model string, e.g. openai:gpt-4o (default: BOOKSUM_JUDGE, then config judge_model; none: no BooookScore).")
 @click.option("--mode", type=click.Choice(_score_modes()), default="sentence", show_default=True,
               help="sentence: one judge call per sentence (the paper); batched: several numbered sentences per call.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH_SIZE, show_default=True,
@@ -66,6 +66,12 @@ def score_command(
         if path is not None:
             check_writable(path)  # before the judge is paid
     settings_llm = llm_settings(**llm)
+    if judge_name:
+        from booksum_app.llm.registry import choose_model
+
+        notice = choose_model(judge_name, settings=settings_llm).notice
+        if notice:  # a typo'd judge would be priced conservatively: say so before paying
+            err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
     settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
                              annotations=annotations, source=source, references=references, llm=settings_llm,
                              seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)

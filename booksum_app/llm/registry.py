@@ -6,8 +6,8 @@ base URL (``base_url`` setting or ``OPENAI_BASE_URL``). Bare names from the tabl
 (``gpt-4o``, ``claude-sonnet-4-5``, ``sonnet``) are aliases. Metadata and list prices come
 from ``booksum_app/data/models.json``; a user config file (TOML, ``BOOKSUM_CONFIG`` or
 ``<user config dir>/booksum/config.toml``) can add or override models and aliases and set
-``default_model``. The default model is: explicit > config ``default_model`` >
-``BOOKSUM_MODEL`` > ``local`` (with a notice that says how to use a real model).
+``default_model``. The default model is: explicit > ``BOOKSUM_MODEL`` > config
+``default_model`` > ``local`` (with a notice that says how to use a real model).
 
 This module (with the CLI) is the only place in ``llm/`` that reads the environment: API keys,
 base URL, cache dir, config path and default model are read here and passed down.
@@ -16,6 +16,7 @@ base URL, cache dir, config path and default model are read here and passed down
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib.resources
 import json
 import os
@@ -94,8 +95,10 @@ class ModelSpec:
 
     @property
     def notice(self) -> str | None:
-        """One line for the CLI when the default fell back to the demo model."""
-        return FALLBACK_NOTICE if self.source == "default" and self.provider == "local" else None
+        """One line for the CLI: the default fell back to the demo model, or the model is not in the table."""
+        if self.source == "default" and self.provider == "local":
+            return FALLBACK_NOTICE
+        return f"{self.info.name}: {self.note}" if self.note else None
 
 
 @dataclass(frozen=True)
@@ -221,6 +224,10 @@ def _spec_from(
     if entry is None:
         entry = dict(table.providers[defaults_key])
         note = str(entry.pop("note", "")) or None
+        # a typo (openai:gpt-4o-mni) would silently plan with conservative prices: say so
+        close = difflib.get_close_matches(name, [*table.models, *table.aliases], n=1, cutoff=0.85)
+        if close and note and defaults_key != "openai-compatible":
+            note += f"; did you mean {close[0]!r}?"
     context = int(entry["context_window"])
     if provider == "local" and n_ctx is not None:
         context = n_ctx
@@ -264,10 +271,10 @@ def choose_model(
     source: ModelSource
     if model is not None:  # an explicit '' is refused by _split, never read as "the default"
         source = "explicit"
+    elif env.get(ENV_MODEL):  # the usual precedence: flag > environment > config file > default
+        model, source = env[ENV_MODEL], "env"
     elif table.default_model:
         model, source = table.default_model, "config"
-    elif env.get(ENV_MODEL):
-        model, source = env[ENV_MODEL], "env"
     else:
         model, source = DEFAULT_MODEL, "default"
     provider, model_id = _split(model, table)
@@ -288,7 +295,7 @@ def choose_judge(
     settings: LLMSettings = LLMSettings(),
     env: Mapping[str, str] | None = None,
 ) -> str | None:
-    """The BooookScore judge's model string: explicit > config ``judge_model`` > ``BOOKSUM_JUDGE``.
+    """The BooookScore judge's model string: explicit > ``BOOKSUM_JUDGE`` > config ``judge_model``.
 
     None when no judge was chosen: unlike summarization there is no fallback, because the
     embedded demo model would judge for hours and print numbers that mean nothing.
@@ -297,7 +304,7 @@ def choose_judge(
         return judge
     env = os.environ if env is None else env
     table = load_table(settings.config_path or config_path(env))
-    return table.judge_model or env.get(ENV_JUDGE) or None
+    return env.get(ENV_JUDGE) or table.judge_model or None
 
 
 def is_demo_model(model: str, *, settings: LLMSettings = LLMSettings(), env: Mapping[str, str] | None = None) -> bool:
