@@ -161,3 +161,53 @@ def test_the_environment_beats_the_config_file(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("BOOKSUM_JUDGE", "openai:gpt-4o-mini")
     assert choose_judge() == "openai:gpt-4o-mini"
     assert choose_judge("anthropic:claude-sonnet-4-5") == "anthropic:claude-sonnet-4-5"
+
+
+# ---- issue 13: one CLI -----------------------------------------------------------------------
+
+
+def test_json_dash_writes_scores_to_stdout_instead_of_tables(tmp_path: Path) -> None:
+    summary = tmp_path / "s.txt"
+    summary.write_text(SUMMARY, encoding="utf-8")
+    code, stdout, stderr = invoke("score", str(summary), "--no-judge", "--json", "-")
+    assert code == 0, stderr
+    data = json.loads(stdout)
+    assert data["kind"] == "booksum.scores" and data["systems"][0]["n_summaries"] == 1
+    assert not (tmp_path / "-").exists()
+
+
+def test_quiet_keeps_errors_and_results_only(tmp_path: Path) -> None:
+    summary = tmp_path / "s.txt"
+    summary.write_text(SUMMARY, encoding="utf-8")
+    code, stdout, stderr = invoke("-q", "score", str(summary))
+    assert code == 0 and stderr == "" and "booksum scores" in stdout  # the no-judge note is silenced
+    code, _, stderr = invoke("-q", "score", str(tmp_path / "missing.json"))
+    assert code == 2 and stderr.startswith("error:")
+    code, _, stderr = invoke("score", str(summary))
+    assert "BOOKSUM_JUDGE" in stderr, "the next invocation is not quiet"
+
+
+def test_verbose_prints_one_line_per_call_without_prompts(tmp_path: Path) -> None:
+    summary = tmp_path / "s.txt"
+    summary.write_text(SUMMARY, encoding="utf-8")
+    with FakeServer() as server:
+        code, _, stderr = invoke("-v", "score", str(summary), "--judge", "openai:gpt-4o-mini",
+                                 "--base-url", server.openai_base_url)
+        calls = server.call_count
+    assert code == 0, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("call ")]
+    assert len(lines) == calls > 0 and "tokens" in lines[0]
+    assert SUMMARY not in stderr
+
+
+def test_tables_to_a_pipe_are_not_wrapped_at_80_columns(tmp_path: Path) -> None:
+    summary = tmp_path / ("a-rather-long-system-name-" * 3 + ".txt")
+    summary.write_text(SUMMARY, encoding="utf-8")
+    code, stdout, _ = invoke("score", str(summary), "--no-judge")
+    assert code == 0
+    assert max(len(line) for line in stdout.splitlines()) > 80
+
+
+def test_help_lists_the_exit_codes() -> None:
+    code, stdout, _ = invoke("--help")
+    assert code == 0 and "Exit codes:" in stdout and "5 --max-cost" in stdout

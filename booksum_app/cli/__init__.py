@@ -8,17 +8,27 @@ from __future__ import annotations
 import click
 
 from booksum_app import __version__
-from booksum_app.cli.base import handle_errors
+from booksum_app.cli.base import Verbosity, handle_errors
 from booksum_app.cli.compare import compare_command
 from booksum_app.cli.inspect import inspect_command
 from booksum_app.cli.score import score_command
 from booksum_app.cli.summarize import summarize_command
 
+EXIT_CODES = (
+    "Exit codes: 0 success; 1 other failure (disk, judge); 2 bad option, config, input or output path; "
+    "3 unreadable book (format, corruption, DRM); 4 model or server failed after retries; "
+    "5 --max-cost would be passed; 130 interrupted (rerun to resume from the cache). "
+    "See docs/guarantees.md."
+)
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
 @click.version_option(__version__, prog_name="booksum")
-def cli() -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Print only results and errors (no notes, no progress).")
+@click.option("-v", "--verbose", is_flag=True, help="Also print one line per model call (tokens, time, cost).")
+def cli(quiet: bool, verbose: bool) -> None:
     """Summarize book-length texts with LLMs and score summary coherence (BooookScore)."""
+    Verbosity.apply(quiet=quiet, verbose=verbose)
 
 
 for command in (inspect_command, summarize_command, score_command, compare_command):

@@ -30,11 +30,41 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True)  # notes, warnings, progress: silenced by -q
+_error_console = Console(stderr=True)  # the one error line: never silenced
+PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 columns
+
+
+class Verbosity:
+    """What -q/-v asked for, set once per invocation by the group's callback."""
+
+    level = 1  # 0: errors and results only; 1: notes and progress; 2: also one line per call
+
+    @classmethod
+    def apply(cls, *, quiet: bool, verbose: bool) -> None:
+        cls.level = 0 if quiet else 2 if verbose else 1
+        err_console.quiet = cls.level == 0
+        for c in (console, err_console):
+            c.width = PIPE_WIDTH if not c.is_terminal else c.size.width
+
+
+def call_printer() -> Callable[[Any], None] | None:
+    """With -v, a per-call hook printing one line per finished call (no prompt, no key)."""
+    if Verbosity.level < 2:
+        return None
+
+    def show(record: Any) -> None:
+        source = "cache" if record.cache_hit else f"{record.latency_s:.1f}s, ${record.cost_usd:.4f}"
+        err_console.print(
+            f"call {record.purpose} {record.model}: {record.usage.input_tokens:,} in + "
+            f"{record.usage.output_tokens:,} out tokens ({source}), finish {record.finish_reason}, "
+            f"{record.attempts} attempt(s)", markup=False, highlight=False, soft_wrap=True)
+
+    return show
 
 
 def _fail(message: str, exit_code: int) -> None:
-    err_console.print(f"[bold red]error:[/] {esc(message)}", highlight=False, soft_wrap=True)
+    _error_console.print(f"[bold red]error:[/] {esc(message)}", highlight=False, soft_wrap=True)
     sys.exit(exit_code)
 
 
@@ -131,5 +161,14 @@ def llm_settings(
 
 
 __all__ = [
-    "Heartbeat", "console", "err_console", "esc", "handle_errors", "llm_options", "llm_settings", "snapshot_line",
+    "Heartbeat",
+    "Verbosity",
+    "call_printer",
+    "console",
+    "err_console",
+    "esc",
+    "handle_errors",
+    "llm_options",
+    "llm_settings",
+    "snapshot_line",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import click
 
 from booksum_app.cli.base import (
     Heartbeat,
+    call_printer,
     console,
     err_console,
     esc,
@@ -41,7 +43,7 @@ def _score_modes() -> list[str]:
 @click.option("--references", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="{book: reference summary} JSON: enables ROUGE-L.")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write a standalone HTML report.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write all scores as JSON.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write all scores as JSON (- for stdout, instead of the tables).")
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write one CSV row per system.")
 @click.option("--annotations-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the judge's annotations in the release format.")
@@ -54,16 +56,14 @@ def score_command(
     json_out: Path | None, csv_out: Path | None, annotations_out: Path | None, seed: int | None, **llm: Any,
 ) -> None:
     """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram statistics."""
-    from rich.table import Table
 
     from booksum_app.files import check_writable
     from booksum_app.runners.score import ScoreSettings, run_score
-    from booksum_app.runners.score_outputs import write_outputs
+    from booksum_app.runners.score_outputs import run_to_dict, write_outputs
     from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED
-    from booksum_app.scoring.judgement import ERROR_TYPES
 
     for path in (report, json_out, csv_out, annotations_out):
-        if path is not None:
+        if path is not None and str(path) != "-":
             check_writable(path)  # before the judge is paid
     settings_llm = llm_settings(**llm)
     if judge_name:
@@ -85,7 +85,11 @@ def score_command(
             stage["text"] = text
             status.update(esc(text))
 
+        printer = call_printer()
+
         def on_call(record: Any) -> None:
+            if printer is not None:
+                printer(record)
             calls["n"] += 1
             calls["hits"] += int(record.cache_hit)
             status.update(esc(f"{stage['text']} · {calls['n']} calls ({calls['hits']} cached)"))
@@ -95,6 +99,22 @@ def score_command(
         err_console.print(f"[yellow]note:[/] {esc(run.judge_notice)}", highlight=False, soft_wrap=True)
     for note in run.notes:
         err_console.print(f"[yellow]warning:[/] {esc(note)}", highlight=False, soft_wrap=True)
+
+    if json_out is not None and str(json_out) == "-":  # machine output on stdout instead of the tables
+        click.echo(json.dumps(run_to_dict(run), ensure_ascii=False, indent=1))
+        json_out = None
+    else:
+        _render_scores(run)
+    for path in write_outputs(run, json_path=json_out, csv_path=csv_out, annotations_path=annotations_out,
+                              report_path=report):
+        err_console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _render_scores(run: Any) -> None:
+    """The scores table, the error-type table and the signatures, on stdout."""
+    from rich.table import Table
+
+    from booksum_app.scoring.judgement import ERROR_TYPES
 
     def f1(value: float | None) -> str:
         return "–" if value is None else f"{value:.1f}"
@@ -150,7 +170,7 @@ def score_command(
         for kind in ERROR_TYPES:
             cells = []
             for s in scored:
-                b = s.booookscore.system  # type: ignore[union-attr]
+                b = s.booookscore.system
                 cells.append(f"{dict(b.type_counts).get(kind, 0)} ({100 * b.type_distribution.get(kind, 0.0):.1f}%)")
             types.add_row(kind, *cells)
         console.print(types)
@@ -160,6 +180,3 @@ def score_command(
         console.print(f"{s.name}: {s.ngrams.signature}", highlight=False, soft_wrap=True, markup=False)
         if s.rouge_signature:
             console.print(f"{s.name}: {s.rouge_signature}", highlight=False, soft_wrap=True, markup=False)
-    for path in write_outputs(run, json_path=json_out, csv_path=csv_out, annotations_path=annotations_out,
-                              report_path=report):
-        err_console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)

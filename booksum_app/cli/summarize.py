@@ -9,6 +9,7 @@ import click
 
 from booksum_app.cli.base import (
     Heartbeat,
+    call_printer,
     console,
     err_console,
     esc,
@@ -84,7 +85,7 @@ def summarize_command(
             book, strategy=strategy, model=model_name, chunk_size=chunk_size,
             max_summary_tokens=max_summary_len, prompts=prompts, lang=lang, clean=not no_clean,
             chapter_aware=chapter_aware, include_front_matter=include_front_matter,
-            direct_template=direct_template, llm_settings=settings, progress=tracker,
+            direct_template=direct_template, llm_settings=settings, progress=tracker, on_call=call_printer(),
         )
     outputs = {record_path: json_text(record.to_dict())}
     if summary_path is not None:
