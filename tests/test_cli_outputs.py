@@ -139,3 +139,11 @@ def test_a_hung_server_is_cut_by_timeout_and_the_log_hears_a_heartbeat(
     assert wall_s < 15, "the 30 s hang was cut at 1 s and retried"
     beats = [line for line in result.stderr.splitlines() if line.startswith("booksum [")]
     assert beats and "calls" in beats[0] and "in flight" in beats[0]
+
+
+def test_an_empty_final_summary_is_a_failure_with_the_record_kept(tmp_path: Path) -> None:
+    with FakeServer(reply=lambda request: "Summary:") as server:
+        result = _summarize(server, _book(tmp_path), tmp_path / "out")
+    assert result.exit_code == 1, result.output
+    assert "final summary is empty" in result.stderr and str(tmp_path / "out.json") in result.stderr
+    assert (tmp_path / "out.json").is_file(), "what was paid for is kept"

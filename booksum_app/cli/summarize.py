@@ -19,6 +19,7 @@ from booksum_app.cli.base import (
     snapshot_line,
 )
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
+from booksum_app.errors import BooksumError
 
 
 def _strategies_help() -> str:
@@ -105,3 +106,8 @@ def summarize_command(
         f"record: {record_path}  |  {t.calls} calls ({t.cache_hits} cached), "
         f"{t.input_tokens:,} in + {t.output_tokens:,} out tokens, ${t.cost_usd:.4f}, {t.wall_s:.1f}s  |  "
         f"{record.signature}", highlight=False, soft_wrap=True, markup=False)
+    if not record.summary.strip():  # a run that produced nothing is not a success, even if it was paid for
+        raise BooksumError(
+            f"the final summary is empty (the model returned nothing usable after cleaning); the raw summary "
+            f"and every call are in {record_path}; try another model or --no-clean"
+        )
