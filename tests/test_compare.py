@@ -137,6 +137,20 @@ def test_plots_are_valid_png_and_svg(books: list[Path], tmp_path: Path) -> None:
     assert "hier 256" in svg and "direct" in svg, "every configuration is labelled"
 
 
+def test_an_all_free_grid_gets_a_readable_cost_axis(books: list[Path], tmp_path: Path) -> None:
+    import dataclasses
+
+    from booksum_app.testing.fake_backend import FAKE_MODEL_INFO
+
+    free = dataclasses.replace(FAKE_MODEL_INFO, input_usd_per_mtok=0.0, output_usd_per_mtok=0.0,
+                               cached_input_usd_per_mtok=0.0)
+    exp = Experiment(books=tuple(books[:1]), strategies=("direct",), models=("fake",), max_summary_tokens=120,
+                     out=tmp_path / "o")
+    run_compare(exp, models={"fake": Client(FakeBackend(free), concurrency=4)})
+    cost_svg = (tmp_path / "o" / "plots" / "cost_vs_score.svg").read_text(encoding="utf-8")
+    assert "every configuration cost $0" in cost_svg, "an all-zero axis says why instead of showing -0.04..0.04"
+
+
 def test_preflight_refuses_over_threshold_without_yes(books: list[Path], tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")

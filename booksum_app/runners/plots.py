@@ -124,6 +124,11 @@ def _scatter(
         ax.legend(fontsize=7, loc="best")
     else:
         ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+    xs = [x for _, x, _ in points]
+    if stem == "cost_vs_score" and xs:  # dollars are never negative; all-zero runs get a readable axis
+        ax.set_xlim(left=0, right=max(xs) * 1.15 if max(xs) > 0 else 1.0)
+        if max(xs) == 0:
+            xlabel += "; every configuration cost $0 (local model or all calls cached)"
     ax.set_xlabel(xlabel)
     ax.set_ylabel("BooookScore (95% CI over books)")
     ax.set_title(title)
