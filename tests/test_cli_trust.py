@@ -211,3 +211,26 @@ def test_tables_to_a_pipe_are_not_wrapped_at_80_columns(tmp_path: Path) -> None:
 def test_help_lists_the_exit_codes() -> None:
     code, stdout, _ = invoke("--help")
     assert code == 0 and "Exit codes:" in stdout and "5 --max-cost" in stdout
+
+
+# ---- issue 13: score plans the judge's cost before paying ------------------------------------
+
+
+def test_score_plans_the_judge_and_refuses_an_expensive_run_unasked(tmp_path: Path) -> None:
+    summary = tmp_path / "s.txt"
+    summary.write_text(SUMMARY, encoding="utf-8")
+    with FakeServer() as server:
+        args = ("score", str(summary), "--judge", "openai:gpt-4o", "--base-url", server.openai_base_url)
+        code, _, stderr = invoke(*args, "--max-plan-cost", "0")
+        assert code == 2 and "--yes" in stderr and server.call_count == 0
+        assert "judge plan (openai:gpt-4o, upper bound): 3 calls" in stderr  # one per sentence
+        code, _, stderr = invoke(*args, "--max-plan-cost", "0", "--yes")
+        assert code == 0, stderr
+        assert server.call_count == 3, "the plan counted the calls the run made"
+
+
+def test_no_plan_when_no_judge_runs(tmp_path: Path) -> None:
+    summary = tmp_path / "s.txt"
+    summary.write_text(SUMMARY, encoding="utf-8")
+    code, _, stderr = invoke("score", str(summary), "--max-plan-cost", "0")
+    assert code == 0 and "judge plan" not in stderr

@@ -142,6 +142,17 @@ _LLM_OPTIONS = (
 )
 
 
+def plan_options(func: F) -> F:
+    """``--max-plan-cost`` and ``-y/--yes``: ask before a run whose upper-bound cost is above a threshold."""
+    from booksum_app.runners.judge_plan import DEFAULT_MAX_PLAN_COST_USD
+
+    func = click.option("--yes", "-y", is_flag=True, help="Run without asking, whatever the plan costs.")(func)
+    return click.option(
+        "--max-plan-cost", type=click.FloatRange(min=0), default=DEFAULT_MAX_PLAN_COST_USD, show_default=True,
+        help="Ask before running a plan whose upper-bound cost is above this (USD).",
+    )(func)
+
+
 def llm_options(func: F) -> F:
     """The options of every command that calls a model, spelled and defaulted the same everywhere."""
     for option in reversed(_LLM_OPTIONS):

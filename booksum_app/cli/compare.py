@@ -17,6 +17,7 @@ from booksum_app.cli.base import (
     handle_errors,
     llm_options,
     llm_settings,
+    plan_options,
     snapshot_line,
 )
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
@@ -69,9 +70,7 @@ def _csv_ints(value: str | None) -> tuple[int, ...] | None:
 @click.option("--with-release", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Add the four BooookScore release configurations (with annotations) from this directory.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Books summarized at once [default: 4].")
-@click.option("--max-plan-cost", type=click.FloatRange(min=0), default=1.0, show_default=True,
-              help="Ask before running a plan whose upper-bound cost is above this (USD).")
-@click.option("--yes", "-y", is_flag=True, help="Run without asking, whatever the plan costs.")
+@plan_options
 @click.option("--plan-only", is_flag=True, help="Print the pre-flight plan and stop.")
 @click.option("--no-plots", is_flag=True, help="Do not write the plots (no matplotlib needed).")
 @llm_options

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from booksum_app.cli.base import (
     handle_errors,
     llm_options,
     llm_settings,
+    plan_options,
 )
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
 
@@ -47,18 +49,21 @@ def _score_modes() -> list[str]:
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write one CSV row per system.")
 @click.option("--annotations-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the judge's annotations in the release format.")
+@plan_options
 @click.option("--seed", type=int, default=None, help="Bootstrap seed of the 95% CI (default: fixed, printed in the JSON).")
 @llm_options
 @handle_errors
 def score_command(
     summaries: tuple[Path, ...], judge_name: str | None, mode: str, batch_size: int, annotations: tuple[Path,
     ...], no_judge: bool, source: Path | None, references: Path | None, report: Path | None,
-    json_out: Path | None, csv_out: Path | None, annotations_out: Path | None, seed: int | None, **llm: Any,
+    json_out: Path | None, csv_out: Path | None, annotations_out: Path | None, seed: int | None,
+    max_plan_cost: float, yes: bool, **llm: Any,
 ) -> None:
     """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram statistics."""
 
     from booksum_app.files import check_writable
-    from booksum_app.runners.score import ScoreSettings, run_score
+    from booksum_app.runners.judge_plan import check_cost
+    from booksum_app.runners.score import ScoreSettings, plan_score, run_score
     from booksum_app.runners.score_outputs import run_to_dict, write_outputs
     from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED
 
@@ -75,6 +80,13 @@ def score_command(
     settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
                              annotations=annotations, source=source, references=references, llm=settings_llm,
                              seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
+    plan = plan_score(list(summaries), settings)
+    if plan is not None:  # the judge is paid: say how much at most, and ask above the threshold
+        err_console.print(
+            f"judge plan ({esc(plan.judge)}, upper bound): {plan.calls:,} calls, {plan.input_tokens:,} in + "
+            f"{plan.output_tokens:,} out tokens, ${plan.cost_usd:.2f}", highlight=False, soft_wrap=True)
+        if not check_cost(plan.cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=sys.stdin.isatty()):
+            click.confirm(f"Judging could cost up to ${plan.cost_usd:.2f}. Run it?", abort=True, err=True)
     calls = {"n": 0, "hits": 0}
 
     stage = {"text": "scoring"}

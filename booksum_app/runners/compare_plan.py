@@ -18,35 +18,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from booksum_app.books import Book, open_book
-from booksum_app.chunking import CallableTokenizer, chunk_book, get_tokenizer
+from booksum_app.chunking import CallableTokenizer, chunk_book
 from booksum_app.config import DEFAULT_CHUNK_SIZE
-from booksum_app.errors import BooksumError, ConfigError
+from booksum_app.errors import BooksumError
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.base import Usage as TokenUsage
-from booksum_app.llm.registry import LLMSettings, choose_judge, choose_model, get_model
+from booksum_app.llm.registry import LLMSettings, choose_judge, choose_model
 from booksum_app.runners.experiment import Experiment, GridConfig
+from booksum_app.runners.judge_plan import (
+    DEFAULT_MAX_PLAN_COST_USD,
+    JUDGE_TOKENS_PER_SENTENCE_EST,
+    check_cost,
+    judge_estimate,
+    token_counter,
+)
 from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.summarize import resolve_lang
-from booksum_app.scoring.booookscore import (
-    BATCH_MAX_TOKENS_PER_SENTENCE,
-    SENTENCE_MAX_TOKENS,
-    load_judge_prompt,
-    split_summary,
-)
 from booksum_app.scoring.release import read_summaries
 from booksum_app.signature import short_hash
 from booksum_app.strategies import StrategyConfig, get_strategy, load_prompts
 from booksum_app.strategies.record import SummaryRecord, read_record
-
-JUDGE_TOKENS_PER_SENTENCE_EST = 20
-DEFAULT_MAX_PLAN_COST_USD = 1.0
-
 
 # ---- job identity ----------------------------------------------------------------------------------
 
@@ -169,32 +164,6 @@ def needs_judge(exp: Experiment, settings: LLMSettings | None = None) -> bool:
     return wants and judge_string(exp, settings) is not None
 
 
-def _counter(info: ModelInfo, settings: LLMSettings, model: str | None) -> Callable[[str], int]:
-    if info.tokenizer == "native":
-        return get_model(model, settings=settings).count_tokens
-    return get_tokenizer(info.tokenizer).count
-
-
-def _judge_estimate(info: ModelInfo, count: Callable[[str], int], exp: Experiment,
-                    summaries: list[str], n_estimated: int) -> tuple[int, int, int]:
-    prompt = load_judge_prompt(exp.judge_mode)  # type: ignore[arg-type]
-    base = count(prompt.shared_prefix(""))
-    calls = inp = outp = 0
-    sizes = [(len(split_summary(s)[0]), count(s)) for s in summaries]
-    g_sentences = math.ceil(exp.max_summary_tokens / JUDGE_TOKENS_PER_SENTENCE_EST)
-    sizes += [(g_sentences, exp.max_summary_tokens)] * n_estimated
-    for n_sentences, tokens in sizes:
-        if exp.judge_mode == "batched":
-            n_calls = math.ceil(n_sentences / exp.batch_size)
-            out_tokens = n_sentences * BATCH_MAX_TOKENS_PER_SENTENCE + 50 * n_calls
-        else:
-            n_calls, out_tokens = n_sentences, n_sentences * SENTENCE_MAX_TOKENS
-        calls += n_calls
-        inp += n_calls * (base + tokens) + tokens  # the sentences themselves, once over all calls
-        outp += out_tokens
-    return calls, inp, outp
-
-
 def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
     """Upper bounds on calls, tokens and dollars of what remains of ``exp``; calls no LLM.
 
@@ -203,7 +172,7 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
     """
     settings = settings or LLMSettings()
     infos = _resolve(exp, settings)
-    counters = {m: _counter(info, settings, m) for m, info in infos.items()}
+    counters = {m: token_counter(info, settings, m) for m, info in infos.items()}
     names = {m: info.name for m, info in infos.items()}
     grid = exp.grid(lambda m: names[m])
     by_name = {name: m for m, name in names.items()}
@@ -239,28 +208,20 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
         judge = judge_string(exp, settings)
         info = choose_model(judge, settings=settings).info
         judge_name = info.name
-        count = counters.get(judge) or _counter(info, settings, judge)
+        count = counters.get(judge) or token_counter(info, settings, judge)
         texts = [t for p in exp.precomputed if p.annotations is None for t in read_summaries(p.summaries).values()]
-        calls, inp, outp = _judge_estimate(info, count, exp, texts, remaining_summaries)
+        calls, inp, outp = judge_estimate(
+            count, mode=exp.judge_mode, batch_size=exp.batch_size, summaries=texts,  # type: ignore[arg-type]
+            n_estimated=remaining_summaries, max_summary_tokens=exp.max_summary_tokens,
+        )
         cost = info.cost_usd(TokenUsage(inp, outp))
         lines.append(PlanLine("judge", len(exp.books), remaining_summaries + len(texts), calls, inp, outp, cost))
     return GridPlan(tuple(lines), judge_name)
 
 
 def check_plan(plan: GridPlan, *, max_cost_usd: float, confirmed: bool, interactive: bool) -> bool:
-    """Whether the run may start without asking: True below the threshold or with ``--yes``.
-
-    Raises:
-        ConfigError: over the threshold, not confirmed, and nobody to ask (stdin is not a TTY).
-    """
-    if confirmed or plan.cost_usd <= max_cost_usd:
-        return True
-    if not interactive:
-        raise ConfigError(
-            f"the plan could cost up to ${plan.cost_usd:.2f}, above --max-plan-cost "
-            f"${max_cost_usd:.2f}; pass --yes to run it or raise --max-plan-cost"
-        )
-    return False
+    """Whether the grid may start without asking (see :func:`~booksum_app.runners.judge_plan.check_cost`)."""
+    return check_cost(plan.cost_usd, max_cost_usd=max_cost_usd, confirmed=confirmed, interactive=interactive)
 
 
 __all__ = [

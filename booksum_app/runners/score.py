@@ -30,6 +30,7 @@ from booksum_app.llm.registry import (
     get_model,
     is_demo_model,
 )
+from booksum_app.runners.judge_plan import JudgePlan, plan_judge
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
 from booksum_app.scoring.booookscore import (
     DEFAULT_BATCH_SIZE,
@@ -223,6 +224,32 @@ def _totals(before: tuple[int, int, int, int, float], model: Any, wall_s: float)
     )
 
 
+def _score_sources(
+    settings: ScoreSettings, loaded: Sequence[tuple[Path, Mapping[str, str]]]
+) -> tuple[tuple[Path, ...], str | None]:
+    """Where the BooookScores come from: annotation files (given, or carried by the summaries) or a judge."""
+    self_annotated = settings.judge is None and settings.use_judge and all(carries_annotations(p) for p, _ in loaded)
+    annotations = settings.annotations or (tuple(p for p, _ in loaded) if self_annotated else ())
+    judge = None
+    if not annotations and settings.use_judge:
+        judge = choose_judge(settings.judge, settings=settings.llm)
+    return tuple(annotations), judge
+
+
+def plan_score(paths: Sequence[Path], settings: ScoreSettings = ScoreSettings()) -> JudgePlan | None:
+    """The judge's pre-flight plan for :func:`run_score` with the same arguments; None when no judge runs.
+
+    Raises:
+        InputError, ConfigError: as :func:`run_score`, before any call.
+    """
+    loaded = [(Path(p), load_summaries(Path(p))) for p in paths]
+    annotations, judge = _score_sources(settings, loaded)
+    if annotations or judge is None:
+        return None
+    texts = {f"{n}/{book}": text for n, (_, summaries) in enumerate(loaded) for book, text in summaries.items()}
+    return plan_judge(texts, judge=judge, mode=settings.mode, batch_size=settings.batch_size, settings=settings.llm)
+
+
 def run_score(
     paths: Sequence[Path],
     settings: ScoreSettings = ScoreSettings(),
@@ -250,15 +277,13 @@ def run_score(
     stage = on_stage or (lambda _: None)
     notes: list[str] = []
     loaded = [(Path(p), load_summaries(Path(p))) for p in paths]
-    self_annotated = settings.judge is None and settings.use_judge and all(carries_annotations(p) for p, _ in loaded)
-    annotations = settings.annotations or (tuple(p for p, _ in loaded) if self_annotated else ())
+    annotations, judge_name = _score_sources(settings, loaded)
     references = _references(settings.references) if settings.references else None
     index = _source_index(settings.source) if settings.source else None
     judge_model = model
     notice = None
     demo_judge = False
     if not annotations and settings.use_judge and judge_model is None:
-        judge_name = choose_judge(settings.judge, settings=settings.llm)
         if judge_name is None:
             notice = NO_JUDGE_NOTE
         else:
@@ -372,4 +397,4 @@ def _lang_of(summaries: Mapping[str, str]) -> str:
 
 
 
-__all__ = ["SCHEMA_VERSION", "ScoreRun", "ScoreSettings", "load_summaries", "run_score"]
+__all__ = ["SCHEMA_VERSION", "ScoreRun", "ScoreSettings", "load_summaries", "plan_score", "run_score"]
