@@ -29,6 +29,14 @@ def _read_umask() -> int:
 FILE_MODE = 0o666 & ~_read_umask()
 
 
+def available_cores() -> int:
+    """Cores this process may run on (affinity and cgroup-pinned CPUs, not the machine's total)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def check_writable(path: str | os.PathLike[str]) -> Path:
     """Fail now if ``path`` cannot be written later: a directory, a parent that is a file, no permission.
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from booksum_app.books.language import detect_language
 from booksum_app.errors import ConfigError
@@ -42,6 +42,55 @@ _ZH_SENTENCE_RE = re.compile(
 )
 
 
+def untimed(value: Any) -> Any:
+    """``value`` with every NLTK ``TimedPattern`` inside it (lists, tuples) rewrapped without a time limit.
+
+    NLTK (>= 3.9.3) runs every regex under a 5 s *wall-clock* guard meant for caller-supplied,
+    possibly pathological patterns. Its own tokenizers' patterns are fixed and linear, but a
+    whole-book scan while 40 threads share 2 cores (and wait for the GIL) can take 5 s of wall
+    time, and the guard then kills a healthy run (issue 14). NLTK documents ``timeout=None``
+    for trusted patterns; results are unchanged. Hostile *input* stays bounded by the book
+    readers' own size limits, not by wall time.
+    """
+    from nltk import redos
+
+    if isinstance(value, redos.TimedPattern):
+        return redos.TimedPattern(value._rx, timeout=None)
+    if isinstance(value, list):
+        return [untimed(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(untimed(v) for v in value)
+    return value
+
+
+def trusted_class(cls: type) -> type:
+    """A subclass of an NLTK class whose class-level patterns (any attribute) run untimed."""
+    patched = {name: untimed(value) for name, value in vars(cls).items() if not name.startswith("__")}
+    patched = {name: value for name, value in patched.items() if value is not vars(cls)[name]}
+    return type(f"Trusted{cls.__name__}", (cls,), patched)
+
+
+def _trusted_punkt_parts() -> tuple[Any, Any]:
+    """Punkt's language variables and token class with their patterns untimed (see :func:`untimed`)."""
+    from nltk.tokenize import punkt
+
+    non_punct = untimed(punkt._re_non_punct)
+
+    class TrustedLanguageVars(trusted_class(punkt.PunktLanguageVars)):  # type: ignore[misc]
+        def _word_tokenizer_re(self) -> Any:
+            return untimed(super()._word_tokenizer_re())
+
+        def period_context_re(self) -> Any:
+            return untimed(super().period_context_re())
+
+    class TrustedToken(trusted_class(punkt.PunktToken)):  # type: ignore[misc]
+        @property
+        def is_non_punct(self) -> bool:
+            return bool(non_punct.search(self.type))
+
+    return TrustedLanguageVars(), TrustedToken
+
+
 @functools.cache
 def punkt_english() -> PunktSentenceTokenizer:
     """NLTK's ``PunktSentenceTokenizer`` with the trained English ``punkt_tab`` parameters."""
@@ -58,7 +107,8 @@ def punkt_english() -> PunktSentenceTokenizer:
     params.collocations = {tuple(pair) for pair in english.COLLOCATIONS}
     params.sent_starters = set(english.SENT_STARTERS)
     params.ortho_context = defaultdict(int, english.ORTHO_CONTEXT)
-    return PunktSentenceTokenizer(params)
+    lang_vars, token_cls = _trusted_punkt_parts()
+    return PunktSentenceTokenizer(params, lang_vars=lang_vars, token_cls=token_cls)
 
 
 def sentence_spans(text: str, *, lang: str = "en") -> list[tuple[int, int]]:

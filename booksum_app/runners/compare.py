@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from booksum_app.files import available_cores
 from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request
 from booksum_app.llm.base import Usage as TokenUsage
 from booksum_app.llm.calls import CallRecord
@@ -248,14 +249,21 @@ def run_compare(
     stop = threading.Event()
     progress.start(len(grid) * len(exp.books))
 
+    # Books run `jobs`-wide for the I/O-bound model calls; the CPU-bound work around them
+    # (parsing a book, the n-grams of its whole text) runs at most one per core, so 40 books on
+    # 2 cores do not time-slice each other into minutes (issue 14).
+    cpu_slots = threading.BoundedSemaphore(available_cores())
+
     def source_of(ctx: BookContext) -> frozenset[tuple[str, ...]]:
-        if ctx.key not in sources:
-            text = ctx.book.text(include_front_matter=exp.include_front_matter)
-            sources[ctx.key] = source_ngrams(text, lang=ctx.lang)
+        if ctx.key not in sources:  # once per book, reused by every configuration of the book
+            with cpu_slots:
+                text = ctx.book.text(include_front_matter=exp.include_front_matter)
+                sources[ctx.key] = source_ngrams(text, lang=ctx.lang)
         return sources[ctx.key]
 
     def run_book(path: Path) -> None:
-        ctx = open_context(path, exp)
+        with cpu_slots:
+            ctx = open_context(path, exp)
         for config in grid:
             if stop.is_set():
                 return

@@ -1,0 +1,77 @@
+"""Benchmark: `booksum compare` on many books at once (issue 14, the driver goal of issue 11).
+
+Copies one sample book N times (default 40 copies of The Time Machine), starts the fake
+OpenAI-compatible server in its own process answering every call after a fixed latency
+(default 1 s; in this process, on its own threads), and runs the real CLI in a subprocess:
+
+    booksum compare BOOKS --strategies hier --models openai:gpt-4 --chunk-sizes 2048 \\
+        --judge openai:gpt-4 --concurrency 256 --jobs 40 --out OUT --yes --no-plots
+
+Prints whether it completed, the answered calls (server side), the wall time, answered calls
+per second, the ceiling the latency allows (concurrency / latency) and the driver's peak RSS.
+
+    python benchmarks/bench_compare_scale.py [--books 40] [--latency 1.0] [--concurrency 256] [--jobs 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from booksum_app.testing.fake_server import FakeServer
+
+SHARED_BOOKS = Path(__file__).resolve().parents[2] / "shared" / "books"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--book", type=Path, default=next(iter(sorted(SHARED_BOOKS.glob("*time-machine*.epub"))), None))
+    parser.add_argument("--books", type=int, default=40)
+    parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--jobs", type=int, default=40)
+    parser.add_argument("--strategy", default="hier")
+    args = parser.parse_args()
+    if args.book is None or not args.book.is_file():
+        sys.exit("no sample book: pass --book PATH.epub")
+    server = FakeServer(latency_s=args.latency)
+    work = Path(tempfile.mkdtemp(prefix="booksum-scale-"))
+    try:
+        server.start()
+        books = work / "books"
+        books.mkdir()
+        for n in range(args.books):
+            shutil.copy(args.book, books / f"copy-{n:03d}{args.book.suffix}")
+        env = {**os.environ, "OPENAI_API_KEY": "dummy", "BOOKSUM_CACHE_DIR": str(work / "cache")}
+        command = [
+            sys.executable, "-c", "from booksum_app.cli import main; main()", "compare", str(books),
+            "--strategies", args.strategy, "--models", "openai:gpt-4", "--chunk-sizes", "2048",
+            "--judge", "openai:gpt-4", "--base-url", server.openai_base_url, "--concurrency", str(args.concurrency),
+            "--jobs", str(args.jobs), "--out", str(work / "out"), "--yes", "--no-plots",
+        ]
+        start = time.perf_counter()
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        wall_s = time.perf_counter() - start
+        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        calls = server.call_count
+    finally:
+        server.close()
+        shutil.rmtree(work, ignore_errors=True)
+    tail = done.stderr.strip().splitlines()[-1:] if done.returncode else []
+    print(f"{args.books} books x {args.strategy}, latency {args.latency:g}s, concurrency {args.concurrency}, "
+          f"jobs {args.jobs}, cores {len(os.sched_getaffinity(0))}, load {os.getloadavg()[0]:.2f}")
+    print(f"completed: {done.returncode == 0} (exit {done.returncode}) {' '.join(tail)}")
+    print(f"answered calls: {calls}; wall {wall_s:.1f}s; {calls / wall_s:.1f} calls/s "
+          f"(latency ceiling {args.concurrency / args.latency:.0f} calls/s: {calls / wall_s / (args.concurrency / args.latency):.2f}x)")
+    print(f"driver peak RSS: {peak_mb:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
