@@ -99,11 +99,26 @@ class Heartbeat:
             err_console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
+def _eta_s(snap: Any) -> float | None:
+    eta = getattr(snap, "eta_s", None)  # summarize: from the planned calls
+    if eta is None and getattr(snap, "running", None) is not None and snap.done and snap.total > snap.done:
+        eta = snap.elapsed_s / snap.done * (snap.total - snap.done)  # compare: from summaries done
+    return eta
+
+
+def stats_text(snap: Any) -> str:
+    """Calls, calls in flight, tokens, dollars and ETA of a progress snapshot, compact enough for 60 columns."""
+    eta = _eta_s(snap)
+    eta_text = f" · ETA {int(eta) // 60}:{int(eta) % 60:02d}" if eta is not None else ""
+    return (f"calls {snap.calls} ({snap.cache_hits} cached) · {snap.in_flight} in flight · "
+            f"{snap.input_tokens:,}+{snap.output_tokens:,} tok · ${snap.cost_usd:.4f}{eta_text}")
+
+
 def snapshot_line(snap: Any) -> str:
+    """The heartbeat's line: stage, done/total and :func:`stats_text`."""
     done = f" {snap.done}/{snap.total}" if getattr(snap, "total", 0) else ""
     stage = getattr(snap, "stage", None) or "summaries"
-    return (f"{stage}{done}: calls {snap.calls} ({snap.cache_hits} cached), in flight {snap.in_flight}, "
-            f"tokens {snap.input_tokens:,}+{snap.output_tokens:,}, ${snap.cost_usd:.4f}")
+    return f"{stage}{done}: {stats_text(snap)}"
 
 
 def handle_errors(func: F) -> F:

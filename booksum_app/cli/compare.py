@@ -19,6 +19,7 @@ from booksum_app.cli.base import (
     llm_settings,
     plan_options,
     snapshot_line,
+    stats_text,
 )
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 
@@ -156,8 +157,7 @@ def _run_compare_with_progress(exp: Any, settings: Any, run: Any, *, plots: bool
     task = bar.add_task("", total=None, stats="")
 
     def draw(snap: Any) -> None:
-        stats = (f"calls {snap.calls} ({snap.cache_hits} cached), in flight {snap.in_flight}, "
-                 f"tokens {snap.input_tokens:,}+{snap.output_tokens:,}, ${snap.cost_usd:.4f}")
+        stats = stats_text(snap)
         running = "; ".join(snap.running[:2]) + (f" (+{len(snap.running) - 2})" if len(snap.running) > 2 else "")
         bar.update(task, description=esc(running), completed=snap.done, total=snap.total or None, stats=stats)
 

@@ -17,6 +17,7 @@ from booksum_app.cli.base import (
     llm_options,
     llm_settings,
     snapshot_line,
+    stats_text,
 )
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 from booksum_app.errors import BooksumError
@@ -74,8 +75,7 @@ def summarize_command(
     task = bar.add_task("starting", total=None, count="", stats="")
 
     def draw(snap: Any) -> None:
-        stats = (f"calls {snap.calls} ({snap.cache_hits} cached), in flight {snap.in_flight}, "
-                 f"tokens {snap.input_tokens:,}+{snap.output_tokens:,}, ${snap.cost_usd:.4f}")
+        stats = stats_text(snap)
         count = f"{snap.done}/{snap.total}" if snap.total else ""
         bar.update(task, description=esc(snap.stage), completed=snap.done, total=snap.total or None,
                    count=count, stats=stats)

@@ -28,6 +28,14 @@ class ProgressSnapshot:
     output_tokens: int
     cost_usd: float
     elapsed_s: float
+    planned_calls: int = 0  # the pre-flight plan's calls (an upper bound before regenerations); 0: unknown
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the pace so far, from the planned calls; None before the first call or past the plan."""
+        if not self.planned_calls or not self.calls or self.calls >= self.planned_calls:
+            return None
+        return self.elapsed_s / self.calls * (self.planned_calls - self.calls)
 
 
 class RunProgress:
@@ -40,7 +48,13 @@ class RunProgress:
         self._calls = self._hits = self._in = self._out = 0
         self._cost = 0.0
         self._model: Any = None
+        self._planned = 0
         self.listeners: list[Any] = []
+
+    def set_planned_calls(self, calls: int) -> None:
+        """The run's pre-flight plan, for the ETA."""
+        with self._lock:
+            self._planned = calls
 
     def attach(self, model: Any) -> None:
         """Remember the model so calls in flight can be shown (a Client has ``in_flight``)."""
@@ -81,6 +95,7 @@ class RunProgress:
                 self._out,
                 self._cost,
                 time.perf_counter() - self._start,
+                self._planned,
             )
 
 

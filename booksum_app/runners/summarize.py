@@ -29,6 +29,7 @@ from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ChatModel
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.registry import LLMSettings, get_model
+from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.progress import RunProgress
 from booksum_app.signature import make_signature
 from booksum_app.strategies import Strategy, StrategyConfig, StrategyJob, get_strategy, load_prompts
@@ -146,6 +147,7 @@ def summarize_book(
             chapter_aware=chapter_aware,
             include_front_matter=include_front_matter,
             on_progress=notify if events else None,
+            on_plan=progress.set_planned_calls if progress is not None else None,
         )
     finally:
         if owned is not None:
@@ -162,6 +164,7 @@ def _run(
     chapter_aware: bool,
     include_front_matter: bool,
     on_progress: ProgressFn | None,
+    on_plan: Callable[[int], None] | None = None,
 ) -> SummaryRecord:
     started = time.perf_counter()
     chunk_size, max_summary_tokens, prompts = config.chunk_size, config.max_summary_tokens, config.prompts
@@ -183,6 +186,10 @@ def _run(
     chapters = tuple(
         (c.title, c.text) for c in book.selected_chapters(include_front_matter=include_front_matter)
     )
+    if on_plan is not None:  # the pre-flight plan's calls give the progress display its ETA
+        planned = plan_strategy(impl.name, chunk_tokens=[c.n_tokens for c in chunks], info=chat.info,
+                                count_tokens=chat.count_tokens, config=config, clean=clean)
+        on_plan(planned.calls)
     result = impl.run(
         StrategyJob(chunks, text, config, chapters), model=chat, prompts=bundle, on_progress=on_progress
     )
