@@ -234,3 +234,25 @@ def test_no_plan_when_no_judge_runs(tmp_path: Path) -> None:
     summary.write_text(SUMMARY, encoding="utf-8")
     code, _, stderr = invoke("score", str(summary), "--max-plan-cost", "0")
     assert code == 0 and "judge plan" not in stderr
+
+
+# ---- issue 13: booksum models ----------------------------------------------------------------
+
+
+def test_models_lists_table_and_config_models_with_their_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[models."openai:my-finetune"]\ncontext_window = 32000\ninput_usd_per_mtok = 1.0\n'
+                      'output_usd_per_mtok = 2.0\ntokenizer = "o200k_base"\n'
+                      '[models."openai:gpt-4o"]\ninput_usd_per_mtok = 2.0\n', encoding="utf-8")
+    monkeypatch.setenv("BOOKSUM_CONFIG", str(config))
+    code, stdout, stderr = invoke("models", "--json")
+    assert code == 0, stderr
+    data = json.loads(stdout)
+    rows = {m["name"]: m for m in data["models"]}
+    assert rows["openai:my-finetune"]["source"] == "config" and rows["openai:my-finetune"]["context_window"] == 32000
+    assert rows["openai:gpt-4o"]["source"] == "shipped+config" and rows["openai:gpt-4o"]["input_usd_per_mtok"] == 2.0
+    assert rows["openai:gpt-4o-mini"]["source"] == "shipped"
+    assert data["backends"]["openai"] is True and set(data["strategies"]) >= {"hier", "inc", "direct"}
+    assert data["judge"] is None
+    code, stdout, _ = invoke("models")
+    assert code == 0 and "openai:my-finetune" in stdout and "Backends:" in stdout

@@ -108,6 +108,7 @@ class _Table:
     aliases: Mapping[str, str]
     default_model: str | None
     judge_model: str | None = None
+    from_config: frozenset[str] = frozenset()  # model names the user's config file added or changed
 
 
 @cache
@@ -181,7 +182,8 @@ def load_table(path: Path | None) -> _Table:
     judge = user.get("judge_model")
     if judge is not None and not isinstance(judge, str):
         raise ConfigError(f"{path}: judge_model must be a model string")
-    return _Table(shipped["providers"], models, aliases, default, judge)
+    from_config = frozenset(_canonical_name(name) for name in user_models)
+    return _Table(shipped["providers"], models, aliases, default, judge, from_config)
 
 
 def _canonical_name(name: str) -> str:
@@ -311,6 +313,58 @@ def is_demo_model(model: str, *, settings: LLMSettings = LLMSettings(), env: Map
     """Whether ``model`` resolves to the embedded demo model (``local`` without a GGUF path)."""
     spec = choose_model(model, settings=settings, env=env)
     return spec.provider == "local" and not spec.model_id
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One row of ``booksum models``: a known model, its metadata and where the values come from."""
+
+    name: str
+    aliases: tuple[str, ...]
+    context_window: int
+    tokenizer: str
+    input_usd_per_mtok: float
+    output_usd_per_mtok: float
+    cached_input_usd_per_mtok: float | None
+    source: str  # "shipped" (booksum's table), "config" (the user's file) or "shipped+config"
+
+
+BACKEND_PACKAGES = {"openai": "openai", "anthropic": "anthropic", "vllm": "vllm", "local": "llama_cpp"}
+
+
+def list_models(*, settings: LLMSettings = LLMSettings(), env: Mapping[str, str] | None = None) -> list[ModelEntry]:
+    """Every model of the shipped table and the user's config file, with where each comes from.
+
+    Raises:
+        ConfigError: the config file is invalid.
+    """
+    env = os.environ if env is None else env
+    table = load_table(settings.config_path or config_path(env))
+    shipped = _shipped_table()["models"]
+    aliases: dict[str, list[str]] = {}
+    for alias, target in table.aliases.items():
+        aliases.setdefault(target, []).append(alias)
+    rows = []
+    for name, entry in sorted(table.models.items()):
+        in_shipped, in_config = name in shipped, name in table.from_config
+        source = "shipped+config" if in_shipped and in_config else "config" if in_config else "shipped"
+        cached = entry.get("cached_input_usd_per_mtok")
+        rows.append(ModelEntry(
+            name=name, aliases=tuple(sorted(aliases.get(name, ()))),
+            context_window=int(entry.get("context_window", 0)), tokenizer=str(entry.get("tokenizer", "")),
+            input_usd_per_mtok=float(entry.get("input_usd_per_mtok", 0.0)),
+            output_usd_per_mtok=float(entry.get("output_usd_per_mtok", 0.0)),
+            cached_input_usd_per_mtok=None if cached is None else float(cached), source=source,
+        ))
+    return rows
+
+
+def installed_backends() -> dict[str, bool]:
+    """Provider -> whether its package can be imported here (checked without importing it)."""
+    import importlib.util
+
+    return {provider: importlib.util.find_spec(BACKEND_PACKAGES.get(provider, provider)) is not None
+            for provider in PROVIDERS}
 
 
 def resolve_model(

@@ -1,0 +1,63 @@
+"""``booksum models``: known models with context, tokenizer and prices, installed backends and strategies."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import click
+
+from booksum_app.cli.base import console, esc, handle_errors
+
+
+def _price(value: float | None) -> str:
+    return "–" if value is None else f"${value:g}"
+
+
+@click.command("models")
+@click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
+@handle_errors
+def models_command(as_json: bool) -> None:
+    """List known models (shipped table + your config file), installed backends and strategies."""
+    from rich.table import Table
+
+    from booksum_app.llm.registry import choose_judge, choose_model, installed_backends, list_models
+    from booksum_app.strategies import STRATEGIES
+    from booksum_app.strategies.registry import BUILTIN
+
+    rows = list_models()
+    backends = installed_backends()
+    default = choose_model()
+    judge = choose_judge()
+    strategies = {name: {"description": STRATEGIES[name].description,
+                         "source": "built-in" if name in BUILTIN else "plugin"} for name in STRATEGIES}
+    broken = dict(STRATEGIES.broken)
+    if as_json:
+        click.echo(json.dumps({
+            "models": [dataclasses.asdict(r) for r in rows],
+            "backends": backends,
+            "default_model": {"name": default.info.name, "source": default.source},
+            "judge": judge,
+            "strategies": strategies,
+            "broken_strategies": broken,
+        }, ensure_ascii=False, indent=1))
+        return
+    table = Table(title="Known models (USD per million tokens)", title_justify="left")
+    for column in ("model", "aliases", "context", "tokenizer", "input", "cached input", "output", "from"):
+        table.add_column(column, justify="right" if column in ("context", "input", "cached input", "output") else "left")
+    for r in rows:
+        table.add_row(esc(r.name), esc(", ".join(r.aliases)), f"{r.context_window:,}", esc(r.tokenizer),
+                      _price(r.input_usd_per_mtok), _price(r.cached_input_usd_per_mtok), _price(r.output_usd_per_mtok),
+                      r.source)
+    console.print(table)
+    console.print("Backends: " + ", ".join(f"{p} ({'installed' if ok else 'not installed'})"
+                                           for p, ok in backends.items()), markup=False, highlight=False)
+    console.print(f"Default model: {default.info.name} (from {default.source}); judge: "
+                  f"{judge or 'none chosen (--judge, BOOKSUM_JUDGE or judge_model in the config file)'}",
+                  markup=False, highlight=False, soft_wrap=True)
+    console.print("Strategies: " + "; ".join(f"{n} ({v['source']}): {v['description']}" for n, v in strategies.items()),
+                  markup=False, highlight=False, soft_wrap=True)
+    for name, reason in broken.items():
+        console.print(f"Strategy {name} could not be loaded: {reason}", markup=False, highlight=False, soft_wrap=True)
+    console.print("Any model on an OpenAI-compatible server: --model openai:NAME --base-url URL (docs/models.md).",
+                  markup=False, highlight=False)
