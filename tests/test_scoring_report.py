@@ -109,3 +109,16 @@ def test_report_renders_highlights_and_questions_in_chromium(tmp_path: Path) -> 
     assert ("t-causal-omission", "causal omission", "The boat sinks.") in marks
     assert "Who are the Council of &lt;Nine&gt;?" in dom and "Why does the boat sink?" in dom
     assert "I cannot &lt;say&gt;" in dom  # the unparseable answer is shown, not hidden
+
+
+def test_report_has_contents_linking_every_summary_by_position() -> None:
+    import dataclasses
+
+    system = _system()
+    hostile = dataclasses.replace(system, name='x" onclick="alert(1)', rows=system.rows * 120)
+    page = render_report([system, hostile])
+    assert "<h2>Contents</h2>" in page
+    assert page.count('href="#sys1-') == 120 and 'id="sys1-119"' in page and 'id="sys0"' in page
+    for anchor in re.findall(r'href="#([^"]+)"', page):
+        assert f'id="{anchor}"' in page, f"dangling link #{anchor}"
+    assert 'onclick="alert' not in page, "names are escaped, ids are positions"

@@ -43,6 +43,7 @@ sup.ref{font-size:.7em;font-weight:bold;margin-left:.1rem}
 .unparseable{text-decoration:underline dashed #888}
 .meta{color:#555;font-size:.9em}
 .types{font-weight:600}
+.contents details{display:inline}.toc{columns:18rem;font-size:.9em}
 """
 
 
@@ -130,7 +131,7 @@ def _note(ref: int, judgement: SentenceJudgement) -> str:
     return f'<li value="{ref}"><span class="types">{_e(kinds)}</span> – <span class="question">{_e(judgement.questions or "")}</span></li>'
 
 
-def _summary_block(row: SummaryRow) -> str:
+def _summary_block(row: SummaryRow, anchor: str = "") -> str:
     j = row.judgement
     text = row.summary.strip()
     by_index = {s.index: s for s in j.sentences} if j else {}
@@ -160,10 +161,27 @@ def _summary_block(row: SummaryRow) -> str:
         + "</p>"
     )
     note_list = f'<ol class="notes">{"".join(notes)}</ol>' if notes else '<p class="meta">No confusing sentence.</p>'
+    id_attr = f' id="{anchor}"' if anchor else ""
     return (
-        f'<section class="book"><h3>{_e(row.book)}</h3>{meta}'
+        f'<section class="book"{id_attr}><h3>{_e(row.book)}</h3>{meta}'
         f'<div class="summary"><p class="text">{"".join(parts)}</p>{note_list}</div></section>'
     )
+
+
+def _contents(systems: Sequence[SystemScores]) -> str:
+    """Links to every system and summary (ids by position: names are data, never markup)."""
+    items = []
+    for n, s in enumerate(systems):
+        links = []
+        for m, row in enumerate(s.rows):
+            j = row.judgement
+            score = f" ({_fmt(100 * j.score)})" if j is not None and j.score is not None else ""
+            links.append(f'<li><a href="#sys{n}-{m}">{_e(row.book)}</a>{score}</li>')
+        items.append(
+            f'<li><a href="#sys{n}">{_e(s.name)}</a> <details><summary>{len(s.rows)} summaries</summary>'
+            f'<ol class="toc">{"".join(links)}</ol></details></li>'
+        )
+    return f'<h2>Contents</h2><ul class="contents">{"".join(items)}</ul>'
 
 
 def render_report(systems: Sequence[SystemScores], *, notes: Sequence[str] = (), title: str = "booksum scores") -> str:
@@ -185,9 +203,10 @@ def render_report(systems: Sequence[SystemScores], *, notes: Sequence[str] = (),
         "<h2>Legend</h2>",
         _legend(),
     ]
-    for s in systems:
-        body.append(f"<h2>{_e(s.name)}</h2>")
-        body.extend(_summary_block(row) for row in s.rows)
+    body.append(_contents(systems))
+    for n, s in enumerate(systems):
+        body.append(f'<h2 id="sys{n}">{_e(s.name)}</h2>')
+        body.extend(_summary_block(row, f"sys{n}-{m}") for m, row in enumerate(s.rows))
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{_e(title)}</title>"
