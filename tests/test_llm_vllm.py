@@ -169,3 +169,45 @@ def test_missing_vllm_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_p
     info = resolve_model(MODEL, settings=LLMSettings(config_path=tmp_path / "c"), env={})
     with pytest.raises(ModelUnavailable, match=r"pip install 'booksum\[vllm\]'"):
         VLLMBackend(info, model_id="Qwen/Qwen2.5-7B-Instruct")
+
+
+def test_engine_arguments_pass_through_from_config_and_cli(engines: list[StandInLLM], tmp_path: Path) -> None:
+    from booksum_app.cli.base import _engine_args
+
+    config = tmp_path / "config.toml"
+    config.write_text("[vllm_engine]\ngpu_memory_utilization = 0.8\nmax_model_len = 16384\n", encoding="utf-8")
+    cli_args = _engine_args(("max-model-len=8192", "data_parallel_size=2", "enforce_eager=true", "dtype=bfloat16"))
+    settings = LLMSettings(cache_dir=tmp_path, config_path=config, engine_args=cli_args)
+    get_model(MODEL, settings=settings, env={})
+    assert engines[0].kwargs == {
+        "model": "Qwen/Qwen2.5-7B-Instruct",
+        "enable_prefix_caching": True,
+        "tensor_parallel_size": 1,
+        "gpu_memory_utilization": 0.8,  # from the config file
+        "max_model_len": 8192,  # the flag beats the config
+        "data_parallel_size": 2,
+        "enforce_eager": True,
+        "dtype": "bfloat16",
+    }
+
+
+def test_an_engine_argument_vllm_does_not_know_is_a_config_error(
+    engines: list[StandInLLM], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from booksum_app.errors import ConfigError
+
+    def strict_llm(*, model: str, tensor_parallel_size: int, enable_prefix_caching: bool) -> None:
+        raise AssertionError("not reached")
+
+    monkeypatch.setattr(sys.modules["vllm"], "LLM", strict_llm)
+    settings = LLMSettings(cache_dir=tmp_path, config_path=tmp_path / "c", engine_args=(("gpu_mem", 0.5),))
+    with pytest.raises(ConfigError, match="gpu_mem"):
+        get_model(MODEL, settings=settings, env={})
+
+
+def test_malformed_engine_argument_is_refused() -> None:
+    from booksum_app.cli.base import _engine_args
+    from booksum_app.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        _engine_args(("tensor_parallel_size",))

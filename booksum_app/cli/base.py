@@ -7,6 +7,7 @@ paths, server messages) is escaped with ``esc`` or printed with ``markup=False``
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import sys
@@ -156,7 +157,25 @@ _LLM_OPTIONS = (
                  show_default=True, help="Seconds to wait for one answer from a server before retrying it."),
     click.option("--max-cost", type=click.FloatRange(min=0), default=None,
                  help="Stop before spending more than this many USD (per model)."),
+    click.option("--engine-arg", "engine_args", multiple=True, metavar="KEY=VALUE",
+                 help="vLLM engine argument for vllm: models, e.g. tensor_parallel_size=2 (repeatable)."),
 )
+
+
+def _engine_args(items: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+    from booksum_app.errors import ConfigError
+
+    parsed = []
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--engine-arg {item!r}: give KEY=VALUE, e.g. gpu_memory_utilization=0.85")
+        try:
+            value: Any = json.loads(raw)  # numbers, true/false, null, lists; anything else is a string
+        except ValueError:
+            value = raw
+        parsed.append((key.strip().replace("-", "_"), value))
+    return tuple(parsed)
 
 
 def plan_options(func: F) -> F:
@@ -179,13 +198,14 @@ def llm_options(func: F) -> F:
 
 def llm_settings(
     *, base_url: str | None, cache_dir: Path | None, no_cache: bool, concurrency: int | None,
-    timeout_s: float, max_cost: float | None,
+    timeout_s: float, max_cost: float | None, engine_args: tuple[str, ...] = (),
 ) -> LLMSettings:
     """The library's call settings from the options of :func:`llm_options`."""
     from booksum_app.llm.registry import LLMSettings
 
     return LLMSettings(cache_dir=cache_dir, use_cache=not no_cache, concurrency=concurrency,
-                       max_cost_usd=max_cost, base_url=base_url, timeout_s=timeout_s)
+                       max_cost_usd=max_cost, base_url=base_url, timeout_s=timeout_s,
+                       engine_args=_engine_args(engine_args))
 
 
 __all__ = [

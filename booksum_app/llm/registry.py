@@ -76,6 +76,7 @@ class LLMSettings:
     max_attempts: int = 6
     timeout_s: float = DEFAULT_TIMEOUT_S  # per attempt (hosted APIs and servers), then retried
     tensor_parallel_size: int = 1
+    engine_args: tuple[tuple[str, Any], ...] = ()  # vLLM engine arguments; override the config's [vllm_engine]
     n_ctx: int | None = None  # local model context; None: the model's window (8192)
     config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
 
@@ -109,6 +110,7 @@ class _Table:
     default_model: str | None
     judge_model: str | None = None
     from_config: frozenset[str] = frozenset()  # model names the user's config file added or changed
+    vllm_engine: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # config [vllm_engine]
 
 
 @cache
@@ -183,7 +185,10 @@ def load_table(path: Path | None) -> _Table:
     if judge is not None and not isinstance(judge, str):
         raise ConfigError(f"{path}: judge_model must be a model string")
     from_config = frozenset(_canonical_name(name) for name in user_models)
-    return _Table(shipped["providers"], models, aliases, default, judge, from_config)
+    engine = user.get("vllm_engine", {})
+    if not isinstance(engine, dict):
+        raise ConfigError(f"{path}: [vllm_engine] must be a table of vLLM engine arguments")
+    return _Table(shipped["providers"], models, aliases, default, judge, from_config, engine)
 
 
 def _canonical_name(name: str) -> str:
@@ -402,12 +407,10 @@ def _build_backend(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str
     if spec.provider == "vllm":
         from booksum_app.llm.vllm_backend import VLLMBackend
 
-        return VLLMBackend(
-            spec.info,
-            model_id=spec.model_id,
-            tensor_parallel_size=settings.tensor_parallel_size,
-            known_context=spec.known,
-        )
+        # engine arguments pass through untouched: config [vllm_engine], then --engine-arg k=v
+        engine = {**load_table(settings.config_path or config_path(env)).vllm_engine, **dict(settings.engine_args)}
+        engine.setdefault("tensor_parallel_size", settings.tensor_parallel_size)
+        return VLLMBackend(spec.info, model_id=spec.model_id, known_context=spec.known, **engine)
     from booksum_app.llm.local_backend import LocalBackend
 
     return LocalBackend(

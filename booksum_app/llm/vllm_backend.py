@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable
+from booksum_app.errors import ConfigError, ContextTooLong, ModelError, ModelUnavailable
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 
 
@@ -51,6 +51,11 @@ class VLLMBackend:
                 enable_prefix_caching=True,
                 **engine_kwargs,
             )
+        except TypeError as exc:  # an engine argument this vLLM does not know
+            raise ConfigError(
+                f"vllm:{model_id}: {exc}; check the --engine-arg / [vllm_engine] names against "
+                "`vllm serve --help` (EngineArgs)"
+            ) from exc
         except (OSError, ValueError, RuntimeError) as exc:
             raise ModelUnavailable(
                 f"vllm:{model_id} could not be loaded ({exc}); check the model id/path and GPU memory"
