@@ -1,10 +1,12 @@
 """Plain-text reader: encoding detection, paragraphs, chapter headings, Gutenberg boilerplate.
 
-Encodings (no chardet): a BOM decides first (UTF-8, UTF-16 LE/BE, UTF-32); NUL bytes
+Encodings: a BOM decides first (UTF-8, UTF-16 LE/BE, UTF-32); NUL bytes
 mean BOM-less UTF-16 when one byte order decodes to text rich in ASCII and CJK
 punctuation; otherwise NULs or a high share of control characters mean a binary
-file, refused. Then strict decodes in order
-UTF-8 -> GB18030 -> cp1252. GB18030 also accepts many cp1252 byte pairs ("é" + "s"),
+file, refused. Then strict UTF-8; then charset-normalizer, whose answer is taken for
+the encodings our rules cannot tell apart (Big5, Shift-JIS, EUC-KR, cp1251, KOI8-R,
+Greek, ...), but not for the Latin and GB families, nor for files under 64 bytes: there
+the rules decide, GB18030 -> cp1252. GB18030 also accepts many cp1252 byte pairs ("é" + "s"),
 so its result is only taken when it looks Chinese: at least 90 % of the non-ASCII
 characters are CJK ideographs or CJK/full-width punctuation and ideographs make up
 at least 5 % of letters (or ``lang="zh"`` was given), or when cp1252 cannot decode.
@@ -99,6 +101,9 @@ def decode_text(data: bytes, *, name: str, lang: str | None = None) -> tuple[str
         return _check_not_binary(data.decode("utf-8"), name), "utf-8"
     except UnicodeDecodeError:
         pass
+    detected = _detect(data)
+    if detected is not None:
+        return _check_not_binary(detected[0], name), detected[1]
     gb = _try(data, "gb18030")
     cp = _try(data, "cp1252")
     if gb is not None and (cp is None or _looks_chinese(gb, lang=lang)):
@@ -106,8 +111,35 @@ def decode_text(data: bytes, *, name: str, lang: str | None = None) -> tuple[str
     if cp is not None:
         return _check_not_binary(cp, name), "cp1252"
     raise BookFormatError(
-        f"{name}: cannot decode the text as UTF-8, UTF-16, GB18030 or cp1252; re-save it as UTF-8"
+        f"{name}: cannot decode the text: not UTF-8, UTF-16, GB18030, cp1252 or another encoding "
+        "charset-normalizer recognizes; re-save it as UTF-8"
     )
+
+
+# Single-byte Western encodings: here our own rule (cp1252, a superset of Latin-1's printable
+# range) is right and the detector is not (it reads short French as cp1250).
+_LATIN_FAMILY = frozenset({"ascii", "cp1252", "latin_1", "iso8859_15", "cp1250", "iso8859_2", "mac_roman",
+                           "cp850", "cp437", "iso8859_3", "iso8859_4", "iso8859_9", "iso8859_10",
+                           "iso8859_13", "iso8859_14", "iso8859_16", "cp1254", "cp1257", "mac_latin2"})
+_GB_FAMILY = frozenset({"gb18030", "gbk", "gb2312", "hz"})
+MIN_DETECT_BYTES = 64  # below this the detector guesses; our rules decide
+
+
+def _detect(data: bytes) -> tuple[str, str] | None:
+    """``(text, encoding)`` from charset-normalizer for the encodings our rules cannot tell apart.
+
+    Big5, Shift-JIS/cp932, EUC-KR/cp949, cp1251, KOI8-R, Greek, Hebrew, Arabic, ... are taken
+    from the detector; the Latin family and the GB family are left to the rules above
+    (``None``), which also decide short files.
+    """
+    if len(data) < MIN_DETECT_BYTES:
+        return None
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data).best()
+    if best is None or best.encoding in _LATIN_FAMILY or best.encoding in _GB_FAMILY:
+        return None
+    return str(best), best.encoding
 
 
 def _try(data: bytes, encoding: str) -> str | None:

@@ -56,7 +56,8 @@ def _render_inspect(report: Any) -> None:
     if report.model_notice:
         err_console.print(f"[yellow]note:[/] {esc(report.model_notice)}", highlight=False, soft_wrap=True)
     authors = ", ".join(report.authors) or "unknown author"
-    console.print(f"[bold]{esc(report.title)}[/] by {esc(authors)}  ({esc(report.format)}, language {esc(report.language)})",
+    console.print(f"[bold]{esc(report.title)}[/] by {esc(authors)}  ({esc(report.format)}, language {esc(report.language)}"
+                  f"{', encoding ' + esc(report.encoding) if report.encoding else ''})",
                   highlight=False)
     sections = Table(title="Sections", show_lines=False)
     for column in ("#", "title", "tokens", "status"):

@@ -61,6 +61,7 @@ class InspectReport:
     sections: tuple[SectionReport, ...]
     chunks: ChunkStats
     plans: tuple[CallPlan, ...]
+    encoding: str = ""  # how a text file was decoded ("utf-8", "big5", "cp1252", ...); "" for epub
 
     @property
     def kept_sections(self) -> tuple[SectionReport, ...]:
@@ -156,6 +157,7 @@ def inspect_book(
         authors=book.authors,
         language=book.language,
         format=book.format,
+        encoding=book.metadata.get("encoding", ""),
         model=info.name,
         model_notice=notice,
         tokenizer=info.tokenizer,
