@@ -198,3 +198,16 @@ def test_html_is_sniffed_without_extension(tmp_path: Path) -> None:
     path = tmp_path / "page"
     path.write_text("<!DOCTYPE html><html><body><p>Hello there.</p></body></html>")
     assert open_book(path).format == "html"
+
+
+def test_markdown_script_and_style_bodies_are_not_story_text(tmp_path: Path) -> None:
+    path = tmp_path / "book.md"
+    path.write_text(
+        "# Chapter 1\n\nMara baked bread.\n\n<script>\nvar secret = 'steal the cookies';\n</script>\n\n"
+        "<STYLE type=\"text/css\">p { color: red }</STYLE>\n\n<!-- an editor's note -->\n\n"
+        "She sold it by noon.\n",
+        encoding="utf-8",
+    )
+    text = open_book(path).text()
+    assert "Mara baked bread." in text and "She sold it by noon." in text
+    assert "steal the cookies" not in text and "color: red" not in text and "editor" not in text

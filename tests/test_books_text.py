@@ -111,10 +111,12 @@ def test_english_headings_and_paragraphs(tmp_path: Path) -> None:
         "PROLOGUE",
         "Epilogue",
         "Chapter 3: The Storm",
+        "Chapter 10000",
         "第十二章",
         "第十二回",
         "第12章",
         "第十二章　风雪",
+        "第七十四回　燕青智扑“擎天柱”　李逵寿张乔坐衙",
         "楔子",
     ],
 )
@@ -256,3 +258,33 @@ def test_bad_utf8_after_bom_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"\xef\xbb\xbfabc \xff\xfe def")
     with pytest.raises(BookFormatError, match="byte-order mark"):
         open_book(path)
+
+
+def test_a_chinese_sentence_starting_with_a_chapter_number_is_text(tmp_path: Path) -> None:
+    text = (
+        "《红楼梦》曹雪芹\n\n第三回　贾雨村夤缘复旧职　林黛玉抛父进京都\n\n　　却说雨村忙回头看时，不是别人。\n\n"
+        "　　第四回中既将薛家母子在荣府内寄居等事略已表明，此回则暂不能写矣。\n\n"
+        "第四回　薄命女偏逢薄命郎　葫芦僧乱判葫芦案\n\n　　却说黛玉同姊妹们至王夫人处。\n\n"
+        "第一百十九回说的是宝玉中举，这是后话。\n\n"
+    )
+    path = tmp_path / "hlm.txt"
+    path.write_text(text, encoding="utf-8")
+    book = open_book(path)
+    titles = [c.title for c in book.chapters if c.narrative]
+    assert titles == ["第三回　贾雨村夤缘复旧职　林黛玉抛父进京都", "第四回　薄命女偏逢薄命郎　葫芦僧乱判葫芦案"]
+    assert "第四回中既将薛家母子" in book.chapters[-2].text or "第四回中既将薛家母子" in book.text()
+    assert "第一百十九回说的是宝玉中举" in book.chapters[-1].text
+    assert (book.title, book.authors) == ("红楼梦", ("曹雪芹",))
+
+
+def test_shuihuzhuan_keeps_its_wedge_and_120_chapters_and_reads_its_title_line() -> None:
+    from tests.conftest import BOOKS_DIR
+
+    path = BOOKS_DIR / "shi-naian_shuihuzhuan.txt"
+    if not path.is_file():
+        pytest.skip("水浒传 not in ../shared/books")
+    book = open_book(path)
+    narrative = [c for c in book.chapters if c.narrative]
+    assert len(narrative) == 121 and narrative[0].title.startswith("楔子")
+    assert narrative[-1].title.startswith("第一百二十回")
+    assert (book.title, book.authors) == ("水浒传", ("施耐庵",))

@@ -25,7 +25,8 @@ MIB = 1024 * 1024
 class ZipLimits:
     """Caps applied to an archive; the defaults fit any real book with room to spare."""
 
-    max_members: int = 10_000
+    # No cap on the member count: zipfile has parsed the directory before any check could run,
+    # and a book with 10,000 short chapters is a book (issue 9 item 8). Bytes and ratios bound the work.
     max_total_bytes: int = 512 * MIB
     max_member_bytes: int = 128 * MIB
     max_ratio: float = 200.0  # uncompressed / compressed, for members over ratio_floor_bytes
@@ -56,16 +57,17 @@ class SafeZip:
     def _check_directory(self, infos: list[zipfile.ZipInfo]) -> None:
         lim = self.limits
         name = self.path.name
-        if len(infos) > lim.max_members:
-            raise BookFormatError(
-                f"{name}: archive has {len(infos)} members (limit {lim.max_members}); "
-                "refusing a possible zip bomb"
-            )
         total = sum(i.file_size for i in infos)
         if total > lim.max_total_bytes:
             raise BookFormatError(
                 f"{name}: archive would unpack to {total // MIB} MiB "
                 f"(limit {lim.max_total_bytes // MIB} MiB); refusing a possible zip bomb"
+            )
+        packed = sum(i.compress_size for i in infos)
+        if total > lim.ratio_floor_bytes and total / max(packed, 1) > lim.max_ratio:  # many small bombs
+            raise BookFormatError(
+                f"{name}: archive has compression ratio {total / max(packed, 1):.0f}:1 "
+                f"(limit {lim.max_ratio:.0f}:1); refusing a possible zip bomb"
             )
         for info in infos:
             self._check_member(info)

@@ -6,7 +6,9 @@ heading is the book title and chapters start at level 2 (as in HTML). Deeper
 headings stay as paragraphs. A YAML front-matter block supplies ``title`` and
 ``author``. Inline markup is stripped reasonably: emphasis markers, links (text
 kept), images (dropped), inline code, raw HTML tags, footnote references and
-definitions, blockquote and list markers; thematic breaks end a paragraph.
+definitions, blockquote and list markers; thematic breaks end a paragraph. Raw HTML
+``<script>``, ``<style>``, ``<template>``, ``<noscript>``, ``<svg>``, ``<math>`` elements
+and comments are dropped with their content.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ _INLINE = (
     (re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"), r"\1"),
     (re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"), r"\1"),
     (re.compile(r"~~(.+?)~~"), r"\1"),
+)
+# raw HTML blocks whose content is never prose: dropped whole, like the HTML reader drops them
+_RAW_HTML_NOT_TEXT = re.compile(
+    r"<(script|style|template|noscript|svg|math)\b[^>]*>.*?</\1\s*>|<!--.*?-->", re.IGNORECASE | re.DOTALL
 )
 _ESCAPABLE = "\\`*_{}[]()#+-.!>~|"
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!>~|])")
@@ -134,6 +140,7 @@ def read_markdown(
     """
     data = read_book_bytes(path)
     text, encoding = decode_text(data, name=path.name, lang=lang)
+    text = _RAW_HTML_NOT_TEXT.sub("\n", text)  # a <script> body is not story text (as in the HTML reader)
     fields, lines = _front_matter(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
     items = _parse(lines)
     levels = [lvl for lvl, *_ in items if lvl]

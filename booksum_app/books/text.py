@@ -58,7 +58,7 @@ _TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
 _ORDS = (
     "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|last|final"
 )
-_NUMBER = rf"(?:\d{{1,4}}|[ivxlcdm]{{1,8}}|(?:{_TENS})(?:[-\s](?:{_UNITS}))?|{_TEENS}|{_UNITS}|(?:the\s+)?(?:{_ORDS}))"
+_NUMBER = rf"(?:\d{{1,6}}|[ivxlcdm]{{1,8}}|(?:{_TENS})(?:[-\s](?:{_UNITS}))?|{_TEENS}|{_UNITS}|(?:the\s+)?(?:{_ORDS}))"
 _EN_HEADING = re.compile(
     rf"^(?:chapter|chap\.|book|part|volume|vol\.|letter|canto|section|act|scene)\s+{_NUMBER}\b"
     r"\.?(?:\s*[:.—–-]?\s*\S.{0,70})?$|^(?:prologue|epilogue)\b(?:\s*[:.—–-]?\s*\S.{0,70})?$",
@@ -68,6 +68,9 @@ _ZH_NUM = "0-9０-９零〇一二三四五六七八九十百千万两兩"
 _ZH_HEADING = re.compile(
     rf"^(?:第[{_ZH_NUM}]+[章回节節卷部篇集幕]|序章|楔子|尾声|尾聲|引子|序幕|终章|終章)(?:[\s　:：、.．].{{0,40}}|.{{0,30}})$"
 )
+# a heading is a title, not a sentence: 第四回 at the start of a line of narration ("第四回说到
+# ...。") is text (issue 9 item 8). Titles (回目 couplets) carry no sentence punctuation.
+_ZH_SENTENCE_MARKS = re.compile(r"[。！？!?；;…]|[，,].*[，,]")  # quotes are fine: 燕青智扑“擎天柱”
 _ROMAN_LINE = re.compile(r"^[IVXLC]{1,7}\.?$")
 _GUTENBERG_START = re.compile(r"^\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
 _GUTENBERG_END = re.compile(r"^\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
@@ -217,11 +220,15 @@ class _Section:
     toc: bool = False
 
 
+def _is_zh_heading(line: str) -> bool:
+    return bool(_ZH_HEADING.match(line)) and not _ZH_SENTENCE_MARKS.search(line)
+
+
 def _is_heading(line: str, *, romans: bool) -> bool:
     if len(line) > 90:
         return False
     return bool(
-        _EN_HEADING.match(line) or _ZH_HEADING.match(line) or (romans and _ROMAN_LINE.match(line))
+        _EN_HEADING.match(line) or _is_zh_heading(line) or (romans and _ROMAN_LINE.match(line))
     )
 
 
@@ -248,8 +255,8 @@ def _blocks(lines: list[str], *, line_mode: bool, zh: bool) -> list[tuple[int, l
             and bool(current)
             and (
                 raw.startswith(("\u3000", "  "))
-                or bool(_ZH_HEADING.match(stripped))
-                or (len(current) == 1 and bool(_ZH_HEADING.match(current[0])))
+                or _is_zh_heading(stripped)
+                or (len(current) == 1 and _is_zh_heading(current[0]))
             )
         )
         if not stripped or new_para:
@@ -380,7 +387,7 @@ def book_from_text(
             )
         )
     check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
-    fields = _gutenberg_fields(sections)
+    fields = _gutenberg_fields(sections) or _title_line(text)
     metadata = {"encoding": encoding} if encoding else {}
     return Book(
         title=fields.get("Title", path.stem),
@@ -393,6 +400,20 @@ def book_from_text(
         format="txt",
         metadata=metadata,
     )
+
+
+# A Chinese title line at the top of a plain text: 《红楼梦》曹雪芹, 《水浒传》（施耐庵 著）
+_ZH_TITLE_LINE = re.compile(
+    r"^《([^》]{1,40})》\s*[（(]?\s*([\u3400-\u9fffA-Za-z·．.]{1,12}?)?\s*(?:著|撰|编著|原著)?\s*[）)]?$"
+)
+
+
+def _title_line(text: str) -> dict[str, str]:
+    first = text.lstrip("\ufeff \t\r\n\u3000").split("\n", 1)[0].strip()
+    m = _ZH_TITLE_LINE.match(first)
+    if not m:
+        return {}
+    return {"Title": m.group(1).strip(), **({"Author": m.group(2).strip()} if m.group(2) else {})}
 
 
 def _gutenberg_fields(sections: list[_Section]) -> dict[str, str]:
