@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from booksum_app.errors import BooksumError, ConfigError
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.base import Usage as TokenUsage
 from booksum_app.llm.registry import LLMSettings, choose_judge, choose_model, get_model
+from booksum_app.runners.datasets import load_samples
 from booksum_app.runners.experiment import Experiment, GridConfig
 from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.summarize import resolve_lang
@@ -150,7 +152,7 @@ class GridPlan:
 
 
 def _resolve(exp: Experiment, settings: LLMSettings) -> dict[str | None, ModelInfo]:
-    return {m: choose_model(m, settings=settings).info for m in (exp.models if exp.books else ())}
+    return {m: choose_model(m, settings=settings).info for m in (exp.models if exp.books or exp.datasets else ())}
 
 
 def judge_string(exp: Experiment, settings: LLMSettings | None = None) -> str | None:
@@ -209,11 +211,15 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
     by_name = {name: m for m, name in names.items()}
     totals: dict[GridConfig, list[int | float]] = {c: [0, 0, 0, 0, 0.0] for c in grid}
     remaining_summaries = 0
-    for path in exp.books:
-        ctx = open_context(path, exp)
+    samples = {s.key: s for s in load_samples(exp)}  # benchmark datasets: samples play the part of books
+    contexts = itertools.chain((open_context(p, exp) for p in exp.books),
+                               (BookContext(s.path, s.book, s.lang, s.sha256) for s in samples.values()))
+    for ctx in contexts:
         chunks: dict[tuple[str | None, int], list[int]] = {}
+        sample = samples.get(ctx.key)
         for config in grid:
-            if finished_record(record_path(exp.out, config, path), job_key(config, exp, ctx)) is not None:
+            job = exp.for_job(config, max_summary_tokens=sample.max_new_tokens if sample else None)
+            if finished_record(record_path(exp.out, config, ctx.path), job_key(config, job, ctx)) is not None:
                 continue
             remaining_summaries += 1
             model = by_name[config.model]
@@ -224,7 +230,7 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
                     ctx.book, chunk_size=size, tokenizer=tokenizer, chapter_aware=exp.chapter_aware,
                     include_front_matter=exp.include_front_matter)]
             plan = plan_strategy(config.strategy, chunk_tokens=chunks[(model, size)], info=infos[model],
-                                 count_tokens=counters[model], config=strategy_config(config, exp, ctx.lang),
+                                 count_tokens=counters[model], config=strategy_config(config, job, ctx.lang),
                                  clean=exp.clean)
             t = totals[config]
             t[0] = int(t[0]) + 1
@@ -232,7 +238,7 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
             t[2] = int(t[2]) + plan.input_tokens
             t[3] = int(t[3]) + plan.output_tokens
             t[4] = float(t[4]) + plan.cost_usd
-    lines = [PlanLine(c.slug, len(exp.books), int(t[0]), int(t[1]), int(t[2]), int(t[3]), float(t[4]))
+    lines = [PlanLine(c.slug, len(exp.books) + len(samples), int(t[0]), int(t[1]), int(t[2]), int(t[3]), float(t[4]))
              for c, t in totals.items()]
     judge_name = None
     if needs_judge(exp, settings):
