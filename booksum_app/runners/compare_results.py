@@ -28,6 +28,7 @@ from booksum_app.scoring.buckets import DatasetScores, SampleScore, bucket_mse, 
 from booksum_app.scoring.judgement import ERROR_TYPES, SummaryJudgement
 from booksum_app.scoring.ngrams import NgramStats, NgramSummary
 from booksum_app.scoring.release import AnnotationFormat, to_release
+from booksum_app.scoring.rouge import rouge_signature
 
 SCHEMA_VERSION = 1
 RESULT_KIND = "booksum.compare"
@@ -257,6 +258,7 @@ def _dataset_dict(d: DatasetScores) -> dict[str, Any]:
                      "mean_length_tokens": round(b.mean_length_tokens, 2), "min_length_tokens": b.min_length_tokens,
                      "max_length_tokens": b.max_length_tokens} for b in d.buckets],
         "moving_median": {"window": d.window, "points": [[round(x, 2), round(y, 4)] for x, y in d.moving_median]},
+        "rouge_signatures": list(dict.fromkeys(rouge_signature(s.lang) for s in d.samples)),
     }
 
 

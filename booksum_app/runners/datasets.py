@@ -40,7 +40,11 @@ from booksum_app.books.text import book_from_text
 from booksum_app.chunking import get_tokenizer
 from booksum_app.errors import BooksumError, InputError
 from booksum_app.runners.experiment import DatasetSpec, Experiment
-from booksum_app.scoring.buckets import CLONGEVAL_BUCKETS, CNNSUM_BUCKETS, SampleScore, quartile_buckets
+from booksum_app.scoring.buckets import (
+    CLONGEVAL_BUCKETS,
+    SampleScore,
+    quartile_buckets,
+)
 from booksum_app.scoring.rouge import rouge_l
 
 PRESETS: Mapping[str, tuple[str, str, str | None]] = {  # context, reference, id

@@ -352,8 +352,8 @@ def build_experiment(file_values: Mapping[str, Any], overrides: Mapping[str, Any
 
 __all__ = [
     "BOOK_SUFFIXES",
-    "DatasetSpec",
     "RELEASE_CONFIGS",
+    "DatasetSpec",
     "Experiment",
     "GridConfig",
     "PrecomputedSet",
