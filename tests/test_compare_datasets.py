@@ -267,6 +267,14 @@ def test_plan_counts_samples_and_a_new_bucket_limit_reruns(zh_dataset: Path, tmp
     assert run_compare(changed, models={"fake": model}, plots=False).reused == 0, "G is part of the job key"
 
 
+def test_samples_are_judged_like_books_when_a_judge_is_chosen(zh_dataset: Path, tmp_path: Path) -> None:
+    exp = Experiment(datasets=(DatasetSpec(zh_dataset),), strategies=("direct",), models=("fake",),
+                     out=tmp_path / "o", judge="fake")
+    result = run_compare(exp, models={"fake": Client(FakeBackend())}, judge_model=Client(FakeBackend()), plots=False)
+    (row,) = result.rows
+    assert row.booookscore is not None and len(row.judgements()) == 5 and len(row.datasets[0].samples) == 5
+
+
 def test_cli_dataset_run_against_the_fake_server(en_dataset: Path, zh_dataset: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")

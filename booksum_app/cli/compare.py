@@ -218,7 +218,7 @@ def _render_compare(result: Any) -> None:
         cost_cells = [f"{usage.calls} ({usage.cache_hits})", f"{usage.input_tokens:,}", f"{usage.output_tokens:,}",
                       f"${usage.cost_usd:.4f}", f"${judge.cost_usd:.4f}", f"{row.wall_s:.1f}"] \
             if row.kind == "run" else (["–"] * 4 + ([f"${judge.cost_usd:.4f}"] if judge.calls else ["–"]) + ["–"])
-        strategy = row.strategy or "–"
+        strategy = f"{row.strategy or '–'}{' ' + row.template if row.template else ''}"
         name = row.model if row.kind == "run" else f"{row.model} (released)" if row.strategy else row.name
         table.add_row(esc(name), esc(strategy), str(row.chunk_size or "–"), str(len(row.books)), score, f1(row.ngrams.avg_tokens),
                       f1(row.ngrams.novel_pct), f1(row.ngrams.repeated_pct), *cost_cells)

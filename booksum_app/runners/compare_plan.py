@@ -167,7 +167,7 @@ def judge_string(exp: Experiment, settings: LLMSettings | None = None) -> str | 
 
 
 def needs_judge(exp: Experiment, settings: LLMSettings | None = None) -> bool:
-    wants = exp.use_judge and (bool(exp.books) or any(p.annotations is None for p in exp.precomputed))
+    wants = exp.use_judge and (bool(exp.books or exp.datasets) or any(p.annotations is None for p in exp.precomputed))
     return wants and judge_string(exp, settings) is not None
 
 
