@@ -126,6 +126,29 @@ def test_presets_detected_buckets_from_the_file_name_or_quartiles(en_dataset: Pa
     assert [s.length_tokens for s in en] == sorted(s.length_tokens for s in en)
 
 
+@pytest.mark.parametrize(("stem", "bucket"), [
+    ("CNNSum_2XL", "2XL"), ("3xl", "3XL"), ("cnnsum-XL", "XL"), ("lstsum_large", "large"), ("Medium", "medium"),
+    ("novel", "Q1"), ("full", "Q1"), ("html", "Q1"),
+])
+def test_bucket_from_the_file_name(tmp_path: Path, stem: str, bucket: str) -> None:
+    path = write_jsonl(tmp_path / f"{stem}.jsonl", [{"context": en_context(1, 4), "summary": "Ada walked."}])
+    assert read_dataset(DatasetSpec(path))[0].bucket == bucket
+
+
+def test_experiment_file_datasets_and_limits(tmp_path: Path, zh_dataset: Path) -> None:
+    from booksum_app.runners.experiment import load_experiment
+
+    path = tmp_path / "exp.toml"
+    path.write_text('datasets = ["CNNSum_L.jsonl"]\nstrategies = ["direct"]\ndirect_template = "both"\n'
+                    "bucket_max_tokens = {L = 300, 3XL = 600}\n", encoding="utf-8")
+    exp = build_experiment(load_experiment(path), {})
+    assert exp.datasets == (DatasetSpec(zh_dataset),) and exp.bucket_max_tokens == (("L", 300), ("3XL", 600))
+    assert [c.slug for c in exp.grid()] == ["default-direct-ib", "default-direct-ie"]
+    path.write_text("bucket_max_tokens = {L = 8}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="at least 16"):
+        build_experiment(load_experiment(path), {})
+
+
 def test_custom_fields_and_bucket_field(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "mine.jsonl", [
         {"text": en_context(1, 6), "gold": ["First half.", "Second half."], "n": 7, "size": "XL"},
