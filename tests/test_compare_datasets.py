@@ -212,9 +212,12 @@ def _check_row_against_independent_rouge(row: dict[str, Any], summaries: dict[st
         expected = 100 * rouge_l_f(summaries[book["book"]], reference, lang)
         assert book["rouge_l"] == pytest.approx(expected, abs=1e-3), book["book"]
         assert book["lang"] == lang
+        assert book["summary_tokens"] == book["tokens"], "cl100k summary length, as the n-gram statistics count it"
     for d in row["datasets"]:
         mine = [b["rouge_l"] for b in row["books"] if b["book"].startswith(d["dataset"] + "--")]
         assert d["n_samples"] == len(mine) and d["rouge_l"] == pytest.approx(statistics.fmean(mine), abs=1e-3)
+        lengths = [b["summary_tokens"] for b in row["books"] if b["book"].startswith(d["dataset"] + "--")]
+        assert d["mean_summary_tokens"] == pytest.approx(statistics.fmean(lengths), abs=0.01)
         for bucket in d["buckets"]:
             part = [b["rouge_l"] for b in row["books"]
                     if b["book"].startswith(d["dataset"] + "--") and b["bucket"] == bucket["bucket"]]

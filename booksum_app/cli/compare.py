@@ -251,8 +251,10 @@ def _render_datasets(result: Any) -> None:
         return
     buckets = bucket_order(b.bucket for _, d in rows for b in d.buckets)
     gaps = {(g.model, g.strategy, g.dataset): g.mse for g in template_gaps(result.rows)}
-    table = Table(title="Benchmark datasets: ROUGE-L F x100 (mean length, tokens)", title_justify="left")
-    for column in ("Configuration", "Dataset", "Samples", "ROUGE-L", "Mean len", *buckets, "MSE IB/IE"):
+    table = Table(title="Benchmark datasets: ROUGE-L F x100 (bucket cells: mean sample length, cl100k tokens)",
+                  title_justify="left")
+    for column in ("Configuration", "Dataset", "Samples", "ROUGE-L", "Mean len", "Summary len", *buckets,
+                   "MSE IB/IE"):
         table.add_column(column, justify="left" if column in ("Configuration", "Dataset") else "right")
     for row, d in rows:
         by_bucket = {b.bucket: b for b in d.buckets}
@@ -260,7 +262,7 @@ def _render_datasets(result: Any) -> None:
                  for k in buckets]
         mse = gaps.get((row.model, row.strategy or "", d.dataset))
         table.add_row(esc(row.name), esc(d.dataset), str(d.n), f"{d.rouge_l:.1f}", f"{d.mean_length_tokens:,.0f}",
-                      *cells, "–" if mse is None else f"{mse:.2f}")
+                      f"{d.mean_summary_tokens:,.0f}", *cells, "–" if mse is None else f"{mse:.2f}")
     (console if console.is_terminal else Console(width=200)).print(table)
     langs = dict.fromkeys(s.lang for _, d in rows for s in d.samples)
     for lang in langs:

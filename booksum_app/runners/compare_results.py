@@ -246,17 +246,18 @@ def row_to_dict(row: ConfigResult) -> dict[str, Any]:
         for entry, r in zip(out["books"], row.books, strict=True):
             if r.rouge is not None:
                 entry.update(rouge_l=round(100 * r.rouge.rouge_l, 4), length_tokens=r.rouge.length_tokens,
-                             bucket=r.rouge.bucket, lang=r.rouge.lang)
+                             bucket=r.rouge.bucket, lang=r.rouge.lang, summary_tokens=r.rouge.summary_tokens)
     return out
 
 
 def _dataset_dict(d: DatasetScores) -> dict[str, Any]:
     return {
         "dataset": d.dataset, "n_samples": d.n, "rouge_l": round(d.rouge_l, 4),
-        "mean_length_tokens": round(d.mean_length_tokens, 2),
+        "mean_length_tokens": round(d.mean_length_tokens, 2), "mean_summary_tokens": round(d.mean_summary_tokens, 2),
         "buckets": [{"bucket": b.bucket, "n_samples": b.n, "rouge_l": round(b.rouge_l, 4),
                      "mean_length_tokens": round(b.mean_length_tokens, 2), "min_length_tokens": b.min_length_tokens,
-                     "max_length_tokens": b.max_length_tokens} for b in d.buckets],
+                     "max_length_tokens": b.max_length_tokens, "mean_summary_tokens": round(b.mean_summary_tokens, 2)}
+                    for b in d.buckets],
         "moving_median": {"window": d.window, "points": [[round(x, 2), round(y, 4)] for x, y in d.moving_median]},
         "rouge_signatures": list(dict.fromkeys(rouge_signature(s.lang) for s in d.samples)),
     }
@@ -353,7 +354,7 @@ def result_to_csv(result: CompareResult) -> str:
 
 
 DATASET_CSV_COLUMNS = ("name", "model", "strategy", "chunk_size", "template", "dataset", "bucket", "n_samples",
-                       "rouge_l", "mean_length_tokens", "ib_ie_mse")
+                       "rouge_l", "mean_length_tokens", "mean_summary_tokens", "ib_ie_mse")
 
 
 def datasets_to_csv(result: CompareResult) -> str:
@@ -366,10 +367,11 @@ def datasets_to_csv(result: CompareResult) -> str:
         head = [row.name, row.model, _cell(row.strategy), _cell(row.chunk_size), _cell(row.template)]
         for d in row.datasets:
             gap = _cell(_round(mse.get((row.model, row.strategy or "", d.dataset))))
-            writer.writerow([*head, d.dataset, "all", d.n, round(d.rouge_l, 4), round(d.mean_length_tokens, 2), gap])
+            writer.writerow([*head, d.dataset, "all", d.n, round(d.rouge_l, 4), round(d.mean_length_tokens, 2),
+                             round(d.mean_summary_tokens, 2), gap])
             for b in d.buckets:
                 writer.writerow([*head, d.dataset, b.bucket, b.n, round(b.rouge_l, 4),
-                                 round(b.mean_length_tokens, 2), ""])
+                                 round(b.mean_length_tokens, 2), round(b.mean_summary_tokens, 2), ""])
     return buffer.getvalue()
 
 

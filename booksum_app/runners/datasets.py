@@ -234,7 +234,8 @@ def score_sample(sample: Sample, summary: str) -> SampleScore:
     """ROUGE-L F of a summary against the sample's reference (jieba words for Chinese)."""
     score = rouge_l(summary, sample.reference, lang=sample.lang)
     return SampleScore(dataset=sample.dataset, sample=sample.key, length_tokens=sample.length_tokens,
-                       bucket=sample.bucket, rouge_l=score.fmeasure, lang=sample.lang)
+                       bucket=sample.bucket, rouge_l=score.fmeasure, lang=sample.lang,
+                       summary_tokens=get_tokenizer(LENGTH_TOKENIZER).count(summary))
 
 
 __all__ = [

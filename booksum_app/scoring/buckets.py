@@ -1,7 +1,7 @@
 """ROUGE-L of a benchmark dataset by sample length (CNNSum §4, Table 2, Fig. 3); pure, no I/O.
 
-- Per configuration and dataset: mean ROUGE-L F (x100) over samples, mean sample length, and
-  the same per length bucket. Buckets are the dataset's own when it names them (CNNSum L 16k /
+- Per configuration and dataset: mean ROUGE-L F (x100) over samples, mean sample length, mean
+  summary length, and the same per length bucket. Buckets are the dataset's own when it names them (CNNSum L 16k /
   XL 32k / 2XL 64k / 3XL 128k; CLongEval small / medium / large), otherwise the quartiles of the
   sample lengths (:func:`quartile_buckets`: ``statistics.quantiles(method="inclusive")``, a
   sample at a cut point goes to the lower quartile).
@@ -37,6 +37,7 @@ class SampleScore:
     bucket: str
     rouge_l: float  # F-measure in [0, 1]
     lang: str = "en"
+    summary_tokens: int = 0  # the summary's length (same tokenizer as length_tokens)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class BucketScore:
     mean_length_tokens: float
     min_length_tokens: int
     max_length_tokens: int
+    mean_summary_tokens: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class DatasetScores:
     moving_median: tuple[tuple[float, float], ...]  # (median length, median ROUGE-L x100)
     window: int  # samples per moving-median window actually used
     samples: tuple[SampleScore, ...] = ()
+    mean_summary_tokens: float = 0.0
 
 
 def quartile_buckets(lengths: Sequence[int]) -> list[str]:
@@ -119,12 +122,14 @@ def dataset_scores(samples: Sequence[SampleScore], *, window: int = DEFAULT_WIND
             lengths = [s.length_tokens for s in part]
             buckets.append(BucketScore(
                 bucket, len(part), 100 * statistics.fmean(s.rouge_l for s in part),
-                statistics.fmean(lengths), min(lengths), max(lengths)))
+                statistics.fmean(lengths), min(lengths), max(lengths),
+                statistics.fmean(s.summary_tokens for s in part)))
         median, used = moving_median(((s.sample, s.length_tokens, 100 * s.rouge_l) for s in items), window=window)
         out.append(DatasetScores(
             dataset=name, n=len(items), rouge_l=100 * statistics.fmean(s.rouge_l for s in items),
             mean_length_tokens=statistics.fmean(s.length_tokens for s in items),
-            buckets=tuple(buckets), moving_median=median, window=used, samples=tuple(items)))
+            buckets=tuple(buckets), moving_median=median, window=used, samples=tuple(items),
+            mean_summary_tokens=statistics.fmean(s.summary_tokens for s in items)))
     return tuple(out)
 
 
