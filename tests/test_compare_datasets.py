@@ -344,12 +344,14 @@ def test_cli_refuses_bad_options(tmp_path: Path, zh_dataset: Path) -> None:
 
 def shuihu_dataset(path: Path, *, chapters: int, per_window: int) -> Path:
     text = SHUIHU.read_text(encoding="utf-8").replace("\r\n", "\n")
-    heads = list(re.finditer(r"^第[一二三四五六七八九十百]+回\u3000(.+)$", text, re.MULTILINE))
+    heads = list(re.finditer(r"^第[一二三四五六七八九十百零]+回[ \u3000]+(\S.*)$", text, re.MULTILINE))
     rows = []
     for start in range(0, chapters, per_window):
         window = heads[start:start + per_window + 1]
+        if not window:
+            break
         end = window[-1].start() if len(window) > per_window else len(text)
-        titles = [h.group(1).replace("\u3000", "，") for h in window[:per_window]]
+        titles = ["，".join(h.group(1).split()) for h in window[:per_window]]
         rows.append({"id": f"ch{start + 1}", "context": text[window[0].start():end], "answer": "。".join(titles) + "。"})
     return write_jsonl(path, rows)
 
@@ -357,9 +359,10 @@ def shuihu_dataset(path: Path, *, chapters: int, per_window: int) -> Path:
 @pytest.mark.slow
 @pytest.mark.skipif(not SHUIHU.is_file(), reason="needs ../shared/books/shi-naian_shuihuzhuan.txt")
 def test_shuihuzhuan_chapter_windows(tmp_path: Path) -> None:
-    path = shuihu_dataset(tmp_path / "shuihu.jsonl", chapters=16, per_window=2)
+    path = shuihu_dataset(tmp_path / "shuihu.jsonl", chapters=60, per_window=2)
     samples = read_dataset(DatasetSpec(path))
-    assert len(samples) == 8 and {s.lang for s in samples} == {"zh"}
+    assert len(samples) == 30 and {s.lang for s in samples} == {"zh"}
+    assert [s.bucket for s in samples].count("Q1") == 8 and {s.bucket for s in samples} == {"Q1", "Q2", "Q3", "Q4"}
     assert samples[0].reference.startswith("王教头私走延安府，九纹龙大闹史家村。")
     exp = Experiment(datasets=(DatasetSpec(path),), strategies=("hier", "direct"), models=("fake",),
                      chunk_sizes=(2048,), direct_template="both", out=tmp_path / "o", use_judge=False)
@@ -369,4 +372,5 @@ def test_shuihuzhuan_chapter_windows(tmp_path: Path) -> None:
     for row in data["rows"]:
         summaries = json.loads((tmp_path / "o" / "summaries" / f"{row['name']}.json").read_text(encoding="utf-8"))
         _check_row_against_independent_rouge(row, summaries, references)
-    assert [d.window for r in result.rows for d in r.datasets] == [8, 8, 8]
+    assert [(d.window, len(d.moving_median)) for r in result.rows for d in r.datasets] == [(15, 16)] * 3
+    assert data["template_gaps"][0]["mse"] is not None
