@@ -112,7 +112,7 @@ def compare_command(
     reference_field: str | None, id_field: str | None, bucket_field: str | None, bucket_max_tokens: str | None,
     max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool, **llm: Any,
 ) -> None:
-    """Run a grid (strategies x models x chunk sizes) over BOOKS, score every summary, print a Table-2-style table."""
+    """Run a grid (strategies x models x chunk sizes) over BOOKS and --dataset samples, score every summary, print the tables."""
     from booksum_app.errors import ConfigError
     from booksum_app.files import check_writable_dir
     from booksum_app.runners.compare import run_compare
