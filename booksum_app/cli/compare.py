@@ -45,6 +45,21 @@ def _csv_ints(value: str | None) -> tuple[int, ...] | None:
         raise ConfigError(f"--chunk-sizes {value!r}: give integers separated by commas, e.g. 2048,4096") from exc
 
 
+def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
+    from booksum_app.errors import ConfigError
+
+    items = _csv_list(value, "--bucket-max-tokens")
+    if items is None:
+        return None
+    out = []
+    for item in items:
+        name, _, number = item.partition("=")
+        if not name.strip() or not number.strip().isdigit():
+            raise ConfigError(f"--bucket-max-tokens {value!r}: give BUCKET=N pairs, e.g. L=400,XL=400,2XL=500")
+        out.append((name.strip(), int(number)))
+    return tuple(out)
+
+
 @click.command("compare")
 @click.argument("books", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--experiment", "-e", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -62,7 +77,8 @@ def _csv_ints(value: str | None) -> tuple[int, ...] | None:
 @click.option("--max-summary-len", type=click.IntRange(min=16), default=None, help=f"G [default: {DEFAULT_MAX_SUMMARY_TOKENS}].")
 @click.option("--prompts", default=None, help="Prompt set: paper, simple, or a directory [default: paper].")
 @click.option("--lang", type=click.Choice(["auto", "en", "zh"]), default=None)
-@click.option("--direct-template", type=click.Choice(["ib", "ie"]), default=None)
+@click.option("--direct-template", type=click.Choice(["ib", "ie", "both"]), default=None,
+              help="direct: instruction before (ib) or after (ie) the text, or both side by side [default: ib].")
 @click.option("--no-clean", is_flag=True, default=None, help="Skip artifact removal.")
 @click.option("--chapter-aware", is_flag=True, default=None, help="Never let a chunk straddle two chapters.")
 @click.option("--include-front-matter", is_flag=True, default=None, help="Also summarize front/back matter.")
@@ -71,6 +87,16 @@ def _csv_ints(value: str | None) -> tuple[int, ...] | None:
 @click.option("--with-release", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Add the four BooookScore release configurations (with annotations) from this directory.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Books summarized at once [default: 4].")
+@click.option("--dataset", "datasets", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Benchmark JSONL (one sample a line), scored with ROUGE-L (repeatable).")
+@click.option("--dataset-preset", type=click.Choice(["auto", "cnnsum", "clongeval", "custom"]), default="auto",
+              show_default=True, help="Field names of --dataset: cnnsum (context, summary), clongeval (context, answer, id).")
+@click.option("--context-field", default=None, help="--dataset field holding the text to summarize.")
+@click.option("--reference-field", default=None, help="--dataset field holding the reference summary.")
+@click.option("--id-field", default=None, help="--dataset field naming each sample ('' : the line number).")
+@click.option("--bucket-field", default=None, help="--dataset field naming each sample's length bucket.")
+@click.option("--bucket-max-tokens", default=None, metavar="BUCKET=N,...",
+              help="G per length bucket of --dataset samples [default: L=400,XL=400,2XL=500,3XL=500 (CNNSum)].")
 @plan_options
 @click.option("--plan-only", is_flag=True, help="Print the pre-flight plan and stop.")
 @click.option("--no-plots", is_flag=True, help="Do not write the plots (no matplotlib needed).")
@@ -82,15 +108,18 @@ def compare_command(
     batch_size: int | None, out: Path | None, max_summary_len: int | None, prompts: str | None,
     lang: str | None, direct_template: str | None, no_clean: bool | None, chapter_aware: bool | None,
     include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
-    jobs: int | None, max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool, **llm: Any,
+    jobs: int | None, datasets: tuple[Path, ...], dataset_preset: str, context_field: str | None,
+    reference_field: str | None, id_field: str | None, bucket_field: str | None, bucket_max_tokens: str | None,
+    max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool, **llm: Any,
 ) -> None:
-    """Run a grid (strategies x models x chunk sizes) over BOOKS, score every summary, print a Table-2-style table."""
+    """Run a grid (strategies x models x chunk sizes) over BOOKS and --dataset samples, score every summary, print the tables."""
     from booksum_app.errors import ConfigError
     from booksum_app.files import check_writable_dir
     from booksum_app.llm.registry import choose_model
     from booksum_app.runners.compare import run_compare
     from booksum_app.runners.compare_plan import check_plan, plan_grid
     from booksum_app.runners.experiment import (
+        DatasetSpec,
         build_experiment,
         load_experiment,
         parse_precomputed,
@@ -110,9 +139,13 @@ def compare_command(
         "chapter_aware": True if chapter_aware else None,
         "include_front_matter": True if include_front_matter else None,
         "precomputed": extra_sets, "jobs": jobs,
+        "datasets": tuple(DatasetSpec(d, dataset_preset, context_field, reference_field, id_field, bucket_field)
+                          for d in datasets),
+        "bucket_max_tokens": _bucket_limits(bucket_max_tokens),
     })
-    if not exp.books and not exp.precomputed:
-        raise ConfigError("nothing to compare: give BOOKS (files or directories), --experiment, or --precomputed")
+    if not exp.books and not exp.precomputed and not exp.datasets:
+        raise ConfigError("nothing to compare: give BOOKS (files or directories), --dataset, --experiment, "
+                          "or --precomputed")
     settings = llm_settings(**llm)
     for model in dict.fromkeys(m for m in (*exp.models, exp.judge) if m):  # typos and unknown prices
         notice = choose_model(model, settings=settings).notice
@@ -189,7 +222,7 @@ def _render_compare(result: Any) -> None:
         cost_cells = [f"{usage.calls} ({usage.cache_hits})", f"{usage.input_tokens:,}", f"{usage.output_tokens:,}",
                       f"${usage.cost_usd:.4f}", f"${judge.cost_usd:.4f}", f"{row.wall_s:.1f}"] \
             if row.kind == "run" else (["–"] * 4 + ([f"${judge.cost_usd:.4f}"] if judge.calls else ["–"]) + ["–"])
-        strategy = row.strategy or "–"
+        strategy = f"{row.strategy or '–'}{' ' + row.template if row.template else ''}"
         name = row.model if row.kind == "run" else f"{row.model} (released)" if row.strategy else row.name
         table.add_row(esc(name), esc(strategy), str(row.chunk_size or "–"), str(len(row.books)), score, f1(row.ngrams.avg_tokens),
                       f1(row.ngrams.novel_pct), f1(row.ngrams.repeated_pct), *cost_cells)
@@ -199,6 +232,7 @@ def _render_compare(result: Any) -> None:
         console.print(f"BooookScore: {signature}", highlight=False, soft_wrap=True, markup=False)
     if result.rows:
         console.print(f"n-grams: {result.rows[0].ngrams.signature}", highlight=False, soft_wrap=True, markup=False)
+    _render_datasets(result)
     for row in result.rows:
         for signature in row.summary_signatures:
             console.print(f"{row.name}: {signature}", highlight=False, soft_wrap=True, markup=False)
@@ -206,3 +240,34 @@ def _render_compare(result: Any) -> None:
         f"{sum(len(r.books) for r in result.rows if r.kind == 'run')} summaries ({result.reused} from finished "
         f"records) in {result.wall_s:.1f}s; results in {result.out}/ (results.json, results.csv, records/, "
         f"summaries/, annotations/, plots/)", highlight=False, soft_wrap=True, markup=False)
+
+
+def _render_datasets(result: Any) -> None:
+    """The benchmark-dataset table: ROUGE-L F (x100) overall and per length bucket, and IB/IE MSE."""
+    from rich.table import Table
+
+    from booksum_app.runners.compare_results import template_gaps
+    from booksum_app.scoring.buckets import bucket_order
+    from booksum_app.scoring.rouge import rouge_signature
+
+    rows = [(row, d) for row in result.rows for d in row.datasets]
+    if not rows:
+        return
+    buckets = bucket_order(b.bucket for _, d in rows for b in d.buckets)
+    gaps = {(g.model, g.strategy, g.dataset): g.mse for g in template_gaps(result.rows)}
+    table = Table(title="Benchmark datasets: ROUGE-L F x100 (bucket cells: mean sample length, cl100k tokens)",
+                  title_justify="left")
+    for column in ("Configuration", "Dataset", "Samples", "ROUGE-L", "Mean len", "Summary len", *buckets,
+                   "MSE IB/IE"):
+        table.add_column(column, justify="left" if column in ("Configuration", "Dataset") else "right")
+    for row, d in rows:
+        by_bucket = {b.bucket: b for b in d.buckets}
+        cells = [f"{by_bucket[k].rouge_l:.1f} ({by_bucket[k].mean_length_tokens:,.0f})" if k in by_bucket else "–"
+                 for k in buckets]
+        mse = gaps.get((row.model, row.strategy or "", d.dataset))
+        table.add_row(esc(row.name), esc(d.dataset), str(d.n), f"{d.rouge_l:.1f}", f"{d.mean_length_tokens:,.0f}",
+                      f"{d.mean_summary_tokens:,.0f}", *cells, "–" if mse is None else f"{mse:.2f}")
+    (console if console.is_terminal else Console(width=200)).print(table)
+    langs = dict.fromkeys(s.lang for _, d in rows for s in d.samples)
+    for lang in langs:
+        console.print(f"ROUGE-L: {rouge_signature(lang)}", highlight=False, soft_wrap=True, markup=False)

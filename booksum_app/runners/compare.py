@@ -51,11 +51,13 @@ from booksum_app.runners.compare_results import (
     split_release_name,
     write_results,
 )
+from booksum_app.runners.datasets import Sample, load_samples, score_sample
 from booksum_app.runners.experiment import Experiment, GridConfig, PrecomputedSet
 from booksum_app.runners.progress import RunProgress
 from booksum_app.runners.summarize import summarize_book
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
 from booksum_app.scoring.booookscore import BooookScoreJudge, split_summary
+from booksum_app.scoring.buckets import dataset_scores
 from booksum_app.scoring.judgement import SummaryJudgement
 from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngrams
 from booksum_app.scoring.release import read_summaries
@@ -217,7 +219,8 @@ def run_compare(
     progress = progress or GridProgress()
     owned: list[Any] = []
     clients: dict[str | None, ChatModel] = {}
-    for m in exp.models if exp.books else ():
+    samples = {s.key: s for s in load_samples(exp)}  # benchmark datasets: read and checked before any call
+    for m in exp.models if exp.books or samples else ():
         if models is not None and m in models:
             clients[m] = models[m]
         else:
@@ -247,7 +250,7 @@ def run_compare(
     splitters: set[str] = set()
     lock = threading.Lock()
     stop = threading.Event()
-    progress.start(len(grid) * len(exp.books))
+    progress.start(len(grid) * (len(exp.books) + len(samples)))
 
     # Books run `jobs`-wide for the I/O-bound model calls; the CPU-bound work around them
     # (parsing a book, the n-grams of its whole text) runs at most one per core, so 40 books on
@@ -261,9 +264,10 @@ def run_compare(
                 sources[ctx.key] = source_ngrams(text, lang=ctx.lang)
         return sources[ctx.key]
 
-    def run_book(path: Path) -> None:
+    def run_book(path: Path | Sample) -> None:
         with cpu_slots:
-            ctx = open_context(path, exp)
+            ctx = open_context(path, exp) if isinstance(path, Path) else BookContext(
+                path.path, path.book, path.lang, path.sha256)
         for config in grid:
             if stop.is_set():
                 return
@@ -274,7 +278,9 @@ def run_compare(
             progress.finish(label, reused=result.reused)
 
     def _run_one(config: GridConfig, ctx: BookContext, label: str) -> BookResult:
-        key = job_key(config, exp, ctx)
+        sample = samples.get(ctx.key)  # None for a book (names are checked apart by load_samples)
+        job = exp.for_job(config, max_summary_tokens=sample.max_new_tokens if sample else None)
+        key = job_key(config, job, ctx)
         target = record_path(exp.out, config, ctx.path)
         client = clients[by_name[config.model]]
         record = finished_record(target, key)
@@ -283,10 +289,10 @@ def run_compare(
             progress.stage(label, "summarizing")
             record = summarize_book(
                 ctx.book, strategy=config.strategy, model=client,
-                chunk_size=config.chunk_size or strategy_config(config, exp, ctx.lang).chunk_size,
-                max_summary_tokens=exp.max_summary_tokens, prompts=exp.prompts, lang=ctx.lang,
+                chunk_size=config.chunk_size or strategy_config(config, job, ctx.lang).chunk_size,
+                max_summary_tokens=job.max_summary_tokens, prompts=exp.prompts, lang=ctx.lang,
                 clean=exp.clean, chapter_aware=exp.chapter_aware, include_front_matter=exp.include_front_matter,
-                direct_template=exp.direct_template,
+                direct_template=job.direct_template,
                 on_progress=lambda e: progress.stage(label, f"{e.stage} {e.done}/{e.total}"),
             )
             extra = {**record.extra, "compare": {"job_key": key, "config": config.slug, "book_sha256": ctx.sha256}}
@@ -306,15 +312,16 @@ def run_compare(
             book=ctx.key, summary=record.summary, ngrams=ngram_stats(record.summary, source=source_of(ctx), lang=ctx.lang),
             judgement=judgement, record_path=str(target), signature=record.signature,
             usage=_record_usage(record, client.info), judge_usage=judge_usage, wall_s=record.totals.wall_s,
-            reused=reused,
+            reused=reused, rouge=score_sample(sample, record.summary) if sample else None,
         )
 
     try:
         errors: list[BaseException] = []
-        pool = ThreadPoolExecutor(max_workers=max(1, min(exp.jobs, len(exp.books) or 1)),
+        units: list[Path | Sample] = [*exp.books, *samples.values()]
+        pool = ThreadPoolExecutor(max_workers=max(1, min(exp.jobs, len(units) or 1)),
                                   thread_name_prefix="booksum-book")
         try:
-            futures = [pool.submit(run_book, p) for p in exp.books]
+            futures = [pool.submit(run_book, p) for p in units]
             for future in futures:
                 try:
                     future.result()
@@ -332,7 +339,7 @@ def run_compare(
         if judge is not None:
             judge_signature = BooookScoreJudge(judge, mode=exp.judge_mode,  # type: ignore[arg-type]
                                                batch_size=exp.batch_size).signature(sorted(splitters) or None)
-        rows = [_grid_row(c, exp, results[c], judge_signature, seed) for c in grid]
+        rows = [_grid_row(c, exp, results[c], judge_signature, seed, samples) for c in grid]
         rows += [_precomputed_row(p, exp, judge, sources, seed) for p in exp.precomputed]
     finally:
         for client in owned:
@@ -351,15 +358,16 @@ def run_compare(
 
 
 def _grid_row(config: GridConfig, exp: Experiment, by_book: Mapping[str, BookResult],
-              judge_signature: str | None, seed: int) -> ConfigResult:
-    books = tuple(by_book[p.name] for p in exp.books if p.name in by_book)
+              judge_signature: str | None, seed: int, samples: Mapping[str, Sample]) -> ConfigResult:
+    books = tuple(by_book[k] for k in [*(p.name for p in exp.books), *samples] if k in by_book)
     judgements = [b.judgement for b in books if b.judgement is not None]
     return ConfigResult(
         name=config.slug, kind="run", model=config.model, strategy=config.strategy,
         chunk_size=config.chunk_size, books=books,
         booookscore=aggregate(judgements, seed=seed) if judgements else None,
         booookscore_signature=judge_signature if judgements else None,
-        ngrams=summarize_ngrams(b.ngrams for b in books),
+        ngrams=summarize_ngrams(b.ngrams for b in books), template=config.template,
+        datasets=dataset_scores([b.rouge for b in books if b.rouge is not None]),
     )
 
 

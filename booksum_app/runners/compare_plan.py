@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from booksum_app.errors import BooksumError
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.base import Usage as TokenUsage
 from booksum_app.llm.registry import LLMSettings, choose_judge, choose_model
+from booksum_app.runners.datasets import load_samples
 from booksum_app.runners.experiment import Experiment, GridConfig
 from booksum_app.runners.judge_plan import (
     DEFAULT_MAX_PLAN_COST_USD,
@@ -145,7 +147,7 @@ class GridPlan:
 
 
 def _resolve(exp: Experiment, settings: LLMSettings) -> dict[str | None, ModelInfo]:
-    return {m: choose_model(m, settings=settings).info for m in (exp.models if exp.books else ())}
+    return {m: choose_model(m, settings=settings).info for m in (exp.models if exp.books or exp.datasets else ())}
 
 
 def judge_string(exp: Experiment, settings: LLMSettings | None = None) -> str | None:
@@ -160,7 +162,7 @@ def judge_string(exp: Experiment, settings: LLMSettings | None = None) -> str | 
 
 
 def needs_judge(exp: Experiment, settings: LLMSettings | None = None) -> bool:
-    wants = exp.use_judge and (bool(exp.books) or any(p.annotations is None for p in exp.precomputed))
+    wants = exp.use_judge and (bool(exp.books or exp.datasets) or any(p.annotations is None for p in exp.precomputed))
     return wants and judge_string(exp, settings) is not None
 
 
@@ -178,11 +180,15 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
     by_name = {name: m for m, name in names.items()}
     totals: dict[GridConfig, list[int | float]] = {c: [0, 0, 0, 0, 0.0] for c in grid}
     remaining_summaries = 0
-    for path in exp.books:
-        ctx = open_context(path, exp)
+    samples = {s.key: s for s in load_samples(exp)}  # benchmark datasets: samples play the part of books
+    contexts = itertools.chain((open_context(p, exp) for p in exp.books),
+                               (BookContext(s.path, s.book, s.lang, s.sha256) for s in samples.values()))
+    for ctx in contexts:
         chunks: dict[tuple[str | None, int], list[int]] = {}
+        sample = samples.get(ctx.key)
         for config in grid:
-            if finished_record(record_path(exp.out, config, path), job_key(config, exp, ctx)) is not None:
+            job = exp.for_job(config, max_summary_tokens=sample.max_new_tokens if sample else None)
+            if finished_record(record_path(exp.out, config, ctx.path), job_key(config, job, ctx)) is not None:
                 continue
             remaining_summaries += 1
             model = by_name[config.model]
@@ -193,7 +199,7 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
                     ctx.book, chunk_size=size, tokenizer=tokenizer, chapter_aware=exp.chapter_aware,
                     include_front_matter=exp.include_front_matter)]
             plan = plan_strategy(config.strategy, chunk_tokens=chunks[(model, size)], info=infos[model],
-                                 count_tokens=counters[model], config=strategy_config(config, exp, ctx.lang),
+                                 count_tokens=counters[model], config=strategy_config(config, job, ctx.lang),
                                  clean=exp.clean)
             t = totals[config]
             t[0] = int(t[0]) + 1
@@ -201,7 +207,7 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
             t[2] = int(t[2]) + plan.input_tokens
             t[3] = int(t[3]) + plan.output_tokens
             t[4] = float(t[4]) + plan.cost_usd
-    lines = [PlanLine(c.slug, len(exp.books), int(t[0]), int(t[1]), int(t[2]), int(t[3]), float(t[4]))
+    lines = [PlanLine(c.slug, len(exp.books) + len(samples), int(t[0]), int(t[1]), int(t[2]), int(t[3]), float(t[4]))
              for c, t in totals.items()]
     judge_name = None
     if needs_judge(exp, settings):

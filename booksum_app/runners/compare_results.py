@@ -24,9 +24,11 @@ from typing import Any
 
 from booksum_app.files import atomic_write_text, write_json_atomic
 from booksum_app.scoring.aggregate import SystemScore
+from booksum_app.scoring.buckets import DatasetScores, SampleScore, bucket_mse, bucket_order
 from booksum_app.scoring.judgement import ERROR_TYPES, SummaryJudgement
 from booksum_app.scoring.ngrams import NgramStats, NgramSummary
 from booksum_app.scoring.release import AnnotationFormat, to_release
+from booksum_app.scoring.rouge import rouge_signature
 
 SCHEMA_VERSION = 1
 RESULT_KIND = "booksum.compare"
@@ -69,6 +71,7 @@ class BookResult:
     judge_usage: Usage = Usage()
     wall_s: float = 0.0
     reused: bool = False  # a finished record from an earlier run
+    rouge: SampleScore | None = None  # benchmark samples: ROUGE-L against the reference
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,8 @@ class ConfigResult:
     booookscore_signature: str | None
     ngrams: NgramSummary
     source: str | None = None  # precomputed: the summaries file
+    datasets: tuple[DatasetScores, ...] = ()  # benchmark datasets: ROUGE-L by length bucket
+    template: str | None = None  # direct under --direct-template both: "ib" or "ie"
 
     @property
     def usage(self) -> Usage:
@@ -124,6 +129,38 @@ def split_release_name(name: str) -> tuple[str, int | None, str | None]:
     if match is None:
         return name, None, None
     return match["model"], int(match["chunk"]), match["strategy"]
+
+
+@dataclass(frozen=True)
+class TemplateGap:
+    """Prompt-IB against Prompt-IE of one model on one dataset (CNNSum Table 2 "MSE")."""
+
+    model: str
+    strategy: str
+    dataset: str
+    ib: DatasetScores
+    ie: DatasetScores
+
+    @property
+    def mse(self) -> float | None:
+        """Mean squared difference of the bucket ROUGE-L (x100) over the buckets both scored."""
+        return bucket_mse(self.ib, self.ie)
+
+
+def template_gaps(rows: tuple[ConfigResult, ...] | list[ConfigResult]) -> tuple[TemplateGap, ...]:
+    """Every IB/IE pair of run rows (same model, strategy, chunk size) per dataset both scored."""
+    by_key: dict[tuple[str, str | None, int | None], dict[str, ConfigResult]] = {}
+    for row in rows:
+        if row.kind == "run" and row.template in ("ib", "ie"):
+            by_key.setdefault((row.model, row.strategy, row.chunk_size), {})[row.template] = row
+    gaps = []
+    for (model, strategy, _), pair in by_key.items():
+        if "ib" not in pair or "ie" not in pair:
+            continue
+        ie = {d.dataset: d for d in pair["ie"].datasets}
+        gaps += [TemplateGap(model, strategy or "", d.dataset, d, ie[d.dataset])
+                 for d in pair["ib"].datasets if d.dataset in ie]
+    return tuple(gaps)
 
 
 @dataclass(frozen=True)
@@ -204,7 +241,43 @@ def row_to_dict(row: ConfigResult) -> dict[str, Any]:
         }
         for r in row.books
     ]
+    if row.datasets:
+        out["datasets"] = [_dataset_dict(d) for d in row.datasets]
+        for entry, r in zip(out["books"], row.books, strict=True):
+            if r.rouge is not None:
+                entry.update(rouge_l=round(100 * r.rouge.rouge_l, 4), length_tokens=r.rouge.length_tokens,
+                             bucket=r.rouge.bucket, lang=r.rouge.lang, summary_tokens=r.rouge.summary_tokens)
     return out
+
+
+def _dataset_dict(d: DatasetScores) -> dict[str, Any]:
+    return {
+        "dataset": d.dataset, "n_samples": d.n, "rouge_l": round(d.rouge_l, 4),
+        "mean_length_tokens": round(d.mean_length_tokens, 2), "mean_summary_tokens": round(d.mean_summary_tokens, 2),
+        "buckets": [{"bucket": b.bucket, "n_samples": b.n, "rouge_l": round(b.rouge_l, 4),
+                     "mean_length_tokens": round(b.mean_length_tokens, 2), "min_length_tokens": b.min_length_tokens,
+                     "max_length_tokens": b.max_length_tokens, "mean_summary_tokens": round(b.mean_summary_tokens, 2)}
+                    for b in d.buckets],
+        "moving_median": {"window": d.window, "points": [[round(x, 2), round(y, 4)] for x, y in d.moving_median]},
+        "rouge_signatures": list(dict.fromkeys(rouge_signature(s.lang) for s in d.samples)),
+    }
+
+
+def gap_to_dict(gap: TemplateGap) -> dict[str, Any]:
+    """The JSON form of one IB/IE comparison (scores x100, MSE on that scale)."""
+    ib = {b.bucket: b.rouge_l for b in gap.ib.buckets}
+    ie = {b.bucket: b.rouge_l for b in gap.ie.buckets}
+    return {
+        "model": gap.model, "strategy": gap.strategy, "dataset": gap.dataset,
+        "ib_rouge_l": round(gap.ib.rouge_l, 4), "ie_rouge_l": round(gap.ie.rouge_l, 4),
+        "buckets": [{"bucket": k, "ib": _round(ib.get(k)), "ie": _round(ie.get(k))}
+                    for k in bucket_order([*ib, *ie])],
+        "mse": _round(gap.mse),
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def result_to_dict(result: CompareResult) -> dict[str, Any]:
@@ -216,6 +289,7 @@ def result_to_dict(result: CompareResult) -> dict[str, Any]:
         "wall_s": round(result.wall_s, 3),
         "notes": list(result.notes),
         "rows": [row_to_dict(r) for r in result.rows],
+        **({"template_gaps": [gap_to_dict(g) for g in gaps]} if (gaps := template_gaps(result.rows)) else {}),
     }
 
 
@@ -279,6 +353,28 @@ def result_to_csv(result: CompareResult) -> str:
     return buffer.getvalue()
 
 
+DATASET_CSV_COLUMNS = ("name", "model", "strategy", "chunk_size", "template", "dataset", "bucket", "n_samples",
+                       "rouge_l", "mean_length_tokens", "mean_summary_tokens", "ib_ie_mse")
+
+
+def datasets_to_csv(result: CompareResult) -> str:
+    """One CSV row per configuration x dataset x bucket (bucket ``all``: the whole dataset)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(DATASET_CSV_COLUMNS)
+    mse = {(g.model, g.strategy, g.dataset): g.mse for g in template_gaps(result.rows)}
+    for row in result.rows:
+        head = [row.name, row.model, _cell(row.strategy), _cell(row.chunk_size), _cell(row.template)]
+        for d in row.datasets:
+            gap = _cell(_round(mse.get((row.model, row.strategy or "", d.dataset))))
+            writer.writerow([*head, d.dataset, "all", d.n, round(d.rouge_l, 4), round(d.mean_length_tokens, 2),
+                             round(d.mean_summary_tokens, 2), gap])
+            for b in d.buckets:
+                writer.writerow([*head, d.dataset, b.bucket, b.n, round(b.rouge_l, 4),
+                                 round(b.mean_length_tokens, 2), round(b.mean_summary_tokens, 2), ""])
+    return buffer.getvalue()
+
+
 def write_results(result: CompareResult, out: Path) -> list[Path]:
     """Write results.json, results.csv, summaries/<name>.json and annotations/<name>.json (atomic)."""
     out = Path(out)
@@ -289,6 +385,10 @@ def write_results(result: CompareResult, out: Path) -> list[Path]:
     path = out / "results.csv"
     atomic_write_text(path, result_to_csv(result))
     written.append(path)
+    if any(row.datasets for row in result.rows):
+        path = out / "results_datasets.csv"
+        atomic_write_text(path, datasets_to_csv(result))
+        written.append(path)
     for row in result.rows:
         path = out / "summaries" / f"{row.name}.json"
         write_json_atomic(path, row.summaries())
@@ -304,15 +404,20 @@ def write_results(result: CompareResult, out: Path) -> list[Path]:
 
 __all__ = [
     "CSV_COLUMNS",
+    "DATASET_CSV_COLUMNS",
     "RESULT_KIND",
     "SCHEMA_VERSION",
     "BookResult",
     "CompareResult",
     "ConfigResult",
+    "TemplateGap",
     "Usage",
+    "datasets_to_csv",
+    "gap_to_dict",
     "result_to_csv",
     "result_to_dict",
     "row_to_dict",
     "split_release_name",
+    "template_gaps",
     "write_results",
 ]

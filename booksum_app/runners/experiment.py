@@ -35,12 +35,14 @@ from typing import Any
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 from booksum_app.errors import ConfigError
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE, JUDGE_MODES
-from booksum_app.strategies import get_strategy
+from booksum_app.strategies import StrategyConfig, get_strategy
 
 BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
 DEFAULT_STRATEGIES = ("hier", "inc")
 DEFAULT_OUT = Path("booksum-compare")
 DEFAULT_JOBS = 4
+DIRECT_TEMPLATES = ("ib", "ie", "both")
+DEFAULT_BUCKET_MAX_TOKENS = (("L", 400), ("XL", 400), ("2XL", 500), ("3XL", 500))  # CNNSum §4
 RELEASE_CONFIGS = ("gpt4-2048-hier", "gpt4-2048-inc", "chatgpt-2048-hier", "chatgpt-2048-inc")
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -55,19 +57,33 @@ class PrecomputedSet:
 
 
 @dataclass(frozen=True)
+class DatasetSpec:
+    """A benchmark dataset (JSONL, one sample a line) and how to read its fields (runners/datasets.py)."""
+
+    path: Path
+    preset: str = "auto"  # auto | cnnsum | clongeval | custom
+    context_field: str | None = None
+    reference_field: str | None = None
+    id_field: str | None = None
+    bucket_field: str | None = None
+
+
+@dataclass(frozen=True)
 class GridConfig:
     """One configuration of the grid: strategy x model x chunk size (None for ``direct``)."""
 
     strategy: str
     model: str  # resolved model name, e.g. "openai:gpt-4o-mini"
     chunk_size: int | None
+    template: str | None = None  # direct under ``--direct-template both``: "ib" or "ie"
 
     @property
     def slug(self) -> str:
-        """File-name-safe name, release style: ``<model>-<chunk>-<strategy>``."""
+        """File-name-safe name, release style: ``<model>-<chunk>-<strategy>[-<template>]``."""
         model = _SLUG_BAD.sub("-", self.model.replace(":", "-")).strip("-") or "model"
         middle = f"-{self.chunk_size}" if self.chunk_size is not None else ""
-        return f"{model}{middle}-{self.strategy}"
+        tail = f"-{self.template}" if self.template else ""
+        return f"{model}{middle}-{self.strategy}{tail}"
 
 
 @dataclass(frozen=True)
@@ -90,8 +106,10 @@ class Experiment:
     clean: bool = True
     chapter_aware: bool = False
     include_front_matter: bool = False
-    direct_template: str = "ib"
+    direct_template: str = "ib"  # "both": direct runs with Prompt-IB and Prompt-IE (CNNSum Table 2)
     jobs: int = DEFAULT_JOBS  # books summarized at once
+    datasets: tuple[DatasetSpec, ...] = ()  # benchmark samples summarized like books, scored with ROUGE-L
+    bucket_max_tokens: tuple[tuple[str, int], ...] = DEFAULT_BUCKET_MAX_TOKENS  # G per length bucket
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -108,6 +126,10 @@ class Experiment:
             raise ConfigError(f"judge mode {self.judge_mode!r}; use one of {', '.join(JUDGE_MODES)}")
         if self.jobs < 1:
             raise ConfigError("--jobs must be at least 1")
+        if self.direct_template not in DIRECT_TEMPLATES:
+            raise ConfigError(f"direct template {self.direct_template!r}; use one of {', '.join(DIRECT_TEMPLATES)}")
+        if any(tokens < 16 for _, tokens in self.bucket_max_tokens):
+            raise ConfigError("--bucket-max-tokens: each limit must be at least 16 tokens")
         names = [p.name for p in self.precomputed]
         dupes = {n for n in names if names.count(n) > 1}
         if dupes:
@@ -119,18 +141,27 @@ class Experiment:
         ``resolve`` maps a model string (None: the default model) to its resolved name.
         """
         out: list[GridConfig] = []
-        if not self.books:
+        if not self.books and not self.datasets:
             return ()
         for model in self.models:
             name = resolve(model) if resolve is not None else (model or "default")
             for strategy in self.strategies:
                 uses_chunks = get_strategy(strategy).uses_chunks  # direct: one run whatever the chunk size
                 sizes: Sequence[int | None] = self.chunk_sizes if uses_chunks else (None,)
+                both = self.direct_template == "both" and "direct_template" in get_strategy(strategy).record_fields(
+                    StrategyConfig(direct_template="ie"))
                 for size in sizes:
-                    config = GridConfig(strategy, name, size)
-                    if config not in out:
-                        out.append(config)
+                    for template in ("ib", "ie") if both else (None,):
+                        config = GridConfig(strategy, name, size, template)
+                        if config not in out:
+                            out.append(config)
         return tuple(out)
+
+    def for_job(self, config: GridConfig, *, max_summary_tokens: int | None = None) -> Experiment:
+        """The experiment one (configuration, book or sample) runs under: its template and G."""
+        template = config.template or ("ib" if self.direct_template == "both" else self.direct_template)
+        return replace(self, direct_template=template,
+                       max_summary_tokens=max_summary_tokens or self.max_summary_tokens)
 
 
 def book_files(paths: Sequence[Path]) -> tuple[Path, ...]:
@@ -256,6 +287,12 @@ def load_experiment(path: Path) -> dict[str, Any]:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: {key} must be true or false")
             values[key] = value
+        elif key == "datasets":
+            values["datasets"] = tuple(DatasetSpec(_rel(Path(p), base)) for p in _strings(value, key, where))
+        elif key == "bucket_max_tokens":
+            if not isinstance(value, dict) or not all(isinstance(v, int) for v in value.values()):
+                raise ConfigError(f"{where}: bucket_max_tokens must be a table of integers, e.g. {{L = 400}}")
+            values["bucket_max_tokens"] = tuple((str(k), int(v)) for k, v in value.items())
         elif key == "out":
             values["out"] = _rel(Path(str(value)), base)
         elif key == "with_release":
@@ -316,6 +353,7 @@ def build_experiment(file_values: Mapping[str, Any], overrides: Mapping[str, Any
 __all__ = [
     "BOOK_SUFFIXES",
     "RELEASE_CONFIGS",
+    "DatasetSpec",
     "Experiment",
     "GridConfig",
     "PrecomputedSet",

@@ -3,6 +3,8 @@
 - ``score_vs_length``: BooookScore (with its 95% CI over books as error bars) against average
   summary length in cl100k tokens, one point per configuration; new runs are filled circles,
   precomputed sets (e.g. the BooookScore release) hollow squares.
+- ``rouge_vs_length`` (benchmark datasets only): the moving median of ROUGE-L over sample
+  length (CNNSum Fig. 3), one line per configuration and dataset, the samples as faint dots.
 - ``cost_vs_score``: list-price cost of a configuration's summarization calls (all books)
   against its BooookScore; only configurations that were run (precomputed sets have no cost).
 
@@ -104,7 +106,28 @@ def write_plots(rows: list[ConfigResult] | tuple[ConfigResult, ...], directory: 
             xlabel="cost of the summarization calls, all books (USD, list price)",
             title="Cost vs. BooookScore per configuration",
         ),
+        *(_rouge_by_length(plt, rows, directory) if any(r.datasets for r in rows) else []),
     ]
+
+
+def _rouge_by_length(plt: Any, rows: list[ConfigResult] | tuple[ConfigResult, ...], directory: Path) -> list[Path]:
+    """Moving median of ROUGE-L over sample length (CNNSum Fig. 3), one line per configuration x dataset."""
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for row in rows:
+        for d in row.datasets:
+            label = f"{_label(row)}{' ' + row.template if row.template else ''} · {d.dataset} (window {d.window})"
+            xs, ys = [p[0] for p in d.moving_median], [p[1] for p in d.moving_median]
+            line = ax.plot(xs, ys, marker="o" if len(xs) < 3 else None, markersize=4, label=label)[0]
+            ax.scatter([s.length_tokens for s in d.samples], [100 * s.rouge_l for s in d.samples],
+                       s=8, alpha=0.25, color=line.get_color())
+    ax.legend(fontsize=7, loc="best")
+    ax.set_xlabel("sample length (cl100k tokens)")
+    ax.set_ylabel("ROUGE-L F x100 (moving median; dots: samples)")
+    ax.set_title("ROUGE-L vs. sample length per configuration")
+    ax.grid(True, alpha=0.3)
+    written = _save(fig, directory, "rouge_vs_length")
+    plt.close(fig)
+    return written
 
 
 def _scatter(

@@ -1,0 +1,249 @@
+"""Benchmark datasets for ``booksum compare --dataset`` (CNNSum, CLongEval LStSum, any JSONL).
+
+Each line of a ``.jsonl`` file is one sample: a JSON object whose context plays the part of a
+book and whose reference summary scores the summaries with ROUGE-L. Field names come from a
+preset or from ``--context-field`` / ``--reference-field`` / ``--id-field`` (which win):
+
+- ``cnnsum`` (CNNSum release): ``context``, ``summary``; no id field (the line number is the id).
+- ``clongeval`` (CLongEval long-story summarization): ``context``, ``answer``, ``id``.
+- ``auto`` (default): ``clongeval`` when the first sample has ``answer``, else ``cnnsum``.
+
+Length buckets: a ``--bucket-field`` value per line; else the file name when it ends in a
+CNNSum subset (``L``, ``XL``, ``2XL``, ``3XL``, e.g. ``CNNSum_2XL.jsonl``) or a CLongEval size
+(``small``, ``medium``, ``large``); else the quartiles of the file's sample lengths. Lengths are
+cl100k tokens of the context (CNNSum measures its buckets in Yi tokens; cl100k is what booksum
+has offline, so lengths near a boundary differ). A sample's generation limit G is the
+experiment's per-bucket limit (CNNSum: 400 for L/XL, 500 for 2XL/3XL), else ``--max-summary-len``.
+
+Each context becomes a :class:`~booksum_app.books.Book` through the plain-text reader
+(:func:`~booksum_app.books.text.book_from_text`: paragraphs and chapter headings as for a
+``.txt`` book) with every section kept as narrative: a benchmark sample is summarized whole.
+The language is detected per sample (``--lang`` forces one). A line that cannot be used is
+refused with one :class:`InputError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from booksum_app.books import Book
+from booksum_app.books.language import detect_language
+from booksum_app.books.text import book_from_text
+from booksum_app.chunking import get_tokenizer
+from booksum_app.errors import BooksumError, InputError
+from booksum_app.runners.experiment import DatasetSpec, Experiment
+from booksum_app.scoring.buckets import (
+    CLONGEVAL_BUCKETS,
+    SampleScore,
+    quartile_buckets,
+)
+from booksum_app.scoring.rouge import rouge_l
+
+PRESETS: Mapping[str, tuple[str, str, str | None]] = {  # context, reference, id
+    "cnnsum": ("context", "summary", None),
+    "clongeval": ("context", "answer", "id"),
+}
+PRESET_CHOICES = ("auto", *PRESETS, "custom")
+LENGTH_TOKENIZER = "cl100k_base"
+_NAME_BUCKET = re.compile(r"(?:^|[^0-9a-z])(l|xl|2xl|3xl|small|medium|large)$", re.IGNORECASE)
+_SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One benchmark sample: its context as a Book, its reference, length bucket and G."""
+
+    dataset: str  # the file's stem
+    sample_id: str
+    line: int
+    book: Book
+    reference: str
+    lang: str  # "en" or "zh", detected per sample unless forced
+    length_tokens: int
+    bucket: str
+    max_new_tokens: int | None  # G for this sample; None: the experiment's
+    sha256: str  # of the context text
+
+    @property
+    def path(self) -> Path:
+        """A virtual file path naming the sample (records go under its stem)."""
+        return _sample_path(self.dataset, self.sample_id, self.line)
+
+    @property
+    def key(self) -> str:
+        """The name results use for the sample (``<dataset>--<id>.txt``)."""
+        return self.path.name
+
+
+def _sample_path(dataset: str, sample_id: str, line: int) -> Path:
+    slug = _SLUG_BAD.sub("-", sample_id).strip("-") or str(line)
+    return Path(dataset) / f"{dataset}--{slug}.txt"
+
+
+def _fields(spec: DatasetSpec, first: Mapping[str, Any]) -> tuple[str, str, str | None]:
+    preset = spec.preset
+    if preset not in PRESET_CHOICES:
+        raise InputError(f"--dataset-preset {preset!r}: use one of {', '.join(PRESET_CHOICES)}")
+    if preset == "auto":
+        preset = "clongeval" if "answer" in first and "summary" not in first else "cnnsum"
+    context, reference, ident = PRESETS.get(preset, ("context", "summary", None))
+    return (spec.context_field or context, spec.reference_field or reference,
+            spec.id_field if spec.id_field is not None else ident)
+
+
+def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise InputError(f"dataset {path}: cannot read it ({exc.strerror or exc}); check the path") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"dataset {path}: not UTF-8 text (byte {exc.start}); convert it to UTF-8") from exc
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path.name} line {number}: not JSON ({exc.msg}); each line must be one object") from exc
+        if not isinstance(value, dict):
+            raise InputError(f"{path.name} line {number}: a JSON {type(value).__name__}, not an object")
+        rows.append((number, value))
+    if not rows:
+        raise InputError(f"dataset {path}: no samples (expected one JSON object per line)")
+    return rows
+
+
+def _text(row: Mapping[str, Any], field: str, *, path: Path, line: int, what: str) -> str:
+    if field not in row:
+        keys = ", ".join(sorted(map(str, row))[:8])
+        raise InputError(f"{path.name} line {line}: no {what} field {field!r} (fields: {keys}); "
+                         f"pass --{what}-field NAME")
+    value = row[field]
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        value = "\n".join(value)  # some releases keep several references or paragraphs as a list
+    if isinstance(value, int | float) and not isinstance(value, bool) and what == "id":
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{path.name} line {line}: the {what} field {field!r} is "
+                         f"{'empty' if isinstance(value, str) else 'not text'}")
+    return value.strip()
+
+
+def _name_bucket(path: Path) -> str | None:
+    match = _NAME_BUCKET.search(path.stem)
+    if match is None:
+        return None
+    word = match.group(1)
+    return word.lower() if word.lower() in CLONGEVAL_BUCKETS else word.upper()
+
+
+def _book(context: str, *, name: str, lang: str, path: Path, line: int) -> Book:
+    try:
+        book = book_from_text(context.replace("\r\n", "\n"), path=Path(name), language=lang,
+                              include_front_matter=True)
+    except BooksumError as exc:
+        raise InputError(f"{path.name} line {line}: the context cannot be read as text ({exc})") from exc
+    chapters = tuple(dataclasses.replace(c, narrative=True, excluded_reason=None)
+                     for c in book.chapters if c.paragraphs)
+    return dataclasses.replace(book, title=Path(name).stem, chapters=chapters, format="jsonl",
+                               source_path=f"{path}:{line}")
+
+
+def read_dataset(spec: DatasetSpec, *, lang: str = "auto",
+                 bucket_max_tokens: Mapping[str, int] | None = None) -> tuple[Sample, ...]:
+    """Read one JSONL dataset into samples (buckets assigned, G per bucket).
+
+    Raises:
+        InputError: unreadable file, or a line that is not an object with the needed fields.
+    """
+    path = Path(spec.path)
+    rows = _rows(path)
+    context_field, reference_field, id_field = _fields(spec, rows[0][1])
+    by_name = _name_bucket(path)
+    tokenizer = get_tokenizer(LENGTH_TOKENIZER)
+    items: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for line, row in rows:
+        context = _text(row, context_field, path=path, line=line, what="context")
+        reference = _text(row, reference_field, path=path, line=line, what="reference")
+        ident = _text(row, id_field, path=path, line=line, what="id") if id_field else str(line)
+        if ident in seen:
+            raise InputError(f"{path.name} line {line}: id {ident!r} already used on line {seen[ident]}; "
+                             "ids must be unique (or pass --id-field '' to number samples by line)")
+        seen[ident] = line
+        bucket = _text(row, spec.bucket_field, path=path, line=line, what="bucket") if spec.bucket_field else by_name
+        sample_lang = lang if lang in ("en", "zh") else detect_language(context)
+        items.append({"line": line, "context": context, "reference": reference, "id": ident,
+                      "bucket": bucket, "lang": sample_lang, "length": tokenizer.count(context)})
+    if any(i["bucket"] is None for i in items):
+        for item, quartile in zip(items, quartile_buckets([i["length"] for i in items]), strict=True):
+            item["bucket"] = quartile
+    limits = dict(bucket_max_tokens or {})
+    out = []
+    for i in items:
+        name = _sample_path(path.stem, i["id"], i["line"]).name
+        out.append(Sample(
+            dataset=path.stem, sample_id=i["id"], line=i["line"],
+            book=_book(i["context"], name=name, lang=i["lang"], path=path, line=i["line"]),
+            reference=i["reference"], lang=i["lang"], length_tokens=i["length"], bucket=i["bucket"],
+            max_new_tokens=limits.get(i["bucket"]), sha256=hashlib.sha256(i["context"].encode("utf-8")).hexdigest()))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached(spec: DatasetSpec, stamp: tuple[int, int], lang: str,
+            limits: tuple[tuple[str, int], ...]) -> tuple[Sample, ...]:
+    return read_dataset(spec, lang=lang, bucket_max_tokens=dict(limits))
+
+
+def load_samples(exp: Experiment) -> tuple[Sample, ...]:
+    """Every sample of the experiment's datasets, in file then line order (read once per file version).
+
+    Raises:
+        InputError: a dataset cannot be read, two datasets share a file name, or a book a sample's name.
+    """
+    samples: list[Sample] = []
+    stems: dict[str, Path] = {}
+    for spec in exp.datasets:
+        path = Path(spec.path)
+        other = stems.setdefault(path.stem, path)
+        if other != path:
+            raise InputError(f"two datasets named {path.stem!r} ({other} and {path}); rename one")
+        try:
+            stat = path.stat()
+        except OSError as exc:
+            raise InputError(f"dataset {path}: cannot read it ({exc.strerror or exc}); check the path") from exc
+        samples.extend(_cached(spec, (stat.st_mtime_ns, stat.st_size), exp.lang, exp.bucket_max_tokens))
+    books = {Path(p).name for p in exp.books}
+    clash = next((s.key for s in samples if s.key in books), None)
+    if clash is not None:
+        raise InputError(f"book {clash!r} has the name of a dataset sample; rename the book file")
+    return tuple(samples)
+
+
+def score_sample(sample: Sample, summary: str) -> SampleScore:
+    """ROUGE-L F of a summary against the sample's reference (jieba words for Chinese)."""
+    score = rouge_l(summary, sample.reference, lang=sample.lang)
+    return SampleScore(dataset=sample.dataset, sample=sample.key, length_tokens=sample.length_tokens,
+                       bucket=sample.bucket, rouge_l=score.fmeasure, lang=sample.lang,
+                       summary_tokens=get_tokenizer(LENGTH_TOKENIZER).count(summary))
+
+
+__all__ = [
+    "LENGTH_TOKENIZER",
+    "PRESETS",
+    "PRESET_CHOICES",
+    "Sample",
+    "load_samples",
+    "read_dataset",
+    "score_sample",
+]
