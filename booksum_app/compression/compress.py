@@ -87,6 +87,7 @@ def compress_to_budget(
         lang=lang,
         max_tries=max_tries,
         top_p=top_p,
+        estimated_counts=model.info.tokenizer == "estimate",
     )
     check_fits(
         prompt_tokens=model.count_tokens(regenerator.request().prompt),

@@ -183,6 +183,7 @@ class Direct:
             lang=cfg.lang,
             max_tries=cfg.max_tries,
             top_p=cfg.top_p,
+            estimated_counts=model.info.tokenizer == "estimate",
         )
         generation = generate_valid(model, regen)
         node = SummaryNode(

@@ -262,6 +262,7 @@ class _Run:
             lang=self.cfg.lang,
             max_tries=self.cfg.max_tries,
             top_p=self.cfg.top_p,
+            estimated_counts=self.model.info.tokenizer == "estimate",
         )
 
     # ---- the event loop ------------------------------------------------------------------

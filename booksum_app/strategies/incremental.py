@@ -154,6 +154,7 @@ class Incremental:
                 lang=cfg.lang,
                 max_tries=cfg.max_tries,
                 top_p=cfg.top_p,
+                estimated_counts=model.info.tokenizer == "estimate",
             )
             generation = generate_valid(model, regen)
             calls.extend(generation.calls)
