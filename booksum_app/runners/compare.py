@@ -211,78 +211,112 @@ def run_compare(
         ConfigError, BookFormatError, ModelError, CostLimitExceeded, InputError.
     """
     started = time.perf_counter()
-    settings = settings or LLMSettings()
     if plots:  # fail before spending anything
         from booksum_app.runners.plots import require_matplotlib
 
         require_matplotlib()
-    progress = progress or GridProgress()
-    owned: list[Any] = []
-    clients: dict[str | None, ChatModel] = {}
-    samples = {s.key: s for s in load_samples(exp)}  # benchmark datasets: read and checked before any call
-    for m in exp.models if exp.books or samples else ():
-        if models is not None and m in models:
-            clients[m] = models[m]
-        else:
-            client = get_model(m, settings=settings, on_call=progress.on_call)
-            owned.append(client)
-            clients[m] = client
-        progress.attach(clients[m])
-    names = {m: c.info.name for m, c in clients.items()}
-    grid = exp.grid(lambda m: names[m])
-    by_name = {name: m for m, name in names.items()}
-    judge, notice = judge_model, None
-    if judge is None and needs_judge(exp, settings):
+    grid_run = _GridRun(exp, settings or LLMSettings(), progress or GridProgress(), models, judge_model, seed)
+    try:
+        rows = grid_run.run()
+    finally:
+        grid_run.close()
+    result = CompareResult(
+        rows=tuple(rows), out=Path(exp.out), wall_s=time.perf_counter() - started,
+        judge=grid_run.judge.info.name if grid_run.judge is not None else None, judge_notice=grid_run.notice,
+        reused=grid_run.reused(),
+    )
+    files = write_results(result, exp.out)
+    if plots:
+        from booksum_app.runners.plots import write_plots
+
+        files += write_plots(result.rows, Path(exp.out) / "plots")
+    return dataclasses.replace(result, files=tuple(files))
+
+
+class _GridRun:
+    """One comparison: the clients and judge, every (book, configuration) job, and the rows."""
+
+    def __init__(self, exp: Experiment, settings: LLMSettings, progress: GridProgress,
+                 models: Mapping[str | None, ChatModel] | None, judge_model: ChatModel | None, seed: int) -> None:
+        self.exp, self.settings, self.progress, self.seed = exp, settings, progress, seed
+        self.owned: list[Any] = []
+        self.samples = {s.key: s for s in load_samples(exp)}  # datasets: read and checked before any call
+        self.clients: dict[str | None, ChatModel] = {}
+        for m in exp.models if exp.books or self.samples else ():
+            client = models[m] if models is not None and m in models else self._own(get_model(
+                m, settings=settings, on_call=progress.on_call))
+            self.clients[m] = client
+            progress.attach(client)
+        names = {m: c.info.name for m, c in self.clients.items()}
+        self.grid = exp.grid(lambda m: names[m])
+        self.by_name = {name: m for m, name in names.items()}
+        self.judge, self.notice = self._choose_judge(judge_model)
+        self.sources: dict[str, frozenset[tuple[str, ...]]] = {}
+        self.results: dict[GridConfig, dict[str, BookResult]] = {c: {} for c in self.grid}
+        self.splitters: set[str] = set()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        # Books run `jobs`-wide for the I/O-bound model calls; the CPU-bound work around them
+        # (parsing a book, the n-grams of its whole text) runs at most one per core, so 40 books
+        # on 2 cores do not time-slice each other into minutes (issue 14).
+        self.cpu_slots = threading.BoundedSemaphore(available_cores())
+
+    def _own(self, client: Any) -> Any:
+        self.owned.append(client)
+        return client
+
+    def _choose_judge(self, judge: ChatModel | None) -> tuple[ChatModel | None, str | None]:
+        exp, settings = self.exp, self.settings
+        if judge is not None:
+            return judge, None
+        if not needs_judge(exp, settings):
+            return None, NO_JUDGE_NOTE if exp.use_judge else None
         judge_str = judge_string(exp, settings)
-        if judge_str in clients:
-            judge = clients[judge_str]
+        if judge_str in self.clients:
+            judge = self.clients[judge_str]
         else:
-            judge = get_model(judge_str, settings=settings, on_call=progress.on_call)
-            owned.append(judge)
-            progress.attach(judge)
+            judge = self._own(get_model(judge_str, settings=settings, on_call=self.progress.on_call))
+            self.progress.attach(judge)
         spec = getattr(judge, "spec", None)
-        if spec is not None and spec.provider == "local" and not spec.model_id:
-            notice = DEMO_JUDGE_WARNING
-    elif judge is None and exp.use_judge:
-        notice = NO_JUDGE_NOTE
-    sources: dict[str, frozenset[tuple[str, ...]]] = {}
-    results: dict[GridConfig, dict[str, BookResult]] = {c: {} for c in grid}
-    splitters: set[str] = set()
-    lock = threading.Lock()
-    stop = threading.Event()
-    progress.start(len(grid) * (len(exp.books) + len(samples)))
+        demo = spec is not None and spec.provider == "local" and not spec.model_id
+        return judge, DEMO_JUDGE_WARNING if demo else None
 
-    # Books run `jobs`-wide for the I/O-bound model calls; the CPU-bound work around them
-    # (parsing a book, the n-grams of its whole text) runs at most one per core, so 40 books on
-    # 2 cores do not time-slice each other into minutes (issue 14).
-    cpu_slots = threading.BoundedSemaphore(available_cores())
+    def close(self) -> None:
+        for client in self.owned:
+            client.close()
 
-    def source_of(ctx: BookContext) -> frozenset[tuple[str, ...]]:
-        if ctx.key not in sources:  # once per book, reused by every configuration of the book
-            with cpu_slots:
-                text = ctx.book.text(include_front_matter=exp.include_front_matter)
-                sources[ctx.key] = source_ngrams(text, lang=ctx.lang)
-        return sources[ctx.key]
+    def reused(self) -> int:
+        return sum(1 for c in self.grid for b in self.results[c].values() if b.reused)
 
-    def run_book(path: Path | Sample) -> None:
-        with cpu_slots:
-            ctx = open_context(path, exp) if isinstance(path, Path) else BookContext(
-                path.path, path.book, path.lang, path.sha256)
-        for config in grid:
-            if stop.is_set():
+    # ---- one job -------------------------------------------------------------------------
+
+    def source_of(self, ctx: BookContext) -> frozenset[tuple[str, ...]]:
+        if ctx.key not in self.sources:  # once per book, reused by every configuration of the book
+            with self.cpu_slots:
+                text = ctx.book.text(include_front_matter=self.exp.include_front_matter)
+                self.sources[ctx.key] = source_ngrams(text, lang=ctx.lang)
+        return self.sources[ctx.key]
+
+    def run_book(self, unit: Path | Sample) -> None:
+        with self.cpu_slots:
+            ctx = open_context(unit, self.exp) if isinstance(unit, Path) else BookContext(
+                unit.path, unit.book, unit.lang, unit.sha256)
+        for config in self.grid:
+            if self.stop.is_set():
                 return
             label = f"{ctx.path.stem} · {config.slug}"
-            result = _run_one(config, ctx, label)
-            with lock:
-                results[config][ctx.key] = result
-            progress.finish(label, reused=result.reused)
+            result = self.run_one(config, ctx, label)
+            with self.lock:
+                self.results[config][ctx.key] = result
+            self.progress.finish(label, reused=result.reused)
 
-    def _run_one(config: GridConfig, ctx: BookContext, label: str) -> BookResult:
-        sample = samples.get(ctx.key)  # None for a book (names are checked apart by load_samples)
+    def run_one(self, config: GridConfig, ctx: BookContext, label: str) -> BookResult:
+        exp, progress = self.exp, self.progress
+        sample = self.samples.get(ctx.key)  # None for a book (names are checked apart by load_samples)
         job = exp.for_job(config, max_summary_tokens=sample.max_new_tokens if sample else None)
         key = job_key(config, job, ctx)
         target = record_path(exp.out, config, ctx.path)
-        client = clients[by_name[config.model]]
+        client = self.clients[self.by_name[config.model]]
         record = finished_record(target, key)
         reused = record is not None
         if record is None:
@@ -298,63 +332,57 @@ def run_compare(
             extra = {**record.extra, "compare": {"job_key": key, "config": config.slug, "book_sha256": ctx.sha256}}
             record = dataclasses.replace(record, extra=extra)
             write_record(record, target)
-        judgement, judge_usage = None, Usage()
-        if judge is not None and exp.use_judge:
-            progress.stage(label, "judging")
-            metered = _Metered(judge)
-            scorer = BooookScoreJudge(metered, mode=exp.judge_mode, batch_size=exp.batch_size)  # type: ignore[arg-type]
-            judgement = scorer.judge({ctx.key: record.summary})[0]
-            judge_usage = metered.usage
-            with lock:
-                splitters.add(split_summary(record.summary)[1])
+        judgement, judge_usage = self.judge_one(ctx.key, record.summary, label)
         progress.stage(label, "n-gram statistics")
         return BookResult(
-            book=ctx.key, summary=record.summary, ngrams=ngram_stats(record.summary, source=source_of(ctx), lang=ctx.lang),
+            book=ctx.key, summary=record.summary,
+            ngrams=ngram_stats(record.summary, source=self.source_of(ctx), lang=ctx.lang),
             judgement=judgement, record_path=str(target), signature=record.signature,
             usage=_record_usage(record, client.info), judge_usage=judge_usage, wall_s=record.totals.wall_s,
             reused=reused, rouge=score_sample(sample, record.summary) if sample else None,
         )
 
-    try:
+    def judge_one(self, key: str, summary: str, label: str) -> tuple[SummaryJudgement | None, Usage]:
+        if self.judge is None or not self.exp.use_judge:
+            return None, Usage()
+        self.progress.stage(label, "judging")
+        metered = _Metered(self.judge)
+        scorer = BooookScoreJudge(metered, mode=self.exp.judge_mode, batch_size=self.exp.batch_size)  # type: ignore[arg-type]
+        judgement = scorer.judge({key: summary})[0]
+        with self.lock:
+            self.splitters.add(split_summary(summary)[1])
+        return judgement, metered.usage
+
+    # ---- the whole grid ----------------------------------------------------------------------
+
+    def run(self) -> list[ConfigResult]:
+        exp = self.exp
+        units: list[Path | Sample] = [*exp.books, *self.samples.values()]
+        self.progress.start(len(self.grid) * len(units))
         errors: list[BaseException] = []
-        units: list[Path | Sample] = [*exp.books, *samples.values()]
-        pool = ThreadPoolExecutor(max_workers=max(1, min(exp.jobs, len(units) or 1)),
-                                  thread_name_prefix="booksum-book")
+        pool = ThreadPoolExecutor(max_workers=max(1, min(exp.jobs, len(units) or 1)), thread_name_prefix="booksum-book")
         try:
-            futures = [pool.submit(run_book, p) for p in units]
+            futures = [pool.submit(self.run_book, unit) for unit in units]
             for future in futures:
                 try:
                     future.result()
                 except Exception as exc:  # noqa: BLE001 - re-raised below; stop the other books, keep their finished records
-                    stop.set()
+                    self.stop.set()
                     errors.append(exc)
         except BaseException:  # Ctrl-C: start nothing new; summaries in progress finish into the cache
-            stop.set()
+            self.stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
         if errors:
             raise errors[0]
         judge_signature = None
-        if judge is not None:
-            judge_signature = BooookScoreJudge(judge, mode=exp.judge_mode,  # type: ignore[arg-type]
-                                               batch_size=exp.batch_size).signature(sorted(splitters) or None)
-        rows = [_grid_row(c, exp, results[c], judge_signature, seed, samples) for c in grid]
-        rows += [_precomputed_row(p, exp, judge, sources, seed) for p in exp.precomputed]
-    finally:
-        for client in owned:
-            client.close()
-    result = CompareResult(
-        rows=tuple(rows), out=Path(exp.out), wall_s=time.perf_counter() - started,
-        judge=judge.info.name if judge is not None else None, judge_notice=notice,
-        reused=sum(1 for c in grid for b in results[c].values() if b.reused),
-    )
-    files = write_results(result, exp.out)
-    if plots:
-        from booksum_app.runners.plots import write_plots
-
-        files += write_plots(result.rows, Path(exp.out) / "plots")
-    return dataclasses.replace(result, files=tuple(files))
+        if self.judge is not None:
+            judge_signature = BooookScoreJudge(self.judge, mode=exp.judge_mode,  # type: ignore[arg-type]
+                                               batch_size=exp.batch_size).signature(sorted(self.splitters) or None)
+        rows = [_grid_row(c, exp, self.results[c], judge_signature, self.seed, self.samples) for c in self.grid]
+        rows += [_precomputed_row(p, exp, self.judge, self.sources, self.seed) for p in exp.precomputed]
+        return rows
 
 
 def _grid_row(config: GridConfig, exp: Experiment, by_book: Mapping[str, BookResult],
