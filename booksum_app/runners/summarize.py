@@ -17,7 +17,9 @@ from typing import Any
 
 from booksum_app.books import Book, open_book
 from booksum_app.chunking import CallableTokenizer, chunk_book, detect_lang
+from booksum_app.chunking.base import Chunk
 from booksum_app.compression.artifacts import remove_artifacts
+from booksum_app.compression.validity import CallEntry
 from booksum_app.config import (
     COMPRESSION_TEMPERATURE,
     DEFAULT_CHUNK_SIZE,
@@ -33,7 +35,7 @@ from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.progress import RunProgress
 from booksum_app.signature import make_signature
 from booksum_app.strategies import Strategy, StrategyConfig, StrategyJob, get_strategy, load_prompts
-from booksum_app.strategies.base import ProgressFn
+from booksum_app.strategies.base import ProgressFn, PromptBundle, StrategyResult
 from booksum_app.strategies.record import BookInfo, SummaryRecord, Totals
 
 LANG_CHOICES = ("auto", "en", "zh")
@@ -195,40 +197,7 @@ def _run(
     )
     clean = clean and impl.calls_model  # an extractive strategy has no LLM artifacts to remove
 
-    cleaning: dict[str, Any] | None = None
-    summary, calls = result.summary, result.calls
-    if clean:
-        clean_bundle = load_prompts(
-            prompts if prompts != "simple" else "paper", lang=lang, names=("clean",)
-        )
-        cleaned = remove_artifacts(
-            result.summary,
-            model=chat,
-            template=clean_bundle["clean"],
-            lang=lang,
-            prompt_texts=[t.text for t in bundle.templates.values()],
-            top_p=top_p,
-        )
-        summary, calls = cleaned.cleaned, calls + cleaned.calls
-        cleaning = {
-            "llm_text": cleaned.llm_text,
-            "llm_rejected": cleaned.llm_rejected,
-            "removed": list(cleaned.removed),
-            "prompt": clean_bundle.signature,
-        }
-    wall_s = time.perf_counter() - started
-    paid = [c for c in calls if not c.cache_hit]
-    totals = Totals(
-        calls=len(calls),
-        cache_hits=len(calls) - len(paid),
-        input_tokens=sum(c.input_tokens for c in calls),
-        output_tokens=sum(c.output_tokens for c in calls),
-        cost_usd=round(sum(c.cost_usd for c in paid), 6),
-        wall_s=round(wall_s, 3),
-        retries=sum(n.retries for n in result.nodes),
-        truncations=sum(int(n.truncated) for n in result.nodes),
-        compressions=sum(int(n.compression is not None) for n in result.nodes),
-    )
+    summary, calls, cleaning = _clean(result, chat=chat, config=config, bundle=bundle, clean=clean)
     signature = make_signature(
         impl.name,
         model=chat.info.name,
@@ -238,21 +207,6 @@ def _run(
         lang=lang,
         temp=temperature,
         clean="on" if clean else "off",
-    )
-    info = BookInfo(
-        title=book.title,
-        authors=tuple(book.authors),
-        language=book.language,
-        source_path=book.source_path,
-        format=book.format,
-        chapters_kept=tuple(
-            c.title for c in book.selected_chapters(include_front_matter=include_front_matter)
-        ),
-        chapters_excluded=()
-        if include_front_matter
-        else tuple((c.title, c.excluded_reason or "") for c in book.excluded_chapters),
-        n_chunks=len(chunks),
-        n_tokens=sum(c.n_tokens for c in chunks),
     )
     record_config = {
         "strategy": impl.name,
@@ -272,25 +226,80 @@ def _run(
         "chapter_aware": chapter_aware,
         "include_front_matter": include_front_matter,
         "max_tries": config.max_tries,
+        **impl.record_fields(config),
     }
-    record_config.update(impl.record_fields(config))
-    record = SummaryRecord(
+    return SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,
         signature=signature,
         config=record_config,
-        book=info,
+        book=_book_info(book, chunks, include_front_matter=include_front_matter),
         summary=summary,
         raw_summary=result.summary,
         nodes=result.nodes,
         calls=calls,
-        totals=totals,
+        totals=_totals(calls, result, wall_s=time.perf_counter() - started),
         level_budgets=result.level_budgets,
         truncation=result.truncation,
         cleaning=cleaning,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    return record
+
+
+def _clean(
+    result: StrategyResult, *, chat: ChatModel, config: StrategyConfig, bundle: PromptBundle, clean: bool
+) -> tuple[str, tuple[CallEntry, ...], dict[str, Any] | None]:
+    """Artifact removal of the final summary: ``(summary, all calls, what cleaning did)``."""
+    if not clean:
+        return result.summary, result.calls, None
+    prompts = config.prompts
+    clean_bundle = load_prompts(prompts if prompts != "simple" else "paper", lang=config.lang, names=("clean",))
+    cleaned = remove_artifacts(
+        result.summary,
+        model=chat,
+        template=clean_bundle["clean"],
+        lang=config.lang,
+        prompt_texts=[t.text for t in bundle.templates.values()],
+        top_p=config.top_p,
+    )
+    cleaning = {
+        "llm_text": cleaned.llm_text,
+        "llm_rejected": cleaned.llm_rejected,
+        "removed": list(cleaned.removed),
+        "prompt": clean_bundle.signature,
+    }
+    return cleaned.cleaned, result.calls + cleaned.calls, cleaning
+
+
+def _totals(calls: tuple[CallEntry, ...], result: StrategyResult, *, wall_s: float) -> Totals:
+    paid = [c for c in calls if not c.cache_hit]
+    return Totals(
+        calls=len(calls),
+        cache_hits=len(calls) - len(paid),
+        input_tokens=sum(c.input_tokens for c in calls),
+        output_tokens=sum(c.output_tokens for c in calls),
+        cost_usd=round(sum(c.cost_usd for c in paid), 6),
+        wall_s=round(wall_s, 3),
+        retries=sum(n.retries for n in result.nodes),
+        truncations=sum(int(n.truncated) for n in result.nodes),
+        compressions=sum(int(n.compression is not None) for n in result.nodes),
+    )
+
+
+def _book_info(book: Book, chunks: tuple[Chunk, ...], *, include_front_matter: bool) -> BookInfo:
+    return BookInfo(
+        title=book.title,
+        authors=tuple(book.authors),
+        language=book.language,
+        source_path=book.source_path,
+        format=book.format,
+        chapters_kept=tuple(c.title for c in book.selected_chapters(include_front_matter=include_front_matter)),
+        chapters_excluded=()
+        if include_front_matter
+        else tuple((c.title, c.excluded_reason or "") for c in book.excluded_chapters),
+        n_chunks=len(chunks),
+        n_tokens=sum(c.n_tokens for c in chunks),
+    )
 
 
 __all__ = ["LANG_CHOICES", "default_record_path", "resolve_lang", "summarize_book"]
