@@ -3,7 +3,8 @@
 :class:`Client` wraps any :class:`~booksum_app.llm.base.Backend` and implements
 :class:`~booksum_app.llm.base.ChatModel`:
 
-- a persistent call cache (``llm/cache.py``) consulted before and filled after each call;
+- a persistent call cache (``llm/cache.py``) consulted before and filled after each call,
+  with a lease on each request in flight so runs sharing the cache wait instead of re-paying;
 - retries (tenacity) with exponential backoff and full jitter on ``RateLimited`` and
   ``TransientModelError`` (429, 5xx, timeouts, dropped connections), honouring the
   server's Retry-After; no retry on other errors (auth, context too long, bad request);
@@ -37,7 +38,7 @@ from tenacity import (
 
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Usage
-from booksum_app.llm.cache import CallCache, request_key
+from booksum_app.llm.cache import CallCache, Lease, request_key
 
 DEFAULT_MAX_ATTEMPTS = 6
 DEFAULT_CONCURRENCY = 8
@@ -181,19 +182,29 @@ class Client:
     def complete(self, request: Request) -> Completion:
         """Answer one request: from the cache when possible, else from the backend with retries."""
         key = self._key(request)
-        cached = self.cache.get(key) if self.cache is not None else None
-        if cached is not None:
-            self._finish(request, cached, attempts=0)
-            return cached
-        estimate = self._reserve(request)
+        lease: Lease | None = None
+        if self.cache is not None:
+            claimed = self.cache.claim(key)  # waits while another run has this request in flight
+            if isinstance(claimed, Completion):
+                self._finish(request, claimed, attempts=0)
+                return claimed
+            lease = claimed
         try:
-            completion, attempts = self._call_with_retries(request)
+            estimate = self._reserve(request)
+            try:
+                completion, attempts = self._call_with_retries(request)
+            finally:
+                with self._lock:
+                    self._reserved_usd -= estimate
+            completion = dataclasses.replace(
+                completion, cost_usd=self.info.cost_usd(completion.usage)
+            )
+            if self.cache is not None and lease is not None:
+                self.cache.put(key, completion, purpose=request.purpose, lease=lease)
+                lease = None
         finally:
-            with self._lock:
-                self._reserved_usd -= estimate
-        completion = dataclasses.replace(completion, cost_usd=self.info.cost_usd(completion.usage))
-        if self.cache is not None and completion.text.strip():
-            self.cache.put(key, completion, purpose=request.purpose)
+            if self.cache is not None and lease is not None:
+                self.cache.release(lease)  # failed: a waiting run takes the request over
         self._finish(request, completion, attempts=attempts)
         return completion
 
