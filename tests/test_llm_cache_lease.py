@@ -242,3 +242,66 @@ def test_a_waiter_takes_over_when_the_owner_fails(tmp_path: Path) -> None:
     owner.release(lease)
     thread.join(timeout=5)
     assert len(got) == 1 and isinstance(got[0], Lease)
+
+
+# ---- issue 9 item 17: an answer that has arrived is committed before anything else --------
+
+
+class _Refused(RuntimeError):
+    """Raised by a progress hook standing in for a crash between answers."""
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_answers_are_committed_before_they_are_reported(tmp_path: Path, batch: bool) -> None:
+    from test_llm_calls import FakeBatchBackend
+
+    from booksum_app.testing.fake_backend import FakeBackend
+
+    backend = FakeBatchBackend() if batch else FakeBackend()
+    requests = [Request(prompt=f"Chapter {i}. Things happened.", max_tokens=20) for i in range(4)]
+    seen: list[int] = []
+
+    def on_call(record: object) -> None:  # the first report crashes the run
+        seen.append(len(CallCache(tmp_path)))
+        raise _Refused("progress display crashed")
+
+    client = Client(backend, cache=CallCache(tmp_path), concurrency=1, on_call=on_call)
+    with pytest.raises(_Refused):
+        client.complete_many(requests)
+    client.close()
+    # when the first answer was reported, it (and the rest of a batch that arrived with it) was
+    # already in the cache
+    assert seen[0] == (len(requests) if batch else 1)
+    assert len(CallCache(tmp_path)) >= seen[0]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
+def test_sigkill_during_hier_repays_at_most_the_calls_in_flight(tmp_path: Path) -> None:
+    from test_compare import write_book
+
+    concurrency = 8
+    book = write_book(tmp_path / "book.txt", seed=3, chapters=8, paragraphs=10)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env = {**env, "OPENAI_API_KEY": "dummy", "BOOKSUM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeServer(latency_s=0.2) as server:
+        argv = [
+            sys.executable, "-m", "booksum_app", "summarize", str(book), "--strategy", "hier",
+            "--model", "openai:gpt-4o-mini", "--base-url", server.openai_base_url,
+            "--chunk-size", "256", "--max-summary-len", "120",
+            "--concurrency", str(concurrency), "--output", str(tmp_path / "summary"),
+        ]  # fmt: skip
+        run = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while server.completed_count < 12 and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        run.send_signal(signal.SIGKILL)
+        run.wait(timeout=30)
+        assert run.returncode == -signal.SIGKILL, "killed mid-run"
+        rerun = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert rerun.returncode == 0, rerun.stderr
+        payloads = [json.dumps(r.payload, sort_keys=True) for r in server.requests]
+    repaid = len(payloads) - len(set(payloads))
+    assert 0 <= repaid <= concurrency  # only answers that had not arrived when it died

@@ -391,12 +391,15 @@ class Client:
             finally:
                 with self._lock:
                     self._reserved_usd -= reserved
-            for i, completion in zip(todo, completions, strict=True):
-                completion = dataclasses.replace(
-                    completion, cost_usd=self.info.cost_usd(completion.usage)
-                )
-                if self.cache is not None and completion.text.strip():
+            answered = [
+                dataclasses.replace(c, cost_usd=self.info.cost_usd(c.usage)) for c in completions
+            ]
+            # every answer of the batch is committed before any is reported: an on_call hook
+            # (progress display) that fails, or a kill meanwhile, must not cost the others
+            if self.cache is not None:
+                for i, completion in zip(todo, answered, strict=True):
                     self.cache.put(keys[i], completion, purpose=requests[i].purpose)
+            for i, completion in zip(todo, answered, strict=True):
                 results[i] = completion
                 self._finish(requests[i], completion, attempts=1)
         return [r for r in results if r is not None]
