@@ -305,3 +305,58 @@ def test_sigkill_during_hier_repays_at_most_the_calls_in_flight(tmp_path: Path) 
         payloads = [json.dumps(r.payload, sort_keys=True) for r in server.requests]
     repaid = len(payloads) - len(set(payloads))
     assert 0 <= repaid <= concurrency  # only answers that had not arrived when it died
+
+
+@pytest.mark.parametrize("first_fails", [False, True])
+def test_a_batch_waits_for_requests_another_run_has_in_flight(
+    tmp_path: Path, first_fails: bool
+) -> None:
+    from test_llm_calls import FakeBatchBackend
+
+    started, release = threading.Event(), threading.Event()
+
+    class Slow(FakeBatchBackend):
+        def complete_batch(self, requests: object) -> list[Completion]:
+            started.set()
+            release.wait(10)
+            if first_fails:
+                raise AuthError("rejected")
+            return super().complete_batch(requests)  # type: ignore[arg-type]
+
+    requests = [Request(prompt=f"Chapter {i}. Things happened.", max_tokens=20) for i in range(4)]
+    first, second = Slow(), FakeBatchBackend()
+    errors: list[BaseException] = []
+
+    def run_first() -> None:
+        try:
+            Client(first, cache=CallCache(tmp_path)).complete_many(requests)
+        except AuthError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run_first)
+    thread.start()
+    assert started.wait(10)
+    got: list[list[Completion]] = []
+    waiter = threading.Thread(
+        target=lambda: got.append(Client(second, cache=CallCache(tmp_path)).complete_many(requests))
+    )
+    waiter.start()
+    time.sleep(0.3)
+    assert waiter.is_alive() and second.call_count == 0, "the second run must wait, not send"
+    release.set()
+    thread.join(10)
+    waiter.join(10)
+    assert len(got) == 1 and [c.text for c in got[0]] == [r.prompt for r in requests]
+    if first_fails:  # the first run's leases were released: the second made the calls itself
+        assert len(errors) == 1 and second.call_count == len(requests)
+    else:
+        assert second.call_count == 0 and all(c.cache_hit for c in got[0])
+    assert leases(tmp_path) == []
+
+
+def test_leases_expired_long_ago_are_pruned_on_open(tmp_path: Path) -> None:
+    CallCache(tmp_path).close()
+    plant_lease(tmp_path, "old", pid=dead_pid(), expires=time.time() - 7200)
+    plant_lease(tmp_path, "recent", pid=dead_pid(), expires=time.time() - 60)
+    CallCache(tmp_path).close()
+    assert [row[0] for row in leases(tmp_path)] == ["recent"]

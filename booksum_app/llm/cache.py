@@ -178,6 +178,8 @@ class CallCache:
         db = self._db()
         with self._lock:
             migrate(db)
+        # leases of killed runs whose keys nobody asked for again: expired long ago, just rows
+        db.execute("DELETE FROM leases WHERE expires < ?", (time.time() - 3600,))
 
     def _db(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)

@@ -357,52 +357,78 @@ class Client:
         return completion, retrying.statistics.get("attempt_number", 1)
 
     def _complete_batch(self, requests: list[Request]) -> list[Completion]:
+        keys = [self._key(r) for r in requests]
+        results: list[Completion | None] = [None] * len(requests)
+        todo: list[int] = []  # ours to send in one batch
+        leases: dict[int, Lease] = {}
+        elsewhere: list[int] = []  # in flight in another run (or twice in this batch)
+        for i, key in enumerate(keys):
+            claimed = self.cache.try_claim(key) if self.cache is not None else None
+            if isinstance(claimed, Completion):
+                results[i] = claimed
+                self._finish(requests[i], claimed, attempts=0)
+            elif claimed is None and self.cache is not None:
+                elsewhere.append(i)
+            else:
+                todo.append(i)
+                if claimed is not None:
+                    leases[i] = claimed
+        try:
+            if todo:
+                self._send_batch(requests, keys, todo, results, leases)
+        finally:
+            for lease in leases.values():  # not answered: a waiting run takes them over
+                if self.cache is not None:
+                    self.cache.release(lease)
+        for i in elsewhere:  # waits for the other run's answer, or takes the request over
+            results[i] = self.complete(requests[i])
+        return [r for r in results if r is not None]
+
+    def _send_batch(
+        self,
+        requests: list[Request],
+        keys: list[str],
+        todo: list[int],
+        results: list[Completion | None],
+        leases: dict[int, Lease],
+    ) -> None:
+        """Send ``todo`` as one batch; commit every answer, then report each (fills ``results``)."""
         backend = self.backend
         if not isinstance(backend, BatchBackend):  # pragma: no cover - guarded by caller
             raise TypeError("not a batch backend")
-        keys = [self._key(r) for r in requests]
-        results: list[Completion | None] = [None] * len(requests)
-        todo: list[int] = []
-        for i, key in enumerate(keys):
-            cached = self.cache.get(key) if self.cache is not None else None
-            if cached is not None:
-                results[i] = cached
-                self._finish(requests[i], cached, attempts=0)
-            else:
-                todo.append(i)
-        if todo:
-            batch = [requests[i] for i in todo]
-            reserved = 0.0
+        batch = [requests[i] for i in todo]
+        reserved = 0.0
+        try:
+            for request in batch:
+                reserved += self._reserve(request)
+        except CostLimitExceeded:
+            with self._lock:
+                self._reserved_usd -= reserved
+            raise
+        try:
+            with self._lock:
+                self._in_flight += len(batch)
             try:
-                for request in batch:
-                    reserved += self._reserve(request)
-            except CostLimitExceeded:
-                with self._lock:
-                    self._reserved_usd -= reserved
-                raise
-            try:
-                with self._lock:
-                    self._in_flight += len(batch)
-                try:
-                    completions = self._retrying()(backend.complete_batch, batch)
-                finally:
-                    with self._lock:
-                        self._in_flight -= len(batch)
+                completions = self._retrying()(backend.complete_batch, batch)
             finally:
                 with self._lock:
-                    self._reserved_usd -= reserved
-            answered = [
-                dataclasses.replace(c, cost_usd=self.info.cost_usd(c.usage)) for c in completions
-            ]
-            # every answer of the batch is committed before any is reported: an on_call hook
-            # (progress display) that fails, or a kill meanwhile, must not cost the others
-            if self.cache is not None:
-                for i, completion in zip(todo, answered, strict=True):
-                    self.cache.put(keys[i], completion, purpose=requests[i].purpose)
+                    self._in_flight -= len(batch)
+        finally:
+            with self._lock:
+                self._reserved_usd -= reserved
+        answered = [
+            dataclasses.replace(c, cost_usd=self.info.cost_usd(c.usage)) for c in completions
+        ]
+        # every answer of the batch is committed before any is reported: an on_call hook
+        # (progress display) that fails, or a kill meanwhile, must not cost the others
+        if self.cache is not None:
             for i, completion in zip(todo, answered, strict=True):
-                results[i] = completion
-                self._finish(requests[i], completion, attempts=1)
-        return [r for r in results if r is not None]
+                self.cache.put(
+                    keys[i], completion, purpose=requests[i].purpose, lease=leases.pop(i, None)
+                )
+        for i, completion in zip(todo, answered, strict=True):
+            results[i] = completion
+            self._finish(requests[i], completion, attempts=1)
 
     def _finish(self, request: Request, completion: Completion, *, attempts: int) -> None:
         record = CallRecord(
