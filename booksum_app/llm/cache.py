@@ -8,16 +8,29 @@ stored. Each completed call is committed on its own (WAL mode), so killing a run
 nothing that finished. Failed, empty and error replies are not cached. The schema is
 versioned by a table of applied migrations, each migration a named function (as in
 simonw/llm's ``migrations.py``).
+
+A request being answered is *leased* (table ``leases``): :meth:`CallCache.claim` either
+returns the cached answer, or records this caller as the owner of the key (pid, host and a
+random token) with an expiry that a background thread renews while the call runs, or waits
+(polling with backoff) while another live owner holds it. Two runs sharing a cache therefore
+pay for each distinct request once. A lease whose expiry has passed, or whose owner process
+is gone (same host, pid not alive), is taken over, so a killed run never blocks others for
+longer than :data:`LEASE_TTL_S`. :meth:`CallCache.put` commits the answer and drops the lease
+in one transaction; :meth:`CallCache.release` drops it after a failed call.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import secrets
+import socket
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from booksum_app.errors import ConfigError
@@ -25,6 +38,21 @@ from booksum_app.llm.base import Completion, Request, Usage
 
 CACHE_FILENAME = "calls.sqlite3"
 KEY_TAG = "call-v1"
+LEASE_TTL_S = 30.0  # a lease not renewed for this long is taken over
+WAIT_FIRST_S = 0.02  # first poll interval of a waiter; grows by half each time ...
+WAIT_MAX_S = 0.5  # ... up to this
+
+_HOST = socket.gethostname()
+_LIVE_TOKENS: set[str] = set()  # tokens of leases held by this process (any CallCache)
+_LIVE_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Lease:
+    """This caller's claim on a key: it must answer the request, then ``put`` or ``release``."""
+
+    key: str
+    token: str
 
 
 def request_key(request: Request, *, backend: Mapping[str, str | None]) -> str:
@@ -63,7 +91,43 @@ def _m002_add_purpose(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE calls ADD COLUMN purpose TEXT NOT NULL DEFAULT ''")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_create_calls, _m002_add_purpose]
+def _m003_create_leases(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE leases (
+            key TEXT PRIMARY KEY,
+            token TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            expires REAL NOT NULL
+        )"""
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _m001_create_calls,
+    _m002_add_purpose,
+    _m003_create_leases,
+]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists but not ours (EPERM)
+    return True
+
+
+def _owner_gone(token: str, pid: int, host: str) -> bool:
+    """Whether the process that took a lease can no longer answer it (checked on this host only)."""
+    if host != _HOST:
+        return False  # another machine: only the expiry tells
+    if pid == os.getpid():
+        with _LIVE_LOCK:
+            return token not in _LIVE_TOKENS  # a CallCache of ours closed without releasing it
+    return not _pid_alive(pid)
 
 
 def migrate(db: sqlite3.Connection) -> None:
@@ -92,7 +156,9 @@ def migrate(db: sqlite3.Connection) -> None:
 class CallCache:
     """Completed calls keyed by :func:`request_key`, in one SQLite file; safe across threads and processes."""
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: Path | str, *, lease_ttl_s: float = LEASE_TTL_S) -> None:
+        if lease_ttl_s <= 0:
+            raise ValueError("lease_ttl_s must be positive")
         self.directory = Path(directory).expanduser()
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -105,9 +171,15 @@ class CallCache:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
+        self.lease_ttl_s = lease_ttl_s
+        self._held: dict[str, str] = {}  # token -> key of the leases this cache holds
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
         db = self._db()
         with self._lock:
             migrate(db)
+        # leases of killed runs whose keys nobody asked for again: expired long ago, just rows
+        db.execute("DELETE FROM leases WHERE expires < ?", (time.time() - 3600,))
 
     def _db(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
@@ -129,15 +201,15 @@ class CallCache:
 
     def get(self, key: str) -> Completion | None:
         """The cached completion for ``key``, marked as a cache hit, or None."""
-        row = (
-            self._db()
-            .execute(
-                "SELECT text, finish_reason, input_tokens, output_tokens, cached_input_tokens, model, "
-                "latency_s FROM calls WHERE key = ?",
-                (key,),
-            )
-            .fetchone()
-        )
+        return self._get(self._db(), key)
+
+    @staticmethod
+    def _get(db: sqlite3.Connection, key: str) -> Completion | None:
+        row = db.execute(
+            "SELECT text, finish_reason, input_tokens, output_tokens, cached_input_tokens, model, "
+            "latency_s FROM calls WHERE key = ?",
+            (key,),
+        ).fetchone()
         if row is None:
             return None
         text, finish_reason, input_tokens, output_tokens, cached_input_tokens, model, latency = row
@@ -151,33 +223,155 @@ class CallCache:
             cache_hit=True,
         )
 
-    def put(self, key: str, completion: Completion, *, purpose: str = "") -> None:
-        """Store a completed call (committed at once); empty replies are not stored."""
+    # ---- leases ------------------------------------------------------------------------
+
+    def claim(self, key: str) -> Completion | Lease:
+        """The cached answer for ``key``, or a lease to answer it, waiting while another owner holds one.
+
+        Args:
+            key: a :func:`request_key`.
+
+        Returns:
+            The cached completion (possibly one another process committed while we waited), or
+            a :class:`Lease`: the caller must then make the call and ``put`` or ``release``.
+        """
+        delay_s = WAIT_FIRST_S
+        while True:
+            got = self.try_claim(key)
+            if got is not None:
+                return got
+            time.sleep(delay_s)
+            delay_s = min(delay_s * 1.5, WAIT_MAX_S)
+
+    def try_claim(self, key: str) -> Completion | Lease | None:
+        """Like :meth:`claim` without waiting: None while another live owner holds the key."""
+        db = self._db()
+        hit = self._get(db, key)  # the common case needs no write lock
+        if hit is not None:
+            return hit
+        token = secrets.token_hex(8)
+        with _LIVE_LOCK:
+            _LIVE_TOKENS.add(token)  # before the row is visible, so our own threads see it live
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            hit = self._get(db, key)
+            row = db.execute(
+                "SELECT token, pid, host, expires FROM leases WHERE key = ?", (key,)
+            ).fetchone()
+            now = time.time()
+            held = row is not None and row[3] > now and not _owner_gone(row[0], row[1], row[2])
+            if hit is None and not held:
+                db.execute(
+                    "INSERT OR REPLACE INTO leases (key, token, pid, host, expires) "
+                    "VALUES (?,?,?,?,?)",
+                    (key, token, os.getpid(), _HOST, now + self.lease_ttl_s),
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            self._forget(token)
+            raise
+        if hit is not None or held:
+            self._forget(token)
+            return hit
+        with self._lock:
+            self._held[token] = key
+        self._ensure_renewer()
+        return Lease(key=key, token=token)
+
+    def release(self, lease: Lease) -> None:
+        """Give up ``lease`` without an answer (the call failed): a waiter takes the key over."""
+        self._forget(lease.token)
+        self._db().execute(
+            "DELETE FROM leases WHERE key = ? AND token = ?", (lease.key, lease.token)
+        )
+
+    def _forget(self, token: str) -> None:
+        with _LIVE_LOCK:
+            _LIVE_TOKENS.discard(token)
+        with self._lock:
+            self._held.pop(token, None)
+
+    def _ensure_renewer(self) -> None:
+        with self._lock:
+            if self._renewer is not None and self._renewer.is_alive():
+                return
+            self._stop.clear()
+            self._renewer = threading.Thread(
+                target=self._renew_loop, name="booksum-cache-lease", daemon=True
+            )
+            self._renewer.start()
+
+    def _renew_loop(self) -> None:
+        """Push the expiry of every held lease forward, a third of the TTL at a time."""
+        while not self._stop.wait(self.lease_ttl_s / 3):
+            with self._lock:
+                held = list(self._held.items())
+            if not held:
+                continue
+            expires = time.time() + self.lease_ttl_s
+            try:
+                self._db().executemany(
+                    "UPDATE leases SET expires = ? WHERE key = ? AND token = ?",
+                    [(expires, key, token) for token, key in held],
+                )
+            except sqlite3.Error:
+                continue  # busy for 30 s: try again next round, the TTL has slack
+
+    def put(
+        self, key: str, completion: Completion, *, purpose: str = "", lease: Lease | None = None
+    ) -> None:
+        """Store a completed call and drop any lease on ``key``, in one commit; empty replies are not stored."""
         if not completion.text.strip():
+            if lease is not None:
+                self.release(lease)
             return
         usage = completion.usage
-        self._db().execute(
-            "INSERT OR REPLACE INTO calls (key, text, finish_reason, input_tokens, output_tokens, "
-            "cached_input_tokens, model, created, latency_s, purpose) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (
-                key,
-                completion.text,
-                completion.finish_reason,
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cached_input_tokens,
-                completion.model,
-                time.time(),
-                completion.latency_s,
-                purpose,
-            ),
-        )
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute(
+                "INSERT OR REPLACE INTO calls (key, text, finish_reason, input_tokens, "
+                "output_tokens, cached_input_tokens, model, created, latency_s, purpose) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    key,
+                    completion.text,
+                    completion.finish_reason,
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cached_input_tokens,
+                    completion.model,
+                    time.time(),
+                    completion.latency_s,
+                    purpose,
+                ),
+            )
+            db.execute("DELETE FROM leases WHERE key = ?", (key,))  # the answer is here now
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        if lease is not None:
+            self._forget(lease.token)
 
     def __len__(self) -> int:
         return int(self._db().execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
     def close(self) -> None:
-        """Close every connection this cache opened."""
+        """Stop renewing, release the leases still held, close every connection this cache opened."""
+        self._stop.set()
+        renewer = self._renewer
+        if renewer is not None:
+            renewer.join()
+            self._renewer = None
+        with self._lock:
+            held = list(self._held.items())
+        for token, key in held:
+            try:
+                self.release(Lease(key=key, token=token))
+            except sqlite3.Error:
+                self._forget(token)  # expires on its own
         with self._lock:
             for db in self._connections:
                 db.close()

@@ -3,7 +3,8 @@
 :class:`Client` wraps any :class:`~booksum_app.llm.base.Backend` and implements
 :class:`~booksum_app.llm.base.ChatModel`:
 
-- a persistent call cache (``llm/cache.py``) consulted before and filled after each call;
+- a persistent call cache (``llm/cache.py``) consulted before and filled after each call,
+  with a lease on each request in flight so runs sharing the cache wait instead of re-paying;
 - retries (tenacity) with exponential backoff and full jitter on ``RateLimited`` and
   ``TransientModelError`` (429, 5xx, timeouts, dropped connections), honouring the
   server's Retry-After; no retry on other errors (auth, context too long, bad request);
@@ -37,7 +38,7 @@ from tenacity import (
 
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Usage
-from booksum_app.llm.cache import CallCache, request_key
+from booksum_app.llm.cache import CallCache, Lease, request_key
 
 DEFAULT_MAX_ATTEMPTS = 6
 DEFAULT_CONCURRENCY = 8
@@ -181,19 +182,29 @@ class Client:
     def complete(self, request: Request) -> Completion:
         """Answer one request: from the cache when possible, else from the backend with retries."""
         key = self._key(request)
-        cached = self.cache.get(key) if self.cache is not None else None
-        if cached is not None:
-            self._finish(request, cached, attempts=0)
-            return cached
-        estimate = self._reserve(request)
+        lease: Lease | None = None
+        if self.cache is not None:
+            claimed = self.cache.claim(key)  # waits while another run has this request in flight
+            if isinstance(claimed, Completion):
+                self._finish(request, claimed, attempts=0)
+                return claimed
+            lease = claimed
         try:
-            completion, attempts = self._call_with_retries(request)
+            estimate = self._reserve(request)
+            try:
+                completion, attempts = self._call_with_retries(request)
+            finally:
+                with self._lock:
+                    self._reserved_usd -= estimate
+            completion = dataclasses.replace(
+                completion, cost_usd=self.info.cost_usd(completion.usage)
+            )
+            if self.cache is not None and lease is not None:
+                self.cache.put(key, completion, purpose=request.purpose, lease=lease)
+                lease = None
         finally:
-            with self._lock:
-                self._reserved_usd -= estimate
-        completion = dataclasses.replace(completion, cost_usd=self.info.cost_usd(completion.usage))
-        if self.cache is not None and completion.text.strip():
-            self.cache.put(key, completion, purpose=request.purpose)
+            if self.cache is not None and lease is not None:
+                self.cache.release(lease)  # failed: a waiting run takes the request over
         self._finish(request, completion, attempts=attempts)
         return completion
 
@@ -346,49 +357,78 @@ class Client:
         return completion, retrying.statistics.get("attempt_number", 1)
 
     def _complete_batch(self, requests: list[Request]) -> list[Completion]:
+        keys = [self._key(r) for r in requests]
+        results: list[Completion | None] = [None] * len(requests)
+        todo: list[int] = []  # ours to send in one batch
+        leases: dict[int, Lease] = {}
+        elsewhere: list[int] = []  # in flight in another run (or twice in this batch)
+        for i, key in enumerate(keys):
+            claimed = self.cache.try_claim(key) if self.cache is not None else None
+            if isinstance(claimed, Completion):
+                results[i] = claimed
+                self._finish(requests[i], claimed, attempts=0)
+            elif claimed is None and self.cache is not None:
+                elsewhere.append(i)
+            else:
+                todo.append(i)
+                if claimed is not None:
+                    leases[i] = claimed
+        try:
+            if todo:
+                self._send_batch(requests, keys, todo, results, leases)
+        finally:
+            for lease in leases.values():  # not answered: a waiting run takes them over
+                if self.cache is not None:
+                    self.cache.release(lease)
+        for i in elsewhere:  # waits for the other run's answer, or takes the request over
+            results[i] = self.complete(requests[i])
+        return [r for r in results if r is not None]
+
+    def _send_batch(
+        self,
+        requests: list[Request],
+        keys: list[str],
+        todo: list[int],
+        results: list[Completion | None],
+        leases: dict[int, Lease],
+    ) -> None:
+        """Send ``todo`` as one batch; commit every answer, then report each (fills ``results``)."""
         backend = self.backend
         if not isinstance(backend, BatchBackend):  # pragma: no cover - guarded by caller
             raise TypeError("not a batch backend")
-        keys = [self._key(r) for r in requests]
-        results: list[Completion | None] = [None] * len(requests)
-        todo: list[int] = []
-        for i, key in enumerate(keys):
-            cached = self.cache.get(key) if self.cache is not None else None
-            if cached is not None:
-                results[i] = cached
-                self._finish(requests[i], cached, attempts=0)
-            else:
-                todo.append(i)
-        if todo:
-            batch = [requests[i] for i in todo]
-            reserved = 0.0
+        batch = [requests[i] for i in todo]
+        reserved = 0.0
+        try:
+            for request in batch:
+                reserved += self._reserve(request)
+        except CostLimitExceeded:
+            with self._lock:
+                self._reserved_usd -= reserved
+            raise
+        try:
+            with self._lock:
+                self._in_flight += len(batch)
             try:
-                for request in batch:
-                    reserved += self._reserve(request)
-            except CostLimitExceeded:
-                with self._lock:
-                    self._reserved_usd -= reserved
-                raise
-            try:
-                with self._lock:
-                    self._in_flight += len(batch)
-                try:
-                    completions = self._retrying()(backend.complete_batch, batch)
-                finally:
-                    with self._lock:
-                        self._in_flight -= len(batch)
+                completions = self._retrying()(backend.complete_batch, batch)
             finally:
                 with self._lock:
-                    self._reserved_usd -= reserved
-            for i, completion in zip(todo, completions, strict=True):
-                completion = dataclasses.replace(
-                    completion, cost_usd=self.info.cost_usd(completion.usage)
+                    self._in_flight -= len(batch)
+        finally:
+            with self._lock:
+                self._reserved_usd -= reserved
+        answered = [
+            dataclasses.replace(c, cost_usd=self.info.cost_usd(c.usage)) for c in completions
+        ]
+        # every answer of the batch is committed before any is reported: an on_call hook
+        # (progress display) that fails, or a kill meanwhile, must not cost the others
+        if self.cache is not None:
+            for i, completion in zip(todo, answered, strict=True):
+                self.cache.put(
+                    keys[i], completion, purpose=requests[i].purpose, lease=leases.pop(i, None)
                 )
-                if self.cache is not None and completion.text.strip():
-                    self.cache.put(keys[i], completion, purpose=requests[i].purpose)
-                results[i] = completion
-                self._finish(requests[i], completion, attempts=1)
-        return [r for r in results if r is not None]
+        for i, completion in zip(todo, answered, strict=True):
+            results[i] = completion
+            self._finish(requests[i], completion, attempts=1)
 
     def _finish(self, request: Request, completion: Completion, *, attempts: int) -> None:
         record = CallRecord(
