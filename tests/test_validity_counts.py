@@ -30,8 +30,8 @@ def test_the_providers_count_decides_when_our_estimate_over_counts() -> None:
 
 
 def test_without_a_provider_count_the_estimate_gets_its_documented_margin() -> None:
-    assert _feed(_regen(estimated=True, count=140), reported=0) == ()  # 140 / 1.45 = 96 <= 100
-    assert _feed(_regen(estimated=True, count=160), reported=0) == (OVER_LIMIT,)  # 160 / 1.45 = 110 > 100
+    assert _feed(_regen(estimated=True, count=112), reported=0) == ()  # 112 / 1.15 = 97 <= 100
+    assert _feed(_regen(estimated=True, count=120), reported=0) == (OVER_LIMIT,)  # 120 / 1.15 = 104 > 100
 
 
 def test_an_exact_tokenizer_gets_no_margin() -> None:

@@ -111,7 +111,8 @@ def stats_text(snap: Any) -> str:
     """Calls, calls in flight, tokens, dollars and ETA of a progress snapshot, compact enough for 60 columns."""
     eta = _eta_s(snap)
     eta_text = f" · ETA {int(eta) // 60}:{int(eta) % 60:02d}" if eta is not None else ""
-    return (f"calls {snap.calls} ({snap.cache_hits} cached) · {snap.in_flight} in flight · "
+    limit = f" (limit {snap.limit})" if getattr(snap, "limit", 0) else ""
+    return (f"calls {snap.calls} ({snap.cache_hits} cached) · {snap.in_flight} in flight{limit} · "
             f"{snap.input_tokens:,}+{snap.output_tokens:,} tok · ${snap.cost_usd:.4f}{eta_text}")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,6 @@ class ChatModel(Protocol):
 
     def complete(self, request: Request) -> Completion: ...
 
-    def submit(self, request: Request) -> Future[Completion]: ...
+    def submit(self, request: Request, *, priority: Any = 0) -> Future[Completion]: ...
 
     def complete_many(self, requests: Sequence[Request]) -> list[Completion]: ...

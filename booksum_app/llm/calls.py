@@ -24,7 +24,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -39,6 +39,7 @@ from tenacity import (
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.cache import CallCache, Lease, request_key
+from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
 
 DEFAULT_MAX_ATTEMPTS = 6
 DEFAULT_CONCURRENCY = 8
@@ -134,6 +135,8 @@ class Client:
         concurrency: int | None = None,
         max_cost_usd: float | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        adaptive: bool = False,
+        initial_concurrency: int | None = None,
         count_tokens: Callable[[str], int] | None = None,
         on_call: Callable[[CallRecord], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -158,13 +161,16 @@ class Client:
             "model": backend.info.name,
             "base_url": getattr(backend, "base_url", None),
         }
-        self._slots = threading.BoundedSemaphore(self.concurrency)
+        # calls in flight: a fixed cap, or (adaptive) AIMD under that cap, as TCP does
+        self._limit = AdaptiveLimit(
+            initial=initial_concurrency or self.concurrency, maximum=self.concurrency, adaptive=adaptive
+        )
         self._lock = threading.Lock()
         self._totals = _Counter()
         self._reserved_usd = 0.0
         self._in_flight = 0
         self._records: list[CallRecord] = []
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: PriorityPool | None = None
         self.spec: Any = None  # the registry's ModelSpec when built by get_model
         self.notice: str | None = None  # one line for the CLI (e.g. fell back to the demo model)
 
@@ -208,9 +214,13 @@ class Client:
         self._finish(request, completion, attempts=attempts)
         return completion
 
-    def submit(self, request: Request) -> Future[Completion]:
-        """Start ``request`` on the client's worker pool; the result comes back as a future."""
-        return self._pool().submit(self.complete, request)
+    def submit(self, request: Request, *, priority: Any = 0) -> Future[Completion]:
+        """Start ``request`` on the client's worker pool; the result comes back as a future.
+
+        When calls wait for a slot, the one with the lowest ``priority`` starts first (equal
+        ones in submission order): strategies put work on their critical path first.
+        """
+        return self._pool().submit(lambda: self.complete(request), priority=priority)
 
     def complete_many(self, requests: Sequence[Request]) -> list[Completion]:
         """Answer every request concurrently (or as one batch); results in request order."""
@@ -257,6 +267,11 @@ class Client:
             return self._totals.cache_hits
 
     @property
+    def limit(self) -> int:
+        """Calls allowed in flight now (the adaptive limit, or the fixed cap)."""
+        return self._limit.limit
+
+    @property
     def in_flight(self) -> int:
         """Calls sent to the backend and not yet answered."""
         with self._lock:
@@ -265,7 +280,7 @@ class Client:
     def close(self) -> None:
         """Stop the worker pool (waiting for running calls), close the cache and the backend."""
         if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor.shutdown(cancel_futures=True)
             self._executor = None
         if self.cache is not None:
             self.cache.close()
@@ -284,12 +299,10 @@ class Client:
     def _key(self, request: Request) -> str:
         return request_key(request, backend=self._identity)
 
-    def _pool(self) -> ThreadPoolExecutor:
+    def _pool(self) -> PriorityPool:
         with self._lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(
-                    max_workers=self.concurrency, thread_name_prefix="booksum-call"
-                )
+                self._executor = PriorityPool(self._limit, name="booksum-call")
             return self._executor
 
     def _worst_case_usd(self, request: Request) -> float:
@@ -315,14 +328,24 @@ class Client:
         return estimate
 
     def _attempt(self, request: Request) -> Completion:
-        with self._slots:
+        pool = self._executor
+        if pool is None or not pool.take_slot():  # a pooled call's first attempt has its slot
+            self._limit.acquire()
+        mark = self._limit.mark()
+        try:
             with self._lock:
                 self._in_flight += 1
             try:
                 completion = self.backend.complete(request)
+            except RateLimited:
+                self._limit.feedback(mark, overloaded=True)
+                raise
             finally:
                 with self._lock:
                     self._in_flight -= 1
+            self._limit.feedback(mark, overloaded=False)
+        finally:
+            self._limit.release()  # also between retries: a backoff is not spent holding a slot
         if not completion.text.strip():
             raise _EmptyReply(completion)
         return completion

@@ -49,7 +49,12 @@ DEMO_JUDGE_WARNING = (
     "the judge is the embedded 135M demo model: its BooookScores prove the pipeline and mean "
     "nothing about the summaries"
 )
-DEFAULT_CONCURRENCY = {"openai": 8, "anthropic": 8, "vllm": 1, "local": 1}
+DEFAULT_CONCURRENCY = {"openai": 8, "anthropic": 8, "vllm": 1, "local": 1}  # fixed limits (no adaptive)
+# Hosted APIs get an adaptive limit (AIMD, llm/limiter.py): start at 16, double per window of
+# answers, halve on 429/overload; --concurrency N is the hard cap, else this one.
+ADAPTIVE_PROVIDERS = ("openai", "anthropic")
+ADAPTIVE_INITIAL = 16
+ADAPTIVE_MAX_CONCURRENCY = 128
 TOKENIZERS = ("cl100k_base", "o200k_base", "estimate", "native")
 _SPEC_FIELDS = (
     "context_window",
@@ -445,12 +450,19 @@ def get_model(
     cache_store = None
     if settings.use_cache:
         cache_store = CallCache(settings.cache_dir or default_cache_dir(env))
+    adaptive = spec.provider in ADAPTIVE_PROVIDERS and backend is None
+    if settings.concurrency is not None:
+        cap = settings.concurrency
+    elif adaptive:
+        cap = ADAPTIVE_MAX_CONCURRENCY
+    else:
+        cap = getattr(built, "default_concurrency", DEFAULT_CONCURRENCY.get(spec.provider, 8))
     client = Client(
         built,
         cache=cache_store,
-        concurrency=settings.concurrency
-        if settings.concurrency is not None
-        else getattr(built, "default_concurrency", DEFAULT_CONCURRENCY.get(spec.provider, 8)),
+        concurrency=cap,
+        adaptive=adaptive,
+        initial_concurrency=min(ADAPTIVE_INITIAL, cap),
         max_cost_usd=settings.max_cost_usd,
         max_attempts=settings.max_attempts,
         on_call=on_call,

@@ -168,8 +168,8 @@ class _Metered:
     def complete(self, request: Request) -> Completion:
         return self._add(self._model.complete(request))
 
-    def submit(self, request: Request) -> Any:
-        future = self._model.submit(request)
+    def submit(self, request: Request, *, priority: Any = 0) -> Any:
+        future = self._model.submit(request, priority=priority)
         future.add_done_callback(lambda f: None if f.exception() else self._add(f.result()))
         return future
 

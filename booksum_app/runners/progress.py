@@ -29,6 +29,7 @@ class ProgressSnapshot:
     cost_usd: float
     elapsed_s: float
     planned_calls: int = 0  # the pre-flight plan's calls (an upper bound before regenerations); 0: unknown
+    limit: int = 0  # calls allowed in flight now (the adaptive limit); 0: unknown
 
     @property
     def eta_s(self) -> float | None:
@@ -83,6 +84,7 @@ class RunProgress:
     def snapshot(self) -> ProgressSnapshot:
         """The current state."""
         in_flight = int(getattr(self._model, "in_flight", 0) or 0)
+        limit = int(getattr(self._model, "limit", 0) or 0)
         with self._lock:
             return ProgressSnapshot(
                 self._stage,
@@ -96,6 +98,7 @@ class RunProgress:
                 self._cost,
                 time.perf_counter() - self._start,
                 self._planned,
+                limit,
             )
 
 

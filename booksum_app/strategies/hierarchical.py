@@ -14,7 +14,9 @@
 Every summary is validated (:mod:`booksum_app.compression.validity`): regenerated when empty,
 cut off, over budget or unfinished, then truncated at a sentence end.
 
-Scheduling: a dependency-driven event loop over futures. All leaves start at once; a merge
+Scheduling: a dependency-driven event loop over futures, with priorities: when calls wait
+for a slot, merges and regenerations (something waits for them) start before first tries of
+leaves, earliest part of the book first. All leaves are submitted at once; a merge
 group of level l+1 starts as soon as the level-l summaries it covers exist, its boundary is
 known (the next summary overflows it, or level l is complete) and, for later groups, the
 previous group of its level has finished (the prior-context chain). Levels therefore overlap
@@ -213,7 +215,11 @@ class _Run:
     # ---- submission --------------------------------------------------------------------
 
     def submit(self, pending: _Pending) -> None:
-        future = self.model.submit(pending.request)
+        # critical path first: merges and regenerations (something waits for them) before
+        # first tries of leaves, and within each, the earliest part of the book (groups close
+        # left to right)
+        urgent = pending.level > 0 or pending.request.sample_index > 0
+        future = self.model.submit(pending.request, priority=(0 if urgent else 1, pending.chunk_span[0]))
         self.futures[future] = pending
 
     def start_leaves(self) -> None:

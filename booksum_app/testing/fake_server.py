@@ -6,7 +6,8 @@ Speaks ``POST /v1/chat/completions`` (OpenAI, non-streaming) and ``POST /v1/mess
 Latency (per call and per output token) and faults are configurable: a deterministic
 ``script`` of fault kinds for the next calls, and/or a seeded random ``fault_rate``.
 
-Fault kinds: ``429`` (with Retry-After), ``500``, ``503``, ``timeout`` (hang past the client's
+``rate_limit_in_flight=N`` answers 429 (with Retry-After) to every request above N in flight,
+as a provider's concurrency limit does. Fault kinds: ``429`` (with Retry-After), ``500``, ``503``, ``timeout`` (hang past the client's
 timeout), ``drop`` (close the socket without a response), ``empty`` (content ""),
 ``truncated`` (half the reply, finish_reason "length" / stop_reason "max_tokens"), and the
 non-retryable ``400``, ``401``, ``context`` (400 "context length exceeded"), and ``echo`` (a
@@ -119,6 +120,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(api, 400, "invalid_request_error", "this fake server does not stream")
             return
         fault = fake._next_fault()
+        if fake.rate_limit_in_flight is not None and fake._current_in_flight() > fake.rate_limit_in_flight:
+            fault = "429"  # like a provider's concurrency limit: over it, answer 429 at once
+            fake._reject()
         fake._log(LoggedRequest(api, payload, fault, had_key))
         if fault == "drop":
             self._drop()
@@ -378,6 +382,7 @@ class FakeServer:
         seed: int = 0,
         retry_after_s: float = 1.0,
         hang_s: float = 5.0,
+        rate_limit_in_flight: int | None = None,
     ) -> None:
         self.reply: ReplyFn = reply or default_reply
         self.latency_s = latency_s
@@ -389,6 +394,8 @@ class FakeServer:
                 raise ValueError(f"unknown fault kind {kind!r}; use one of {FAULT_KINDS}")
         self.retry_after_s = retry_after_s
         self.hang_s = hang_s
+        self.rate_limit_in_flight = rate_limit_in_flight  # answer 429 to requests above this many in flight
+        self.rejected = 0
         self._script: list[str | None] = list(script)
         self._random = random.Random(seed)
         self._lock = threading.Lock()
@@ -491,6 +498,14 @@ class FakeServer:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
 
+    def _current_in_flight(self) -> int:
+        with self._lock:
+            return self._in_flight
+
+    def _reject(self) -> None:
+        with self._lock:
+            self.rejected += 1
+
     def _leave(self) -> None:
         with self._lock:
             self._in_flight -= 1
@@ -518,6 +533,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-per-token", type=float, default=0.0, help="seconds per token")
     parser.add_argument("--fault-rate", type=float, default=0.0, help="share of retryable faults")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rate-limit-in-flight", type=int, default=None,
+                        help="answer 429 to requests above this many in flight")
     args = parser.parse_args(argv)
     server = FakeServer(
         host=args.host,
@@ -526,6 +543,7 @@ def main(argv: list[str] | None = None) -> None:
         latency_per_token_s=args.latency_per_token,
         fault_rate=args.fault_rate,
         seed=args.seed,
+        rate_limit_in_flight=args.rate_limit_in_flight,
     )
     with server:
         print(f"OpenAI-compatible:  --model openai:gpt-4o --base-url {server.openai_base_url}")

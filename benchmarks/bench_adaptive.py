@@ -1,0 +1,83 @@
+"""Benchmark: default concurrency against a 0.2 s stand-in, with and without a provider limit.
+
+Runs ``summarize_book(strategy="hier")`` on a sample book through the real OpenAI SDK to the
+fake server (in this process, answering each call after ``--latency`` seconds), with the
+default options (adaptive limit for hosted APIs), then the same against a server that answers
+429 above ``--server-limit`` calls in flight. Prints calls, wall time, the critical path
+(longest chain of dependent calls x latency, from the record: a leaf's tries, then each merge
+after its inputs and the previous group of its level, then cleaning) and their ratio, the
+peak in flight, and the share of calls rejected.
+
+    python benchmarks/bench_adaptive.py [--book pride] [--latency 0.2] [--server-limit 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from booksum_app.llm.registry import LLMSettings
+from booksum_app.runners.summarize import summarize_book
+from booksum_app.testing.fake_server import FakeServer
+
+SHARED_BOOKS = Path(__file__).resolve().parents[2] / "shared" / "books"
+
+
+def critical_calls(record: Any) -> int:
+    """Calls on the longest dependency chain of a hier record (tries counted)."""
+    done: dict[str, int] = {}
+    by_level: dict[int, list[Any]] = {}
+    for node in record.nodes:
+        by_level.setdefault(node.level, []).append(node)
+    for level in sorted(by_level):
+        previous = 0
+        for node in sorted(by_level[level], key=lambda n: n.index):
+            tries = len(node.attempts) or 1
+            inputs = max((done[f"L{level - 1}.{c}"] for c in node.children), default=0)
+            finish = max(inputs, previous if level > 0 else 0) + tries
+            done[node.id] = finish
+            previous = finish
+    cleaning = sum(1 for c in record.calls if c.purpose == "clean")
+    return max(done.values()) + cleaning
+
+
+def run(book: Path, latency: float, server_limit: int | None, concurrency: int | None = None) -> None:
+    with FakeServer(latency_s=latency, rate_limit_in_flight=server_limit, retry_after_s=latency) as server:
+        settings = LLMSettings(base_url=server.openai_base_url, cache_dir=Path(tempfile.mkdtemp()),
+                               concurrency=concurrency)
+        start = time.perf_counter()
+        record = summarize_book(book, strategy="hier", model="openai:gpt-4o-mini", llm_settings=settings)
+        wall = time.perf_counter() - start
+        requests = server.call_count
+        rejected, peak = server.rejected, server.max_in_flight
+    critical = critical_calls(record) * latency
+    label = f"server 429 above {server_limit}" if server_limit else "no server limit"
+    label += f", fixed {concurrency}" if concurrency else ", adaptive"
+    print(f"{label:36} calls {record.totals.calls:4} requests {requests:4} rejected {rejected:3} "
+          f"({100 * rejected / max(requests, 1):4.1f}%) peak in flight {peak:3} | wall {wall:5.2f}s, "
+          f"critical path {critical:4.2f}s, ratio {wall / critical:4.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--book", default="pride")
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--server-limit", type=int, default=16)
+    args = parser.parse_args()
+    book = next(iter(sorted(SHARED_BOOKS.glob(f"*{args.book}*.epub"))))
+    os.environ.setdefault("OPENAI_API_KEY", "dummy")
+    print(f"{book.name}, latency {args.latency}s, load {os.getloadavg()[0]:.2f}")
+    with FakeServer() as server:  # warm-up: imports, tokenizers and the book parse are not measured
+        summarize_book(book, strategy="direct", model="openai:gpt-4o-mini", max_summary_tokens=100,
+                       llm_settings=LLMSettings(base_url=server.openai_base_url, cache_dir=Path(tempfile.mkdtemp())))
+    run(book, args.latency, None, concurrency=8)  # the old default: a fixed 8 in flight
+    run(book, args.latency, None)
+    run(book, args.latency, args.server_limit)
+
+
+if __name__ == "__main__":
+    main()

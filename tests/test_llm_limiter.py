@@ -1,0 +1,94 @@
+"""Adaptive concurrency (AIMD) and critical-path-first dispatch (issue 11 item 1)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from booksum_app.llm.base import Request
+from booksum_app.llm.calls import Client
+from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
+from booksum_app.llm.registry import LLMSettings, get_model
+from booksum_app.testing.fake_server import FakeServer
+
+
+def test_slow_start_then_halving_once_per_window_then_additive_growth() -> None:
+    limit = AdaptiveLimit(initial=4, maximum=64)
+    tickets = [limit.acquire() for _ in range(4)]
+    for ticket in tickets:
+        limit.release()
+        limit.feedback(ticket, overloaded=False)
+    assert limit.limit == 6  # 4 + 4 x 0.5: x1.5 per window in slow start
+    marks = [limit.mark() for _ in range(3)]
+    limit.feedback(marks[0], overloaded=True)
+    assert limit.limit == 3
+    limit.feedback(marks[1], overloaded=True)  # sent before the decrease: no second halving
+    assert limit.limit == 3 and limit.rejections == 2
+    for _ in range(3):
+        limit.acquire()
+        limit.release()
+        limit.feedback(limit.mark(), overloaded=False)
+    assert limit.limit == 3  # additive: +1/3 per answer, +1 per window of 3
+    limit.acquire()
+    limit.release()
+    limit.feedback(limit.mark(), overloaded=False)
+    assert limit.limit == 4
+
+
+def test_the_limit_stays_within_its_floor_and_cap() -> None:
+    limit = AdaptiveLimit(initial=2, maximum=3)
+    for _ in range(10):
+        limit.feedback(limit.mark(), overloaded=False)
+    assert limit.limit == 3
+    for _ in range(10):
+        limit.acquire()
+        limit.release()
+        limit.feedback(limit.mark(), overloaded=True)
+    assert limit.limit == 1
+    fixed = AdaptiveLimit(initial=2, maximum=8, adaptive=False)
+    fixed.feedback(fixed.mark(), overloaded=True)
+    assert fixed.limit == 8
+
+
+def test_the_pool_starts_the_most_urgent_waiting_call_first() -> None:
+    pool = PriorityPool(AdaptiveLimit(initial=1, maximum=1, adaptive=False))
+    gate = threading.Event()
+    order: list[str] = []
+    first = pool.submit(lambda: (gate.wait(5), order.append("running"))[1], priority=5)
+    time.sleep(0.05)  # the only slot is taken: everything below waits
+    later = [pool.submit(lambda n=name: order.append(n), priority=p)
+             for name, p in (("leaf 7", (1, 7)), ("merge", (0, 3)), ("leaf 2", (1, 2)), ("retry", (0, 1)))]
+    gate.set()
+    for future in (first, *later):
+        future.result(timeout=5)
+    pool.shutdown()
+    assert order == ["running", "retry", "merge", "leaf 2", "leaf 7"]
+
+
+def test_api_clients_adapt_and_finish_under_a_provider_concurrency_limit(
+    tmp_path, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    with FakeServer(latency_s=0.05, rate_limit_in_flight=6, retry_after_s=0.05) as server:
+        client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url=server.openai_base_url,
+                                                                      cache_dir=tmp_path))
+        assert isinstance(client, Client) and client.limit == 16  # adaptive, starting high
+        answers = client.complete_many([Request(prompt=f"Summarize part {n}.", max_tokens=20) for n in range(60)])
+        rejected = server.rejected
+        client.close()
+    assert len(answers) == 60 and all(a.text for a in answers)
+    assert client.limit <= 8, "backed off to about the provider's limit"
+    assert rejected <= 15, f"{rejected} rejected: the limit backs off at the first 429s"
+
+
+def test_a_fixed_concurrency_is_a_hard_cap(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    with FakeServer(latency_s=0.02) as server:
+        client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url=server.openai_base_url,
+                                                                      cache_dir=tmp_path, concurrency=3))
+        client.complete_many([Request(prompt=f"Part {n}.", max_tokens=20) for n in range(30)])
+        peak = server.max_in_flight
+        client.close()
+    assert peak <= 3
