@@ -256,3 +256,24 @@ def test_models_lists_table_and_config_models_with_their_source(tmp_path: Path, 
     assert data["judge"] is None
     code, stdout, _ = invoke("models")
     assert code == 0 and "openai:my-finetune" in stdout and "Backends:" in stdout
+
+
+# ---- issue 13: booksum cache ----------------------------------------------------------------
+
+
+def test_cache_command_shows_and_clears_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = tmp_path / "s.txt"
+    summary.write_text(SUMMARY, encoding="utf-8")
+    with FakeServer() as server:
+        code, _, stderr = invoke("score", str(summary), "--judge", "openai:gpt-4o-mini", "--base-url",
+                                 server.openai_base_url, "--cache-dir", str(tmp_path / "c"))
+    assert code == 0, stderr
+    code, stdout, _ = invoke("cache", "--cache-dir", str(tmp_path / "c"), "--json")
+    stats = json.loads(stdout)
+    assert code == 0 and stats["calls"] == 3 and stats["by_model"][0][0] == "gpt-4o-mini"
+    code, _, stderr = invoke("cache", "--cache-dir", str(tmp_path / "c"), "--clear", "--older-than", "1")
+    assert code == 0 and "removed 0" in stderr
+    code, _, stderr = invoke("cache", "--cache-dir", str(tmp_path / "c"), "--clear")
+    assert code == 0 and "removed 3" in stderr
+    code, _, stderr = invoke("cache", "--older-than", "3")
+    assert code == 2 and "--clear" in stderr

@@ -9,6 +9,7 @@ import click
 
 from booksum_app import __version__
 from booksum_app.cli.base import Verbosity, handle_errors
+from booksum_app.cli.cache import cache_command
 from booksum_app.cli.compare import compare_command
 from booksum_app.cli.inspect import inspect_command
 from booksum_app.cli.models import models_command
@@ -32,7 +33,7 @@ def cli(quiet: bool, verbose: bool) -> None:
     Verbosity.apply(quiet=quiet, verbose=verbose)
 
 
-for command in (inspect_command, summarize_command, score_command, compare_command, models_command):
+for command in (inspect_command, summarize_command, score_command, compare_command, models_command, cache_command):
     cli.add_command(command)
 
 

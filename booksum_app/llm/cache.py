@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Completion, Request, Usage
@@ -53,6 +54,39 @@ class Lease:
 
     key: str
     token: str
+
+
+class CallStore(Protocol):
+    """What the call layer needs from a cache: answers by key, and leases on keys in flight.
+
+    :class:`CallCache` (SQLite, one file) implements it; a shared or server-backed store only
+    has to provide these methods for :class:`~booksum_app.llm.calls.Client` to use it.
+    """
+
+    def get(self, key: str) -> Completion | None: ...
+
+    def claim(self, key: str) -> Completion | Lease: ...
+
+    def try_claim(self, key: str) -> Completion | Lease | None: ...
+
+    def put(self, key: str, completion: Completion, *, purpose: str = "", lease: Lease | None = None) -> None: ...
+
+    def release(self, lease: Lease) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """What ``booksum cache`` shows about one cache file."""
+
+    path: str
+    size_bytes: int
+    calls: int
+    leases: int
+    oldest: float | None  # unix time of the oldest stored answer
+    newest: float | None
+    by_model: tuple[tuple[str, int, int, int], ...]  # (model, calls, input tokens, output tokens)
 
 
 def request_key(request: Request, *, backend: Mapping[str, str | None]) -> str:
@@ -357,6 +391,29 @@ class CallCache:
 
     def __len__(self) -> int:
         return int(self._db().execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def stats(self) -> CacheStats:
+        """Size, rows, age range and tokens per model of this cache."""
+        db = self._db()
+        n, oldest, newest = db.execute("SELECT COUNT(*), MIN(created), MAX(created) FROM calls").fetchone()
+        leases = db.execute("SELECT COUNT(*) FROM leases").fetchone()[0]
+        rows = db.execute(
+            "SELECT model, COUNT(*), SUM(input_tokens), SUM(output_tokens) FROM calls GROUP BY model ORDER BY 2 DESC"
+        ).fetchall()
+        size = sum(f.stat().st_size for f in self.path.parent.glob(self.path.name + "*") if f.is_file())
+        return CacheStats(str(self.path), size, int(n), int(leases), oldest, newest,
+                          tuple((str(m), int(c), int(i or 0), int(o or 0)) for m, c, i, o in rows))
+
+    def prune(self, *, older_than_s: float | None = None) -> int:
+        """Delete stored answers (all, or those older than ``older_than_s``); returns how many."""
+        db = self._db()
+        with db:
+            if older_than_s is None:
+                cursor = db.execute("DELETE FROM calls")
+            else:
+                cursor = db.execute("DELETE FROM calls WHERE created < ?", (time.time() - older_than_s,))
+        db.execute("VACUUM")
+        return int(cursor.rowcount)
 
     def close(self) -> None:
         """Stop renewing, release the leases still held, close every connection this cache opened."""

@@ -38,7 +38,7 @@ from tenacity import (
 
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Usage
-from booksum_app.llm.cache import CallCache, Lease, request_key
+from booksum_app.llm.cache import CallStore, Lease, request_key
 from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
 
 DEFAULT_MAX_ATTEMPTS = 6
@@ -131,7 +131,7 @@ class Client:
         self,
         backend: Backend,
         *,
-        cache: CallCache | None = None,
+        cache: CallStore | None = None,
         concurrency: int | None = None,
         max_cost_usd: float | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
