@@ -1,5 +1,9 @@
 """OpenAI chat completions, and any OpenAI-compatible server (``vllm serve``, llama.cpp server) by base URL.
 
+Several base URLs (comma-separated) serve one model from several replicas: each call goes to
+the healthy one with the fewest calls in flight; one that fails (connection, timeout, 5xx) is
+skipped for 5 s, doubling per failure in a row up to 60 s, and retried after.
+
 The only module that imports ``openai``. SDK retries are off (``max_retries=0``): the call
 layer retries with its own backoff. SDK exceptions become booksum errors at this boundary;
 no message ever contains the API key. Official OpenAI models get ``max_completion_tokens``
@@ -11,6 +15,7 @@ URL get the older ``max_tokens``, which every compatible server understands. Rea
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -69,9 +74,12 @@ class OpenAIBackend:
             base_url is not None if legacy_max_tokens is None else legacy_max_tokens
         )
         self._secret = api_key  # only to redact it from server messages; never printed
-        self._client = openai.OpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
-        )
+        urls = [u.strip() for u in base_url.split(",") if u.strip()] if base_url else [None]
+        self._endpoints = [
+            _Endpoint(url, openai.OpenAI(api_key=api_key, base_url=url, timeout=timeout_s, max_retries=0))
+            for url in urls
+        ]
+        self._lock = threading.Lock()
 
     def complete(self, request: Request) -> Completion:
         """Send one chat completion; translate failures into booksum errors."""
@@ -90,8 +98,9 @@ class OpenAIBackend:
         if request.stop:
             params["stop"] = list(request.stop)
         start = time.perf_counter()
+        endpoint = self._pick()
         try:
-            response = self._client.chat.completions.create(**params)
+            response = self._send(endpoint, params)
         except openai.APITimeoutError as exc:
             raise TransientModelError(f"{self.info.name}: request timed out") from exc
         except openai.APIConnectionError as exc:
@@ -130,7 +139,34 @@ class OpenAIBackend:
 
     def close(self) -> None:
         """Close the SDK's HTTP connections."""
-        self._client.close()
+        for endpoint in self._endpoints:
+            endpoint.client.close()
+
+    def _pick(self) -> _Endpoint:
+        """The healthy endpoint with the fewest calls in flight (or, all down, the first back up)."""
+        with self._lock:
+            now = time.monotonic()
+            healthy = [e for e in self._endpoints if e.down_until <= now]
+            pool = healthy or [min(self._endpoints, key=lambda e: e.down_until)]
+            endpoint = min(pool, key=lambda e: e.in_flight)  # ties: the first listed
+            endpoint.in_flight += 1
+            return endpoint
+
+    def _send(self, endpoint: _Endpoint, params: dict[str, Any]) -> Any:
+        """One request to ``endpoint``; a connection failure, timeout or 5xx takes it out for a while."""
+        failed = True
+        try:
+            response = endpoint.client.chat.completions.create(**params)
+            failed = False
+            return response
+        except openai.APIStatusError as exc:
+            failed = exc.status_code >= 500
+            raise
+        finally:
+            with self._lock:
+                endpoint.in_flight -= 1
+                if len(self._endpoints) > 1:
+                    endpoint.record(failed=failed)
 
     def _translate(self, exc: openai.APIStatusError) -> Exception:
         status = exc.status_code
@@ -155,6 +191,27 @@ class OpenAIBackend:
         if _is_context_error(detail):
             return ContextTooLong(f"{name}: prompt too long for the context window: {detail}")
         return ModelError(f"{name}: request rejected ({status}): {detail}")
+
+
+class _Endpoint:
+    """One base URL of a model served by several (replicas behind their own URLs)."""
+
+    DOWN_FIRST_S = 5.0  # an endpoint that fails is skipped this long, doubling per failure in a row
+    DOWN_MAX_S = 60.0
+
+    def __init__(self, url: str | None, client: openai.OpenAI) -> None:
+        self.url, self.client = url, client
+        self.in_flight = 0
+        self.failures = 0
+        self.down_until = 0.0
+
+    def record(self, *, failed: bool) -> None:
+        if not failed:
+            self.failures, self.down_until = 0, 0.0
+            return
+        self.failures += 1
+        pause = min(self.DOWN_MAX_S, self.DOWN_FIRST_S * 2 ** (self.failures - 1))
+        self.down_until = time.monotonic() + pause
 
 
 def _message(exc: openai.APIStatusError) -> str:
