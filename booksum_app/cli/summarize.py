@@ -43,13 +43,15 @@ def _strategies_help() -> str:
 @click.option("--no-clean", is_flag=True, help="Skip artifact removal (keep the raw summary).")
 @click.option("--include-front-matter", is_flag=True, help="Also summarize title page, contents, colophon, ...")
 @click.option("--chapter-aware", is_flag=True, help="Never let a chunk straddle two chapters.")
+@click.option("--chapters", "per_chapter", is_flag=True,
+              help="hier: also one summary per chapter, from the tree where it can be (implies --chapter-aware).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the summary to OUT.md and the record to OUT.json (default: summary to stdout).")
 @llm_options
 @handle_errors
 def summarize_command(
     book: Path, strategy: str, model_name: str | None, chunk_size: int, max_summary_len: int, prompts: str,
-    lang: str, direct_template: str, no_clean: bool, include_front_matter: bool, chapter_aware: bool,
+    lang: str, direct_template: str, no_clean: bool, include_front_matter: bool, chapter_aware: bool, per_chapter: bool,
     output: Path | None, **llm: Any,
 ) -> None:
     """Summarize BOOK (.epub, .txt, .html, .md) and write the summary and its full record."""
@@ -86,16 +88,22 @@ def summarize_command(
             book, strategy=strategy, model=model_name, chunk_size=chunk_size,
             max_summary_tokens=max_summary_len, prompts=prompts, lang=lang, clean=not no_clean,
             chapter_aware=chapter_aware, include_front_matter=include_front_matter,
-            direct_template=direct_template, llm_settings=settings, progress=tracker, on_call=call_printer(),
+            direct_template=direct_template, chapters=per_chapter, llm_settings=settings, progress=tracker,
+            on_call=call_printer(),
         )
+    markdown = record.summary + "\n"
+    if per_chapter:
+        from booksum_app.runners.chapters import chapters_markdown_from_record
+
+        markdown = chapters_markdown_from_record(record)
     outputs = {record_path: json_text(record.to_dict())}
     if summary_path is not None:
-        outputs = {summary_path: record.summary + "\n", **outputs}
+        outputs = {summary_path: markdown, **outputs}
     atomic_write_texts(outputs)  # the .md and the .json of one run appear together or not at all
     if summary_path is not None:
         err_console.print(f"summary: {summary_path}", highlight=False, markup=False, soft_wrap=True)
     else:
-        console.print(record.summary, highlight=False, markup=False, soft_wrap=True)
+        console.print(markdown.rstrip("\n"), highlight=False, markup=False, soft_wrap=True)
     t = record.totals
     if record.truncation is not None:
         err_console.print(

@@ -8,6 +8,7 @@ record keeps both the raw and the cleaned summary.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ChatModel
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.registry import LLMSettings, get_model
+from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.progress import RunProgress
 from booksum_app.signature import make_signature
@@ -76,6 +78,7 @@ def summarize_book(
     chapter_aware: bool = False,
     include_front_matter: bool = False,
     direct_template: str = "ib",
+    chapters: bool = False,
     temperature: float = DEFAULT_TEMPERATURE,
     compression_temperature: float = COMPRESSION_TEMPERATURE,
     top_p: float = DEFAULT_TOP_P,
@@ -96,11 +99,16 @@ def summarize_book(
         prompts: "paper", "simple", or a directory of override templates.
         lang: "auto", "en" or "zh".
         clean: run artifact removal (LLM pass + deterministic cleanup) on the final summary.
+        chapters: hier only: also one summary per chapter, taken from the tree where it can be
+            (``record.extra["chapters"]``); implies chapter-aware chunking.
 
     Raises:
         ConfigError, BookFormatError, PromptError, ModelError, CostLimitExceeded.
     """
     impl = get_strategy(strategy)  # ConfigError naming the installed ones (or why a plugin failed)
+    if chapters and impl.name != "hier":
+        raise ConfigError(f"--chapters needs --strategy hier (its tree holds the chapters); not {impl.name}")
+    chapter_aware = chapter_aware or chapters
     book = (
         path_or_book
         if isinstance(path_or_book, Book)
@@ -150,6 +158,7 @@ def summarize_book(
             include_front_matter=include_front_matter,
             on_progress=notify if events else None,
             on_plan=progress.set_planned_calls if progress is not None else None,
+            chapters=chapters,
         )
     finally:
         if owned is not None:
@@ -167,6 +176,7 @@ def _run(
     include_front_matter: bool,
     on_progress: ProgressFn | None,
     on_plan: Callable[[int], None] | None = None,
+    chapters: bool = False,
 ) -> SummaryRecord:
     started = time.perf_counter()
     chunk_size, max_summary_tokens, prompts = config.chunk_size, config.max_summary_tokens, config.prompts
@@ -185,7 +195,7 @@ def _run(
     bundle = load_prompts(
         prompts, lang=lang, names=impl.template_names(config), base_set=impl.base_prompt_set(config)
     )
-    chapters = tuple(
+    chapter_texts = tuple(
         (c.title, c.text) for c in book.selected_chapters(include_front_matter=include_front_matter)
     )
     if on_plan is not None:  # the pre-flight plan's calls give the progress display its ETA
@@ -193,10 +203,15 @@ def _run(
                                 count_tokens=chat.count_tokens, config=config, clean=clean)
         on_plan(planned.calls)
     result = impl.run(
-        StrategyJob(chunks, text, config, chapters), model=chat, prompts=bundle, on_progress=on_progress
+        StrategyJob(chunks, text, config, chapter_texts), model=chat, prompts=bundle, on_progress=on_progress
     )
     clean = clean and impl.calls_model  # an extractive strategy has no LLM artifacts to remove
 
+    extra: dict[str, Any] = {}
+    if chapters:
+        per_chapter, chapter_calls = chapter_summaries(book, chunks, result, model=chat, prompts=bundle, config=config)
+        result = dataclasses.replace(result, calls=result.calls + chapter_calls)
+        extra["chapters"] = [dataclasses.asdict(c) for c in per_chapter]
     summary, calls, cleaning = _clean(result, chat=chat, config=config, bundle=bundle, clean=clean)
     signature = make_signature(
         impl.name,
@@ -243,6 +258,7 @@ def _run(
         truncation=result.truncation,
         cleaning=cleaning,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        extra=extra,
     )
 
 

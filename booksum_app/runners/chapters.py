@@ -1,0 +1,110 @@
+"""Chapter summaries taken from a hierarchical run (``summarize --chapters``).
+
+With chapter-aware chunking every level-0 summary belongs to one chapter. A chapter's summary
+is then, without any extra call, the leaf summary when the chapter is one chunk, or the merge
+node whose span is exactly the chapter's chunks when the tree has one; only the other
+chapters (several chunks, no node of their own) cost one merge call each, with the ``merge``
+template over their leaf summaries, budgeted at G_1 and validated like every summary.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from booksum_app.books import Book
+from booksum_app.chunking.base import Chunk
+from booksum_app.compression.budget import words_for_tokens
+from booksum_app.compression.validity import CallEntry, Regenerator
+from booksum_app.llm.base import ChatModel, Completion
+from booksum_app.strategies import PromptBundle, StrategyConfig, StrategyResult
+from booksum_app.strategies.hierarchical import format_group
+from booksum_app.strategies.record import SummaryRecord
+
+
+@dataclass(frozen=True)
+class ChapterSummary:
+    """One chapter's summary and where it came from."""
+
+    title: str
+    chunk_span: tuple[int, int]  # first and last chunk of the chapter
+    text: str
+    source: str  # the tree node reused ("L0.3", "L1.0") or "merge" when made by an extra call
+
+
+def chapter_summaries(
+    book: Book,
+    chunks: tuple[Chunk, ...],
+    result: StrategyResult,
+    *,
+    model: ChatModel,
+    prompts: PromptBundle,
+    config: StrategyConfig,
+) -> tuple[tuple[ChapterSummary, ...], tuple[CallEntry, ...]]:
+    """Every chapter's summary (in book order) and the extra calls made for them."""
+    spans: dict[int, list[int]] = {}
+    for chunk in chunks:
+        for chapter in chunk.chapter_indices[:1]:  # chapter-aware: one chapter per chunk
+            spans.setdefault(chapter, []).append(chunk.index)
+    by_span = {node.chunk_span: node for node in result.nodes}
+    budget = result.level_budgets[1] if len(result.level_budgets) > 1 else config.max_summary_tokens
+    found: dict[int, ChapterSummary] = {}
+    pending: dict[int, tuple[Regenerator, Future[Completion], Any]] = {}
+    template = prompts["merge"]
+    for chapter, indices in spans.items():
+        span = (indices[0], indices[-1])
+        title = book.chapters[chapter].title
+        node = by_span.get(span)
+        if node is not None:
+            found[chapter] = ChapterSummary(title, span, node.text, node.id)
+            continue
+        leaves = [by_span[(i, i)].text for i in indices if (i, i) in by_span]
+        summaries = format_group(leaves)
+
+        def render(words: int, summaries: str = summaries) -> str:
+            return template.render(summaries=summaries, word_limit=words)
+
+        regen = Regenerator(
+            render=render,
+            words=words_for_tokens(budget), max_tokens=budget, temperature=config.temperature,
+            retry_temperature=config.compression_temperature, purpose="chapter", node=f"chapter.{chapter}",
+            count_tokens=model.count_tokens, lang=config.lang, max_tries=config.max_tries, top_p=config.top_p,
+            estimated_counts=model.info.tokenizer == "estimate",
+        )
+        request = regen.request()
+        pending[chapter] = (regen, model.submit(request, priority=(0, span[0])), request)
+    calls: list[CallEntry] = []
+    while pending:
+        for chapter, (regen, future, request) in list(pending.items()):
+            if regen.feed(request, future.result()):
+                generation = regen.result()
+                calls.extend(generation.calls)
+                span = (spans[chapter][0], spans[chapter][-1])
+                found[chapter] = ChapterSummary(book.chapters[chapter].title, span, generation.text, "merge")
+                del pending[chapter]
+            else:
+                retry = regen.request()
+                pending[chapter] = (regen, model.submit(retry, priority=(0, 0)), retry)
+    return tuple(found[c] for c in sorted(found)), tuple(calls)
+
+
+def chapters_markdown(book_summary: str, chapters: tuple[ChapterSummary, ...]) -> str:
+    """The Markdown of ``summarize --chapters``: the book summary, then one heading per chapter."""
+    parts = ["## The book", "", book_summary.strip(), "", "## Chapter by chapter", ""]
+    for chapter in chapters:
+        parts += [f"### {chapter.title}", "", chapter.text.strip(), ""]
+    return "\n".join(parts)
+
+
+def chapters_markdown_from_record(record: SummaryRecord) -> str:
+    """:func:`chapters_markdown` of a record written with ``chapters=True``."""
+    chapters = tuple(
+        ChapterSummary(str(c["title"]), (int(c["chunk_span"][0]), int(c["chunk_span"][1])), str(c["text"]),
+                       str(c["source"]))
+        for c in record.extra.get("chapters", ())
+    )
+    return chapters_markdown(record.summary, chapters)
+
+
+__all__ = ["ChapterSummary", "chapter_summaries", "chapters_markdown", "chapters_markdown_from_record"]
