@@ -59,12 +59,13 @@ def test_the_pool_starts_the_most_urgent_waiting_call_first() -> None:
     first = pool.submit(lambda: (gate.wait(5), order.append("running"))[1], priority=5)
     time.sleep(0.05)  # the only slot is taken: everything below waits
     later = [pool.submit(lambda n=name: order.append(n), priority=p)
-             for name, p in (("leaf 7", (1, 7)), ("merge", (0, 3)), ("leaf 2", (1, 2)), ("retry", (0, 1)))]
+             for name, p in (("leaf 7", (1, 7)), ("merge", (0, 3)), ("leaf 2", (1, 2)), ("retry", (0, 1)),
+                             ("judge", 0))]
     gate.set()
     for future in (first, *later):
         future.result(timeout=5)
     pool.shutdown()
-    assert order == ["running", "retry", "merge", "leaf 2", "leaf 7"]
+    assert order == ["running", "judge", "retry", "merge", "leaf 2", "leaf 7"]  # 0 and (0, 1) mix safely
 
 
 def test_api_clients_adapt_and_finish_under_a_provider_concurrency_limit(

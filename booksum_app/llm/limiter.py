@@ -108,10 +108,13 @@ class PriorityPool:
     def submit(self, fn: Callable[[], T], *, priority: Any = 0) -> Future[T]:
         """Queue ``fn``; lower ``priority`` values start first."""
         future: Future[T] = Future()
+        # one shape for every key, so callers mixing 0 and (0, 3) never make the heap compare
+        # an int with a tuple (a TypeError there would corrupt the heap and stall the dispatcher)
+        key = tuple(priority) if isinstance(priority, tuple) else (priority,)
         with self._cond:
             if self._closed:
                 raise RuntimeError("the call pool is closed")
-            heapq.heappush(self._queue, (priority, next(self._order), future, fn))
+            heapq.heappush(self._queue, (key, next(self._order), future, fn))
             self._cond.notify_all()
         return future
 
