@@ -13,9 +13,19 @@ from booksum_app.chunking import split_sentences
 from booksum_app.errors import CostLimitExceeded
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 from booksum_app.llm.calls import Client
-from booksum_app.scoring.booookscore import BooookScoreJudge, answer_in_order, request_window
+from booksum_app.scoring.booookscore import (
+    BATCH_WINDOW,
+    BooookScoreJudge,
+    answer_in_order,
+    request_window,
+)
 from booksum_app.testing.fake_backend import FakeBackend
-from booksum_app.testing.fake_judge import BATCH_MARKER, SENTENCE_MARKER, is_fake_confusing, judge_reply
+from booksum_app.testing.fake_judge import (
+    BATCH_MARKER,
+    SENTENCE_MARKER,
+    is_fake_confusing,
+    judge_reply,
+)
 
 NAMES = ("Mara", "Teo", "Quill", "Ilse", "Bram", "Odile")
 PLACES = ("the harbour", "the bakery", "the mill", "the old lighthouse", "the market")
@@ -38,9 +48,11 @@ def fast_reply(request: Request) -> Completion:
 class CountingModel:
     """A ChatModel around a Client that counts the requests handed to it (built by the judge)."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, *, transparent: bool = True) -> None:
         self.client = client
-        self.concurrency = client.concurrency
+        if transparent:  # shows its backend and concurrency, as Client does: a sliding window
+            self.backend = client.backend
+            self.concurrency = client.concurrency
         self.handed = 0
 
     @property
@@ -96,16 +108,20 @@ def test_batched_judge_memory_is_bounded_too() -> None:
     assert judge_peak_bytes(3000, mode="batched") < 100 * len(long_summary(3000))
 
 
-def test_cost_ceiling_stops_a_long_judge_run_after_few_calls_without_building_every_request() -> None:
+@pytest.mark.parametrize("transparent", [True, False])
+def test_cost_ceiling_stops_a_long_judge_run_after_few_calls_without_building_every_request(
+    transparent: bool,
+) -> None:
     backend = FakeBackend(reply=fast_reply)
     client = Client(backend, concurrency=2, max_cost_usd=0.05, count_tokens=lambda text: len(text) // 4)
-    model = CountingModel(client)
+    model = CountingModel(client, transparent=transparent)
     summary = long_summary(3000)  # about 45k tokens a call at $1/Mtok: one call fits under $0.05
     with client, pytest.raises(CostLimitExceeded, match="--max-cost"):
         BooookScoreJudge(model).judge({"long.txt": summary})  # type: ignore[arg-type]
     assert backend.call_count <= 2
-    assert model.handed <= request_window(model) + 1  # type: ignore[arg-type]
-    assert request_window(model) == 8  # type: ignore[arg-type]
+    window = request_window(model)  # type: ignore[arg-type]
+    assert window == (4 * 2 if transparent else BATCH_WINDOW)
+    assert model.handed <= window + 1
 
 
 def test_answer_in_order_keeps_at_most_the_window_ahead_and_keeps_order() -> None:
@@ -127,3 +143,27 @@ def test_answer_in_order_keeps_at_most_the_window_ahead_and_keeps_order() -> Non
     assert backend.max_in_flight <= 3
     with pytest.raises(ValueError):
         next(answer_in_order(client, [], window=0))
+
+
+class FakeBatchJudge(FakeBackend):
+    """A fake judge with complete_batch, like vLLM's engine: records each batch's size."""
+
+    def __init__(self) -> None:
+        super().__init__(reply=fast_reply)
+        self.batches: list[int] = []
+
+    def complete_batch(self, requests: Sequence[Request]) -> list[Completion]:
+        self.batches.append(len(requests))
+        return [self.complete(r) for r in requests]
+
+
+def test_batch_backends_get_whole_windows_in_order() -> None:
+    backend = FakeBatchJudge()
+    summary = long_summary(600)
+    with Client(backend, concurrency=1) as client:
+        assert request_window(client) == BATCH_WINDOW
+        [judgement] = BooookScoreJudge(client).judge({"long.txt": summary})
+    assert backend.batches == [BATCH_WINDOW, BATCH_WINDOW, 600 - 2 * BATCH_WINDOW]
+    sentences = split_sentences(summary)
+    assert [s.sentence for s in judgement.sentences] == sentences
+    assert [s.confusing for s in judgement.sentences] == [is_fake_confusing(s) for s in sentences]

@@ -41,7 +41,7 @@ from typing import Literal
 from booksum_app.chunking import SPLITTER_NAMES, detect_lang, split_sentences
 from booksum_app.config import JUDGE_TEMPERATURE
 from booksum_app.errors import ConfigError, JudgeParseError, PromptError
-from booksum_app.llm.base import BatchBackend, ChatModel, Completion, Request
+from booksum_app.llm.base import Backend, BatchBackend, ChatModel, Completion, Request
 from booksum_app.prompts import Template, parse_template
 from booksum_app.scoring.answers import JudgeAnswer, parse_batch_answer, parse_sentence_answer
 from booksum_app.scoring.judgement import SentenceJudgement, SummaryJudgement
@@ -63,7 +63,7 @@ STOP_SEQUENCES = ("\n[Your", "\n[Example")
 # every slot busy, small enough that memory does not grow with the number of sentences.
 WINDOW_PER_SLOT = 4
 DEFAULT_WINDOW_SLOTS = 8  # a model that does not say its concurrency
-BATCH_WINDOW = 256  # requests per batch for batch backends (vLLM), which want whole batches
+BATCH_WINDOW = 256  # requests per complete_many batch (vLLM wants whole batches; opaque wrappers)
 
 
 def _resource(name: str) -> str:
@@ -225,9 +225,19 @@ class _Pending:
     last_error: str | None = None
 
 
+def _streams(model: ChatModel) -> bool:
+    """Whether ``model`` is known to answer single submitted calls (not a batch engine).
+
+    A model that shows its backend (``Client``) is; an opaque wrapper is given batches
+    through ``complete_many``, which it routes as it likes.
+    """
+    backend = getattr(model, "backend", None)
+    return isinstance(backend, Backend) and not isinstance(backend, BatchBackend)
+
+
 def request_window(model: ChatModel) -> int:
     """How many requests :func:`answer_in_order` keeps built and unanswered for ``model``."""
-    if isinstance(getattr(model, "backend", None), BatchBackend):
+    if not _streams(model):
         return BATCH_WINDOW
     slots = getattr(model, "concurrency", None)
     return WINDOW_PER_SLOT * (slots if isinstance(slots, int) and slots > 0 else DEFAULT_WINDOW_SLOTS)
@@ -237,13 +247,14 @@ def answer_in_order(model: ChatModel, requests: Iterable[Request], *, window: in
     """Answer ``requests`` in order, pulling at most ``window`` of them ahead of the answers.
 
     Requests are taken from the iterable only as slots free up, so a lazy iterable is never
-    materialised; batch backends get batches of ``window``. An error (``CostLimitExceeded``,
-    a model failure) stops submission, cancels what has not started, and propagates.
+    materialised; batch backends and opaque wrappers get ``complete_many`` batches of
+    ``window``. An error (``CostLimitExceeded``, a model failure) stops submission, cancels
+    what has not started, and propagates.
     """
     if window < 1:
         raise ValueError("window must be at least 1")
     source = iter(requests)
-    if isinstance(getattr(model, "backend", None), BatchBackend):
+    if not _streams(model):
         while chunk := list(islice(source, window)):
             yield from model.complete_many(chunk)
         return
