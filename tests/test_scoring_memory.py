@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 from collections.abc import Sequence
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from booksum_app.chunking import split_sentences
+from booksum_app.cli import cli
 from booksum_app.errors import CostLimitExceeded
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 from booksum_app.llm.calls import Client
@@ -26,6 +30,7 @@ from booksum_app.testing.fake_judge import (
     is_fake_confusing,
     judge_reply,
 )
+from booksum_app.testing.fake_server import FakeServer
 
 NAMES = ("Mara", "Teo", "Quill", "Ilse", "Bram", "Odile")
 PLACES = ("the harbour", "the bakery", "the mill", "the old lighthouse", "the market")
@@ -167,3 +172,26 @@ def test_batch_backends_get_whole_windows_in_order() -> None:
     sentences = split_sentences(summary)
     assert [s.sentence for s in judgement.sentences] == sentences
     assert [s.confusing for s in judgement.sentences] == [is_fake_confusing(s) for s in sentences]
+
+
+def test_score_cli_max_cost_stops_a_long_summary_before_memory_grows(tmp_path: Path) -> None:
+    summary = long_summary(3000)
+    path = tmp_path / "long-cleaned.json"
+    path.write_text(json.dumps({"long.epub": summary}), encoding="utf-8")
+    args = ["score", str(path), "--judge", "openai:gpt-4o", "--no-cache", "--max-cost", "0.5"]
+    warm = tmp_path / "warm-cleaned.json"
+    warm.write_text(json.dumps({"warm.epub": "Warm up. The judge."}), encoding="utf-8")
+    with FakeServer() as server:
+        base_url = ["--base-url", server.openai_base_url]
+        CliRunner().invoke(cli, ["score", str(warm), *args[2:], *base_url])  # imports, outside the peak
+        before = server.call_count
+        tracemalloc.start()
+        try:
+            result = CliRunner().invoke(cli, [*args, *base_url])
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        calls = server.call_count - before
+    assert result.exit_code == 5 and "--max-cost" in result.stderr
+    assert calls <= 3  # about $0.14 a call (worst case) under a $0.50 ceiling
+    assert peak < 200 * len(summary), peak  # was ~3,000 copies of the summary (about 600 MB)
