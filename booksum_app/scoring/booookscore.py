@@ -19,21 +19,29 @@ sentences; the paper's are not reproduced); temperature 0 (``config.JUDGE_TEMPER
 an answer that cannot be parsed is retried (``sample_index`` incremented, so the call cache
 does not replay it) up to ``max_attempts`` times, then the sentence is *unparseable*: left out
 of the denominator and reported (the original retries forever). Every call goes through
-``ChatModel.complete_many`` (concurrency bound, call cache: an interrupted run resumes).
+the model's call layer (concurrency bound, call cache: an interrupted run resumes).
+
+Memory: requests are built lazily, at most a few per concurrency slot at a time
+(:func:`answer_in_order`), and every request on one summary shares one rendered prefix
+string, so memory grows with the summary's size, never with sentences x summary length;
+a cost ceiling (``CostLimitExceeded``) stops submission at the first call it refuses.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from importlib import resources
+from itertools import islice
 from typing import Literal
 
 from booksum_app.chunking import SPLITTER_NAMES, detect_lang, split_sentences
 from booksum_app.config import JUDGE_TEMPERATURE
 from booksum_app.errors import ConfigError, JudgeParseError, PromptError
-from booksum_app.llm.base import ChatModel, Request
+from booksum_app.llm.base import Backend, BatchBackend, ChatModel, Completion, Request
 from booksum_app.prompts import Template, parse_template
 from booksum_app.scoring.answers import JudgeAnswer, parse_batch_answer, parse_sentence_answer
 from booksum_app.scoring.judgement import SentenceJudgement, SummaryJudgement
@@ -51,6 +59,11 @@ BATCH_MARKER = "[Your sentences]"
 # A judge that runs on past its answer starts the next template block; cut it there (small
 # local models otherwise repeat "[Your response] ..." up to max_tokens).
 STOP_SEQUENCES = ("\n[Your", "\n[Example")
+# Requests built and not yet answered, per slot of the model's concurrency: enough to keep
+# every slot busy, small enough that memory does not grow with the number of sentences.
+WINDOW_PER_SLOT = 4
+DEFAULT_WINDOW_SLOTS = 8  # a model that does not say its concurrency
+BATCH_WINDOW = 256  # requests per complete_many batch (vLLM wants whole batches; opaque wrappers)
 
 
 def _resource(name: str) -> str:
@@ -212,6 +225,52 @@ class _Pending:
     last_error: str | None = None
 
 
+def _streams(model: ChatModel) -> bool:
+    """Whether ``model`` is known to answer single submitted calls (not a batch engine).
+
+    A model that shows its backend (``Client``) is; an opaque wrapper is given batches
+    through ``complete_many``, which it routes as it likes.
+    """
+    backend = getattr(model, "backend", None)
+    return isinstance(backend, Backend) and not isinstance(backend, BatchBackend)
+
+
+def request_window(model: ChatModel) -> int:
+    """How many requests :func:`answer_in_order` keeps built and unanswered for ``model``."""
+    if not _streams(model):
+        return BATCH_WINDOW
+    slots = getattr(model, "concurrency", None)
+    return WINDOW_PER_SLOT * (slots if isinstance(slots, int) and slots > 0 else DEFAULT_WINDOW_SLOTS)
+
+
+def answer_in_order(model: ChatModel, requests: Iterable[Request], *, window: int) -> Iterator[Completion]:
+    """Answer ``requests`` in order, pulling at most ``window`` of them ahead of the answers.
+
+    Requests are taken from the iterable only as slots free up, so a lazy iterable is never
+    materialised; batch backends and opaque wrappers get ``complete_many`` batches of
+    ``window``. An error (``CostLimitExceeded``, a model failure) stops submission, cancels
+    what has not started, and propagates.
+    """
+    if window < 1:
+        raise ValueError("window must be at least 1")
+    source = iter(requests)
+    if not _streams(model):
+        while chunk := list(islice(source, window)):
+            yield from model.complete_many(chunk)
+        return
+    in_flight: deque[Future[Completion]] = deque()
+    try:
+        for request in source:
+            in_flight.append(model.submit(request))
+            if len(in_flight) >= window:
+                yield in_flight.popleft().result()
+        while in_flight:
+            yield in_flight.popleft().result()
+    finally:
+        for future in in_flight:
+            future.cancel()
+
+
 class BooookScoreJudge:
     """Runs the BooookScore judge over summaries with one :class:`ChatModel` (see module docstring)."""
 
@@ -294,16 +353,51 @@ class BooookScoreJudge:
             for b, book in enumerate(books)
         ]
 
-    def _request(self, summary: str, prompt: str, *, max_tokens: int, attempt: int) -> Request:
-        return Request(
-            prompt=prompt,
-            shared_prefix=self.prompt.shared_prefix(summary),
-            max_tokens=max_tokens,
-            temperature=self.temperature,
-            sample_index=attempt,
-            stop=STOP_SEQUENCES,
-            purpose="judge",
-        )
+    def _requests(
+        self,
+        units: Sequence[Sequence[_Pending]],
+        summaries: Mapping[str, str],
+        books: list[str],
+        split: list[list[str]],
+        attempt: int,
+    ) -> Iterator[Request]:
+        """One request per unit (a sentence, or a batch of one book's sentences), built lazily.
+
+        Every request on one book shares one prefix string (rendered once per book per round):
+        a request costs its own sentences, not a copy of the summary.
+        """
+        book, prefix = -1, ""
+        for unit in units:
+            if unit[0].book != book:
+                book = unit[0].book
+                prefix = self.prompt.shared_prefix(summaries[books[book]])
+            sentences = [split[p.book][p.index] for p in unit]
+            if self.mode == "sentence":
+                prompt, max_tokens = self.prompt.sentence_prompt(sentences[0]), SENTENCE_MAX_TOKENS
+            else:
+                prompt = self.prompt.batch_prompt(sentences)
+                max_tokens = BATCH_MAX_TOKENS_PER_SENTENCE * len(unit) + 50
+            yield Request(
+                prompt=prompt,
+                shared_prefix=prefix,
+                max_tokens=max_tokens,
+                temperature=self.temperature,
+                sample_index=attempt,
+                stop=STOP_SEQUENCES,
+                purpose="judge",
+            )
+
+    def _answers(
+        self,
+        units: Sequence[Sequence[_Pending]],
+        summaries: Mapping[str, str],
+        books: list[str],
+        split: list[list[str]],
+        attempt: int,
+    ) -> Iterator[tuple[Sequence[_Pending], Completion]]:
+        requests = self._requests(units, summaries, books, split, attempt)
+        completions = answer_in_order(self.model, requests, window=request_window(self.model))
+        return zip(units, completions, strict=True)
 
     def _sentence_round(
         self,
@@ -314,17 +408,9 @@ class BooookScoreJudge:
         results: dict[tuple[int, int], SentenceJudgement],
         attempt: int,
     ) -> list[_Pending]:
-        requests = [
-            self._request(
-                summaries[books[p.book]],
-                self.prompt.sentence_prompt(split[p.book][p.index]),
-                max_tokens=SENTENCE_MAX_TOKENS,
-                attempt=attempt,
-            )
-            for p in pending
-        ]
+        units = [(p,) for p in pending]
         still: list[_Pending] = []
-        for item, completion in zip(pending, self.model.complete_many(requests), strict=True):
+        for (item,), completion in self._answers(units, summaries, books, split, attempt):
             try:
                 answer = parse_sentence_answer(completion.text)
             except JudgeParseError as exc:
@@ -349,17 +435,8 @@ class BooookScoreJudge:
                 batches[-1].append(item)
             else:
                 batches.append([item])
-        requests = [
-            self._request(
-                summaries[books[batch[0].book]],
-                self.prompt.batch_prompt([split[p.book][p.index] for p in batch]),
-                max_tokens=BATCH_MAX_TOKENS_PER_SENTENCE * len(batch) + 50,
-                attempt=attempt,
-            )
-            for batch in batches
-        ]
         still: list[_Pending] = []
-        for batch, completion in zip(batches, self.model.complete_many(requests), strict=True):
+        for batch, completion in self._answers(batches, summaries, books, split, attempt):
             try:
                 answers, errors = parse_batch_answer(completion.text, len(batch))
             except JudgeParseError as exc:
