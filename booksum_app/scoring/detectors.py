@@ -82,6 +82,7 @@ _TRACE_EN = re.compile(
 )
 _TRACE_ZH = re.compile(r"(?:在|于)?(?:这|本|此|当前|上述|以上)(?:一|个)?(?:片段|部分|节选|段落)(?:中|里)?")
 _SPACE = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
 _SENTENCE_TRIM = " \t\r\n.!?。！？…,，;；:：\"'“”‘’「」"
 
 
@@ -215,11 +216,12 @@ class FailureReport:
 
 
 def _normalized_unit(text: str) -> str:
-    return _SPACE.sub(" ", text.lower()).strip(_SENTENCE_TRIM)
+    # numbers are masked: "段落7: X" and "段落8: X" are the same line (CNNSum App. E.5)
+    return _DIGITS.sub("#", _SPACE.sub(" ", text.lower())).strip(_SENTENCE_TRIM)
 
 
 def duplicate_count(units: Iterable[str]) -> int:
-    """Occurrences beyond the first of each normalized unit at least 10 characters long."""
+    """Occurrences beyond the first of each unit (case, spaces, numbers, end marks ignored)."""
     counts = Counter(u for u in map(_normalized_unit, units) if len(u) >= MIN_REPEATED_SENTENCE_CHARS)
     return sum(c - 1 for c in counts.values())
 
@@ -242,7 +244,7 @@ def periodic_tail(text: str) -> tuple[int, int]:
     """``(repeats, chars)`` of the text's periodic tail, ``(0, 0)`` when it has none.
 
     The tail is the longest suffix of the whitespace-collapsed text with a period ``p`` (the
-    smallest such): it must hold the block at least 3 times (the last copy may be cut) over at
+    smallest such): it must hold the block at least 3 times (copies cut at either end count) over at
     least 30 characters, and the block must hold two letters, digits or CJK characters. Linear
     time: the Z-function of the reversed text gives every period's suffix at once.
     """
@@ -255,7 +257,7 @@ def periodic_tail(text: str) -> tuple[int, int]:
             continue
         if sum(ch.isalnum() for ch in rev[:period]) < 2:
             continue
-        return length // period, length
+        return -(-length // period), length  # a copy cut at either end counts
     return 0, 0
 
 
