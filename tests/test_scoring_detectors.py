@@ -59,6 +59,9 @@ def test_subjective_commentary_english() -> None:
 def test_plot_reveal_is_not_commentary() -> None:
     report = detect_failures("Darcy reveals that Wickham lied to Elizabeth.", lang="en")
     assert report.subjective_sentences == 0
+    told = detect_failures("Heathcliff tells Nelly the story of his return.", lang="en")
+    assert told.subjective_sentences == 0
+    assert detect_failures("苏小煜抽中了一本书，给他留下深刻印象。", lang="zh").subjective_sentences == 0
 
 
 def test_subjective_commentary_chinese() -> None:
@@ -203,6 +206,7 @@ def test_stepwise_traces() -> None:
     assert detect_failures(en, lang="en").stepwise_traces == 2
     zh = "在这一片段中，苏小煜买了鳖。本节选里他失败了。"
     assert detect_failures(zh, lang="zh").stepwise_traces == 2
+    assert detect_failures("宋江把这部分银子分给众人。", lang="zh").stepwise_traces == 0
 
 
 def test_too_short_and_cut_off() -> None:

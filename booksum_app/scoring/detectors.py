@@ -54,13 +54,14 @@ _WORD_LEXICON_EN = (
      r"(?:complex\w*|depths?|nature|importance|power|fragility|struggles?|themes?|inner|deeper|"
      r"human|true\s+nature)"),
     # the text as a text
-    r"the\s+story", r"this\s+(?:story|novel|book|tale)", r"the\s+novel", r"the\s+narrative",
+    # "tells her the story of his childhood" is plot
+    r"(?<!tells\s)(?<!told\s)(?<!hear\s)(?<!heard\s)the\s+story(?!\s+of\b)", r"this\s+(?:story|novel|book|tale)", r"the\s+novel", r"the\s+narrative",
     r"the\s+author", r"the\s+reader", r"the\s+excerpt",
 )
 _LEXICON_ZH = (
     "揭示", "探讨", "展现了", "体现了", "整个故事", "讲述了", "故事讲述", "描绘了", "展示了",
-    "反映了", "突显", "凸显", "彰显", "主题", "象征", "深刻", "引人深思", "发人深省",
-    "小说节选", "这部小说", "本书", "该小说", "辩证关系", "道德困境", "令人动容",
+    "反映了", "突显", "凸显", "彰显", "主题", "象征", "引人深思", "发人深省",
+    "小说节选", "这部小说", "该小说", "辩证关系", "道德困境", "令人动容",
 )
 _SUBJECTIVE_EN = re.compile(r"\b(?:" + "|".join(_WORD_LEXICON_EN) + r")\b", re.IGNORECASE)
 _SUBJECTIVE_ZH = re.compile("|".join(map(re.escape, _LEXICON_ZH)))
@@ -80,7 +81,9 @@ _TRACE_EN = re.compile(
     rf"|\bthe\s+{_PART_EN}\s+(?:provided|above|given)\b",
     re.IGNORECASE,
 )
-_TRACE_ZH = re.compile(r"(?:在|于)?(?:这|本|此|当前|上述|以上)(?:一|个)?(?:片段|部分|节选|段落)(?:中|里)?")
+_PART_ZH = r"(?:这|本|此|当前|上述|以上)(?:一|个)?(?:片段|部分|节选|段落)"
+# "在这一片段中" / "本节选里"; a bare "这部分" ("这部分银子") is plain text
+_TRACE_ZH = re.compile(rf"(?:在|于){_PART_ZH}(?:中|里)?|{_PART_ZH}(?:中|里)")
 _SPACE = re.compile(r"\s+")
 _DIGITS = re.compile(r"\d+")
 _SENTENCE_TRIM = " \t\r\n.!?。！？…,，;；:：\"'“”‘’「」"
