@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 
@@ -12,7 +13,9 @@ from booksum_app.scoring.detectors import (
     FAILURE_MODES,
     SourceIndex,
     detect_failures,
+    failure_summary_to_dict,
     periodic_tail,
+    report_to_dict,
     summarize_failures,
 )
 
@@ -251,3 +254,15 @@ def test_detectors_scale_linearly() -> None:
     report = detect_failures(summary, source=index, lang="en")
     assert report.copied_share == 1.0 and report.longest_copied_words == 500
     assert re.fullmatch(r"[\w ]+", summary)
+
+
+def test_dict_forms_are_json_ready() -> None:
+    report = detect_failures("The story explores love. Summary: Darcy leaves and", lang="en")
+    data = report_to_dict(report)
+    assert data["failures"] == ["subjective", "echo", "cut_off"]
+    assert data["subjective_terms"] == ["the story", "explores"]
+    assert data["copied_share"] is None and data["cut_evidence"] == "no_final_punctuation"
+    system = failure_summary_to_dict(summarize_failures([report]))
+    assert system["counts"] == {"subjective": 1, "copying": 0, "repetition": 0, "echo": 1,
+                                "too_short": 0, "cut_off": 1}
+    assert json.loads(json.dumps(system))["shares"]["echo"] == 1.0

@@ -411,6 +411,27 @@ def summarize_failures(reports: Iterable[FailureReport]) -> FailureSummary:
     )
 
 
+def report_to_dict(report: FailureReport) -> dict[str, object]:
+    """The JSON-ready form of one summary's report (every field, plus ``failures``)."""
+    out: dict[str, object] = {"failures": list(report.failures)}
+    for name in FailureReport.__dataclass_fields__:
+        value = getattr(report, name)
+        out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def failure_summary_to_dict(summary: FailureSummary) -> dict[str, object]:
+    """The JSON-ready form of one system's failure counts and shares."""
+    return {
+        "n_summaries": summary.n_summaries,
+        "counts": {mode: summary.counts.get(mode, 0) for mode in FAILURE_MODES},
+        "shares": {mode: summary.share(mode) for mode in FAILURE_MODES},
+        "n_with_source": summary.n_with_source,
+        "mean_copied_share": summary.mean_copied_share,
+        "mean_subjective_sentences": summary.mean_subjective_sentences,
+    }
+
+
 __all__ = [
     "FAILURE_MODES",
     "FailureReport",
@@ -419,7 +440,9 @@ __all__ = [
     "SourceIndex",
     "builtin_prompt_index",
     "detect_failures",
+    "failure_summary_to_dict",
     "overlap",
     "periodic_tail",
+    "report_to_dict",
     "summarize_failures",
 ]
