@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import random
 import re
+from pathlib import Path
 
 import pytest
 
@@ -266,3 +269,32 @@ def test_dict_forms_are_json_ready() -> None:
     assert system["counts"] == {"subjective": 1, "copying": 0, "repetition": 0, "echo": 1,
                                 "too_short": 0, "cut_off": 1}
     assert json.loads(json.dumps(system))["shares"]["echo"] == 1.0
+
+
+def test_score_outputs_carry_failures(tmp_path: Path) -> None:
+    # `booksum score` with a source: per-summary reports in the JSON rows, counts in JSON and CSV
+    from click.testing import CliRunner
+
+    from booksum_app.cli import cli
+
+    source = " ".join(words(400, seed=7)) + "."
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "copy.txt").write_text(source, encoding="utf-8")
+    (books / "clean.txt").write_text(source, encoding="utf-8")
+    summaries = tmp_path / "sys-cleaned.json"
+    summaries.write_text(json.dumps({"copy.epub": " ".join(source.split()[:60]) + ".",
+                                     "clean.epub": CLEAN_EN}), encoding="utf-8")
+    out_json, out_csv = tmp_path / "s.json", tmp_path / "s.csv"
+    result = CliRunner().invoke(
+        cli, ["score", str(summaries), "--source", str(books), "--json", str(out_json),
+              "--csv", str(out_csv)], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    system = json.loads(out_json.read_text())["systems"][0]
+    assert system["failures"]["counts"]["copying"] == 1
+    assert system["failures"]["n_with_source"] == 2
+    rows = {r["book"]: r["failures"] for r in system["summaries"]}
+    assert rows["copy.epub"]["copied_share"] == 1.0 and rows["copy.epub"]["failures"] == ["copying"]
+    assert rows["clean.epub"]["failures"] == []
+    csv_row = next(csv.DictReader(io.StringIO(out_csv.read_text())))
+    assert csv_row["failures_copying"] == "1" and csv_row["failures_subjective"] == "0"

@@ -40,6 +40,14 @@ from booksum_app.scoring.booookscore import (
     BooookScoreJudge,
     JudgeMode,
 )
+from booksum_app.scoring.detectors import (
+    FAILURE_MODES,
+    SourceIndex,
+    detect_failures,
+    failure_summary_to_dict,
+    report_to_dict,
+    summarize_failures,
+)
 from booksum_app.scoring.judgement import ERROR_TYPES
 from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngrams
 from booksum_app.scoring.release import (
@@ -328,14 +336,17 @@ def _statistics(
     unmatched = []
     rouge_scores: list[RougeScore] = []
     for book, text in summaries.items():
-        source = None
+        source = copy_index = None
+        lang = _lang_of({book: text})
         if index is not None:
             match = index.get(_stem(book))
             if match is None:
                 unmatched.append(book)
             else:
                 try:
-                    source = source_ngrams(_source_text(match))
+                    source_text = _source_text(match)
+                    source = source_ngrams(source_text)
+                    copy_index = SourceIndex.build(source_text, lang=lang)
                 except BooksumError as exc:
                     notes.append(f"{name}: source of {book!r} skipped: {exc}")
         rouge = None
@@ -344,7 +355,8 @@ def _statistics(
             if reference is not None:
                 rouge = rouge_l(text, reference)
                 rouge_scores.append(rouge)
-        rows.append(SummaryRow(book=book, summary=text, judgement=judged.get(book), ngrams=ngram_stats(text, source=source), rouge=rouge))
+        failures = detect_failures(text, source=copy_index, lang=lang)
+        rows.append(SummaryRow(book=book, summary=text, judgement=judged.get(book), ngrams=ngram_stats(text, source=source), rouge=rouge, failures=failures))
     if unmatched:
         notes.append(
             f"{name}: no source book for {len(unmatched)} of {len(summaries)} summaries "
@@ -370,6 +382,7 @@ def _statistics(
         rouge_signature=rouge_signature(_lang_of(summaries)) if mean_rouge else None,
         n_with_reference=len(rouge_scores),
         totals=totals,
+        failures=summarize_failures(r.failures for r in rows if r.failures is not None),
     )
 
 
@@ -432,6 +445,8 @@ def system_to_dict(system: SystemScores) -> dict[str, Any]:
         "cost_usd": t.cost_usd,
         "wall_s": t.wall_s,
     }
+    if system.failures is not None:
+        out["failures"] = failure_summary_to_dict(system.failures)
     out["summaries"] = [_row_to_dict(r) for r in system.rows]
     return out
 
@@ -449,6 +464,7 @@ def _row_to_dict(row: SummaryRow) -> dict[str, Any]:
         "novel_3gram_pct": row.ngrams.novel_pct,
         "rouge_l_f": None if row.rouge is None else row.rouge.fmeasure,
         "rouge_l_recall": None if row.rouge is None else row.rouge.recall,
+        "failures": None if row.failures is None else report_to_dict(row.failures),
     }
 
 
@@ -476,6 +492,7 @@ CSV_COLUMNS = (
     "rouge_l_f",
     "rouge_l_recall",
     *(f"type_{t.replace(' ', '_')}" for t in ERROR_TYPES),
+    *(f"failures_{m}" for m in FAILURE_MODES),  # summaries showing each failure mode
     "signature",
 )
 
@@ -503,6 +520,7 @@ def run_to_csv(run: ScoreRun) -> str:
                 "" if s.rouge_l is None else s.rouge_l.fmeasure,
                 "" if s.rouge_l is None else s.rouge_l.recall,
                 *(counts.get(t, "") if b else "" for t in ERROR_TYPES),
+                *(s.failures.counts.get(m, 0) if s.failures else "" for m in FAILURE_MODES),
                 s.booookscore.signature if s.booookscore else "",
             ]
         )
