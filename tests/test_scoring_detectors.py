@@ -65,7 +65,9 @@ def test_subjective_commentary_english() -> None:
 def test_plot_reveal_is_not_commentary() -> None:
     report = detect_failures("Darcy reveals that Wickham lied to Elizabeth.", lang="en")
     assert report.subjective_sentences == 0
-    told = detect_failures("Heathcliff tells Nelly the story of his return.", lang="en")
+    told = detect_failures(
+        "Heathcliff tells Nelly the story of his return. Victor reflects on his guilt.", lang="en"
+    )
     assert told.subjective_sentences == 0
     assert detect_failures("苏小煜抽中了一本书，给他留下深刻印象。", lang="zh").subjective_sentences == 0
 
@@ -298,3 +300,25 @@ def test_score_outputs_carry_failures(tmp_path: Path) -> None:
     assert rows["clean.epub"]["failures"] == []
     csv_row = next(csv.DictReader(io.StringIO(out_csv.read_text())))
     assert csv_row["failures_copying"] == "1" and csv_row["failures_subjective"] == "0"
+
+
+RELEASE = Path(__file__).resolve().parents[2] / "shared" / "data" / "booookscore-release"
+
+
+@pytest.mark.parametrize(
+    ("system", "expected"),
+    [
+        ("chatgpt-2048-hier", (99, 18, 21, 0)),
+        ("chatgpt-2048-inc", (33, 2, 0, 0)),
+        ("gpt4-2048-hier", (95, 4, 1, 0)),
+        ("gpt4-2048-inc", (63, 0, 0, 0)),
+    ],
+)
+def test_release_summaries_counts(system: str, expected: tuple[int, ...]) -> None:
+    # the figures docs/scoring.md quotes; hand-checked samples: repeated sentences are real
+    path = RELEASE / "summaries" / f"{system}-cleaned.json"
+    if not path.is_file():
+        pytest.skip(f"BooookScore release file {path} not found")
+    texts = json.loads(path.read_text(encoding="utf-8")).values()
+    counts = summarize_failures(detect_failures(t, lang="en") for t in texts).counts
+    assert tuple(counts[m] for m in ("subjective", "repetition", "echo", "cut_off")) == expected

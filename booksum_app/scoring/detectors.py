@@ -48,7 +48,7 @@ _WORD_LEXICON_EN = (
     r"underscor(?:es|ing|ed)", r"showcas(?:es|ing|ed)", r"exemplif(?:ies|ying|ied)",
     r"symboli[sz](?:es|ing|ed)", r"sheds?\s+light", r"serves?\s+as\s+a\s+(?:reminder|testament)",
     r"(?:a\s+)?testament\s+to", r"poignant(?:ly)?", r"profound(?:ly)?", r"thought-provoking",
-    r"themes?\s+of", r"reflect(?:s|ing)\s+on", r"grappl(?:es|ing)\s+with",
+    r"themes?\s+of",  # not "reflects on" / "grapples with": characters do that (plot)
     # plot reveals ("Darcy reveals that...") are objective; only abstract objects count
     (r"reveal(?:s|ing|ed)?\s+(?:the\s+|a\s+|an\s+|his\s+|her\s+|their\s+)?"
      r"(?:complex\w*|depths?|nature|importance|power|fragility|struggles?|themes?|inner|deeper|"
