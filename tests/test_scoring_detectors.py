@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import random
@@ -119,6 +120,13 @@ def test_source_index_reused_and_checked() -> None:
     assert detect_failures(summary, source=index).copied_share == 1.0
     with pytest.raises(ConfigError, match="SourceIndex.build"):
         detect_failures("某人做了某事。", source=index, lang="zh")
+
+
+def test_index_from_another_process_refused() -> None:
+    index = SourceIndex.build("one two three four five six seven eight nine", lang="en")
+    foreign = dataclasses.replace(index, process_check=index.process_check + 1)
+    with pytest.raises(ConfigError, match="another Python process"):
+        detect_failures("one two three four five six seven eight", source=foreign)
 
 
 def test_unknown_language_refused() -> None:

@@ -84,6 +84,7 @@ _TRACE_EN = re.compile(
 _PART_ZH = r"(?:这|本|此|当前|上述|以上)(?:一|个)?(?:片段|部分|节选|段落)"
 # "在这一片段中" / "本节选里"; a bare "这部分" ("这部分银子") is plain text
 _TRACE_ZH = re.compile(rf"(?:在|于){_PART_ZH}(?:中|里)?|{_PART_ZH}(?:中|里)")
+_PROCESS_PROBE = ("booksum", "detectors")  # its hash changes with the process's hash seed
 _SPACE = re.compile(r"\s+")
 _DIGITS = re.compile(r"\d+")
 _SENTENCE_TRIM = " \t\r\n.!?。！？…,，;；:：\"'“”‘’「」"
@@ -103,12 +104,17 @@ def _gram_keys(words: Sequence[str], n: int) -> list[int]:
 
 @dataclass(frozen=True)
 class SourceIndex:
-    """The hashed ``n``-grams of a source text, built once per book and reused per summary."""
+    """The hashed ``n``-grams of a source text, built once per book and reused per summary.
+
+    Keys are Python ``hash`` values, which differ between processes (string hash
+    randomization): an index unpickled in another process is refused, not silently wrong.
+    """
 
     lang: str
     n: int
     n_words: int
     keys: frozenset[int]
+    process_check: int = field(default_factory=lambda: hash(_PROCESS_PROBE))
 
     @classmethod
     def build(cls, texts: str | Iterable[str], *, lang: str, n: int = COPY_N) -> SourceIndex:
@@ -138,7 +144,16 @@ class Overlap:
 
 
 def overlap(words: Sequence[str], index: SourceIndex) -> Overlap:
-    """N-grams of ``words`` found in ``index`` and the maximal runs they cover."""
+    """N-grams of ``words`` found in ``index`` and the maximal runs they cover.
+
+    Raises:
+        ConfigError: the index was built in another process (its hashes do not apply here).
+    """
+    if index.process_check != hash(_PROCESS_PROBE):
+        raise ConfigError(
+            "this SourceIndex was built in another Python process (n-gram hashes differ "
+            "between processes); build it with SourceIndex.build in the process that uses it"
+        )
     found = [key in index.keys for key in _gram_keys(words, index.n)]
     spans: list[tuple[int, int]] = []
     start: int | None = None
