@@ -38,6 +38,7 @@ from booksum_app.scoring.booookscore import (
     BooookScoreJudge,
     JudgeMode,
 )
+from booksum_app.scoring.detectors import SourceIndex, detect_failures, summarize_failures
 from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngrams
 from booksum_app.scoring.release import (
     carries_annotations,
@@ -345,14 +346,17 @@ def _statistics(
     unmatched = []
     rouge_scores: list[RougeScore] = []
     for book, text in summaries.items():
-        source = None
+        source = copy_index = None
+        lang = _lang_of({book: text})
         if index is not None:
             match = index.get(_stem(book))
             if match is None:
                 unmatched.append(book)
             else:
                 try:
-                    source = source_ngrams(_source_text(match))
+                    source_text = _source_text(match)
+                    source = source_ngrams(source_text)
+                    copy_index = SourceIndex.build(source_text, lang=lang)
                 except BooksumError as exc:
                     notes.append(f"{name}: source of {book!r} skipped: {exc}")
         rouge = None
@@ -361,7 +365,8 @@ def _statistics(
             if reference is not None:
                 rouge = rouge_l(text, reference)
                 rouge_scores.append(rouge)
-        rows.append(SummaryRow(book=book, summary=text, judgement=judged.get(book), ngrams=ngram_stats(text, source=source), rouge=rouge))
+        failures = detect_failures(text, source=copy_index, lang=lang)
+        rows.append(SummaryRow(book=book, summary=text, judgement=judged.get(book), ngrams=ngram_stats(text, source=source), rouge=rouge, failures=failures))
     if unmatched:
         notes.append(
             f"{name}: no source book for {len(unmatched)} of {len(summaries)} summaries "
@@ -387,6 +392,7 @@ def _statistics(
         rouge_signature=rouge_signature(_lang_of(summaries)) if mean_rouge else None,
         n_with_reference=len(rouge_scores),
         totals=totals,
+        failures=summarize_failures(r.failures for r in rows if r.failures is not None),
     )
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from booksum_app.errors import InputError
 from booksum_app.files import atomic_write_text, write_json_atomic
+from booksum_app.scoring.detectors import FAILURE_MODES, failure_summary_to_dict, report_to_dict
 from booksum_app.scoring.judgement import ERROR_TYPES
 from booksum_app.scoring.release import AnnotationFormat, to_release
 from booksum_app.scoring.report import render_report
@@ -73,6 +74,8 @@ def system_to_dict(system: SystemScores) -> dict[str, Any]:
         "cost_usd": t.cost_usd,
         "wall_s": t.wall_s,
     }
+    if system.failures is not None:
+        out["failures"] = failure_summary_to_dict(system.failures)
     out["summaries"] = [_row_to_dict(r) for r in system.rows]
     return out
 
@@ -90,6 +93,7 @@ def _row_to_dict(row: SummaryRow) -> dict[str, Any]:
         "novel_3gram_pct": row.ngrams.novel_pct,
         "rouge_l_f": None if row.rouge is None else row.rouge.fmeasure,
         "rouge_l_recall": None if row.rouge is None else row.rouge.recall,
+        "failures": None if row.failures is None else report_to_dict(row.failures),
     }
 
 
@@ -117,6 +121,7 @@ CSV_COLUMNS = (
     "rouge_l_f",
     "rouge_l_recall",
     *(f"type_{t.replace(' ', '_')}" for t in ERROR_TYPES),
+    *(f"failures_{m}" for m in FAILURE_MODES),  # summaries showing each failure mode
     "signature",
 )
 
@@ -144,6 +149,7 @@ def run_to_csv(run: ScoreRun) -> str:
                 "" if s.rouge_l is None else s.rouge_l.fmeasure,
                 "" if s.rouge_l is None else s.rouge_l.recall,
                 *(counts.get(t, "") if b else "" for t in ERROR_TYPES),
+                *(s.failures.counts.get(m, 0) if s.failures else "" for m in FAILURE_MODES),
                 s.booookscore.signature if s.booookscore else "",
             ]
         )

@@ -23,6 +23,7 @@ from booksum_app.scoring.booookscore import (
     BooookScoreJudge,
     JudgeMode,
 )
+from booksum_app.scoring.detectors import FailureReport, FailureSummary
 from booksum_app.scoring.judgement import SummaryJudgement
 from booksum_app.scoring.ngrams import NgramStats, NgramSummary
 from booksum_app.scoring.release import (
@@ -179,6 +180,7 @@ class SummaryRow:
     judgement: SummaryJudgement | None
     ngrams: NgramStats
     rouge: RougeScore | None = None
+    failures: FailureReport | None = None  # failure-mode detectors (docs/scoring.md)
 
 
 @dataclass(frozen=True)
@@ -194,3 +196,4 @@ class SystemScores:
     rouge_signature: str | None = None
     n_with_reference: int = 0
     totals: CallTotals = CallTotals()
+    failures: FailureSummary | None = None

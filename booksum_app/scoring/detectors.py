@@ -1,0 +1,463 @@
+"""Failure-mode detectors for summaries, no LLM call (CNNSum §4.4 and App. E).
+
+CNNSum (Wei et al.) catalogues how LLM summaries of long novels fail: subjective commentary
+instead of plot (App. E.2), copying the source (E.3, E.5), meaningless repetition (E.4,
+E.5), echoing the prompt and answer scaffolding (E.4, E.6), and outputs that are only a
+sentence or stop at the token limit (§4.3, §4.4). :func:`detect_failures` counts each on one
+summary; :func:`summarize_failures` aggregates over a system's summaries. Every definition
+and threshold is documented in ``docs/scoring.md`` ("Failure modes"); the constants below
+are those thresholds.
+
+Words: English text is lowercased and split on every run of characters outside
+``[a-z0-9]`` (the ROUGE-L tokenizer, :func:`booksum_app.scoring.words.rouge_words`); Chinese
+text is segmented into jieba words, punctuation dropped (the same function).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import string
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from booksum_app.chunking import get_tokenizer
+from booksum_app.chunking.sentences import sentence_spans
+from booksum_app.compression.validity import ends_sentence
+from booksum_app.errors import ConfigError, PromptError
+from booksum_app.prompts import DIRECT_TEMPLATES, TEMPLATE_FIELDS, load_template
+from booksum_app.scoring.ngrams import DEFAULT_LENGTH_TOKENIZER
+from booksum_app.scoring.words import rouge_words
+
+COPY_N = 8  # copying: summary n-grams looked up in the source
+COPY_FLAG_SHARE = 0.2  # flagged when at least this share of the 8-grams is in the source...
+COPY_FLAG_SPAN_WORDS = 30  # ...or one copied span is at least this many words long
+ECHO_N = 6  # prompt echo: summary n-grams looked up in the prompt templates
+MIN_REPEATED_SENTENCE_CHARS = 10  # shorter sentences/lines ("Yes." "第一章") are not counted
+MIN_TAIL_REPEATS = 3  # a periodic tail is a block repeated at least this many times...
+MIN_TAIL_CHARS = 30  # ...over at least this many characters (whitespace collapsed)
+MIN_CHECKLIST_ITEMS = 2  # numbered lines count when at least this many come in a row
+TOO_SHORT_SHARE = 0.25  # too short: under this share of the requested length
+LANGS = ("en", "zh")
+FAILURE_MODES = ("subjective", "copying", "repetition", "echo", "too_short", "cut_off")
+
+_WORD_LEXICON_EN = (
+    # verbs of literary analysis: what a summary *says about* the story rather than its plot
+    r"explor(?:es|ing|ed)", r"delv(?:es|ing|ed)\s+into", r"highlight(?:s|ing|ed)",
+    r"underscor(?:es|ing|ed)", r"showcas(?:es|ing|ed)", r"exemplif(?:ies|ying|ied)",
+    r"symboli[sz](?:es|ing|ed)", r"sheds?\s+light", r"serves?\s+as\s+a\s+(?:reminder|testament)",
+    r"(?:a\s+)?testament\s+to", r"poignant(?:ly)?", r"profound(?:ly)?", r"thought-provoking",
+    r"themes?\s+of",  # not "reflects on" / "grapples with": characters do that (plot)
+    # plot reveals ("Darcy reveals that...") are objective; only abstract objects count
+    (r"reveal(?:s|ing|ed)?\s+(?:the\s+|a\s+|an\s+|his\s+|her\s+|their\s+)?"
+     r"(?:complex\w*|depths?|nature|importance|power|fragility|struggles?|themes?|inner|deeper|"
+     r"human|true\s+nature)"),
+    # the text as a text
+    # "tells her the story of his childhood" is plot
+    r"(?<!tells\s)(?<!told\s)(?<!hear\s)(?<!heard\s)the\s+story(?!\s+of\b)", r"this\s+(?:story|novel|book|tale)", r"the\s+novel", r"the\s+narrative",
+    r"the\s+author", r"the\s+reader", r"the\s+excerpt",
+)
+_LEXICON_ZH = (
+    "揭示", "探讨", "展现了", "体现了", "整个故事", "讲述了", "故事讲述", "描绘了", "展示了",
+    "反映了", "突显", "凸显", "彰显", "主题", "象征", "引人深思", "发人深省",
+    "小说节选", "这部小说", "该小说", "辩证关系", "道德困境", "令人动容",
+)
+_SUBJECTIVE_EN = re.compile(r"\b(?:" + "|".join(_WORD_LEXICON_EN) + r")\b", re.IGNORECASE)
+_SUBJECTIVE_ZH = re.compile("|".join(map(re.escape, _LEXICON_ZH)))
+
+_ANSWER_CUE = re.compile(
+    r"(?:\b(?:updated\s+|condensed\s+|final\s+|merged\s+)?summary\s*(?:\([^)\n]{0,40}\))?\s*[:：])"
+    r"|(?:摘要\s*(?:[（(][^）)\n]{0,20}[）)])?\s*[:：])",
+    re.IGNORECASE,
+)
+_CHECKLIST_LINE = re.compile(
+    r"^\s*(?:\d{1,3}\s*[.)、．]|[（(]\d{1,3}[)）]|[一二三四五六七八九十]{1,3}\s*、)\s*\S"
+)
+_PART_EN = r"(?:segment|section|excerpt|part|portion|chunk|passage|installment|text)"
+_TRACE_EN = re.compile(
+    rf"\b(?:in|within|throughout)\s+(?:this|these|the\s+(?:current|previous|preceding|given|"
+    rf"provided|above|following|next|latest))\s+(?:\w+\s+)?{_PART_EN}s?\b"
+    rf"|\bthe\s+{_PART_EN}\s+(?:provided|above|given)\b",
+    re.IGNORECASE,
+)
+_PART_ZH = r"(?:这|本|此|当前|上述|以上)(?:一|个)?(?:片段|部分|节选|段落)"
+# "在这一片段中" / "本节选里"; a bare "这部分" ("这部分银子") is plain text
+_TRACE_ZH = re.compile(rf"(?:在|于){_PART_ZH}(?:中|里)?|{_PART_ZH}(?:中|里)")
+_PROCESS_PROBE = ("booksum", "detectors")  # its hash changes with the process's hash seed
+_SPACE = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
+_SENTENCE_TRIM = " \t\r\n.!?。！？…,，;；:：\"'“”‘’「」"
+
+
+def words_of(text: str, *, lang: str) -> list[str]:
+    """The words the copy and echo detectors compare (see module docstring)."""
+    if lang not in LANGS:
+        raise ConfigError(f"no failure detectors for language {lang!r}; use one of {LANGS}")
+    return rouge_words(text, lang=lang)
+
+
+def _gram_keys(words: Sequence[str], n: int) -> list[int]:
+    # hash of the n-gram tuple: 8 bytes a gram instead of a tuple of 8 strings in the set
+    return [hash(tuple(words[i : i + n])) for i in range(len(words) - n + 1)]
+
+
+@dataclass(frozen=True)
+class SourceIndex:
+    """The hashed ``n``-grams of a source text, built once per book and reused per summary.
+
+    Keys are Python ``hash`` values, which differ between processes (string hash
+    randomization): an index unpickled in another process is refused, not silently wrong.
+    """
+
+    lang: str
+    n: int
+    n_words: int
+    keys: frozenset[int]
+    process_check: int = field(default_factory=lambda: hash(_PROCESS_PROBE))
+
+    @classmethod
+    def build(cls, texts: str | Iterable[str], *, lang: str, n: int = COPY_N) -> SourceIndex:
+        """Index a text (or several, n-grams never crossing from one to the next)."""
+        keys: set[int] = set()
+        n_words = 0
+        for text in [texts] if isinstance(texts, str) else texts:
+            words = words_of(text, lang=lang)
+            n_words += len(words)
+            keys.update(_gram_keys(words, n))
+        return cls(lang=lang, n=n, n_words=n_words, keys=frozenset(keys))
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """How much of a word sequence is covered by n-grams of an index."""
+
+    n_grams: int
+    n_found: int
+    longest_words: int  # longest run of words covered by consecutive found n-grams
+    spans: tuple[tuple[int, int], ...]  # (start, end) word offsets of maximal covered runs
+
+    @property
+    def share(self) -> float | None:
+        """Found n-grams / all n-grams (None when the text has fewer than n words)."""
+        return self.n_found / self.n_grams if self.n_grams else None
+
+
+def overlap(words: Sequence[str], index: SourceIndex) -> Overlap:
+    """N-grams of ``words`` found in ``index`` and the maximal runs they cover.
+
+    Raises:
+        ConfigError: the index was built in another process (its hashes do not apply here).
+    """
+    if index.process_check != hash(_PROCESS_PROBE):
+        raise ConfigError(
+            "this SourceIndex was built in another Python process (n-gram hashes differ "
+            "between processes); build it with SourceIndex.build in the process that uses it"
+        )
+    found = [key in index.keys for key in _gram_keys(words, index.n)]
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    for i, hit in enumerate([*found, False]):
+        if hit and start is None:
+            start = i
+        elif not hit and start is not None:
+            spans.append((start, i - 1 + index.n))  # grams start..i-1 cover words start..i-2+n
+            start = None
+    longest = max((end - begin for begin, end in spans), default=0)
+    return Overlap(len(found), sum(found), longest, tuple(spans))
+
+
+def _prompt_pieces(text: str) -> list[str]:
+    # the instruction text between the template's fields (a field never joins two pieces)
+    return [literal for literal, *_ in string.Formatter().parse(text) if literal.strip()]
+
+
+@functools.cache
+def builtin_prompt_index(lang: str) -> SourceIndex:
+    """Echo index over every built-in prompt template of ``lang`` (paper, simple, direct)."""
+    pieces: list[str] = []
+    for prompt_set, names in (("paper", TEMPLATE_FIELDS), ("simple", TEMPLATE_FIELDS),
+                              ("direct", DIRECT_TEMPLATES)):
+        for name in names:
+            if prompt_set != "direct" and name in DIRECT_TEMPLATES:
+                continue
+            try:
+                pieces += _prompt_pieces(load_template(name, prompt_set=prompt_set, lang=lang).text)
+            except PromptError:
+                continue  # a set need not have every template in every language
+    return SourceIndex.build(pieces, lang=lang, n=ECHO_N)
+
+
+@dataclass(frozen=True)
+class FailureReport:
+    """Failure-mode counts for one summary (definitions in docs/scoring.md, "Failure modes")."""
+
+    lang: str
+    n_sentences: int
+    subjective_sentences: int  # sentences containing a lexicon term
+    subjective_terms: tuple[str, ...]  # distinct terms matched, in order of first appearance
+    copy_ngrams: int | None  # summary 8-grams (None without a source)
+    copied_share: float | None  # share of them found in the source
+    longest_copied_words: int | None
+    repeated_sentences: int  # sentence occurrences beyond the first of each
+    repeated_lines: int  # non-empty line occurrences beyond the first of each
+    tail_repeats: int  # times the periodic tail's block occurs (0: no periodic tail)
+    tail_chars: int  # length of the periodic tail (whitespace collapsed)
+    prompt_echo_ngrams: int  # summary 6-grams found in a prompt template
+    prompt_echo_fragments: tuple[str, ...]  # the echoed runs (at most five)
+    answer_cues: int  # "Summary:" / "摘要：" labels anywhere in the text
+    checklist_items: int  # numbered lines in runs of at least two
+    stepwise_traces: int  # "in this excerpt" / "在这一片段中" phrases
+    n_tokens: int
+    requested_tokens: int | None
+    too_short: bool | None  # None when the requested length is unknown
+    cut_off: bool
+    cut_evidence: str  # "finish_reason", "no_final_punctuation", or "" when not cut
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """The failure modes this summary shows, in :data:`FAILURE_MODES` order."""
+        copied = self.copied_share is not None and (
+            self.copied_share >= COPY_FLAG_SHARE
+            or (self.longest_copied_words or 0) >= COPY_FLAG_SPAN_WORDS
+        )
+        shown = {
+            "subjective": self.subjective_sentences > 0,
+            "copying": copied,
+            "repetition": self.repeated_sentences + self.repeated_lines + self.tail_repeats > 0,
+            "echo": self.prompt_echo_ngrams + self.answer_cues + self.checklist_items
+            + self.stepwise_traces > 0,
+            "too_short": bool(self.too_short),
+            "cut_off": self.cut_off,
+        }
+        return tuple(mode for mode in FAILURE_MODES if shown[mode])
+
+
+def _normalized_unit(text: str) -> str:
+    # numbers are masked: "段落7: X" and "段落8: X" are the same line (CNNSum App. E.5)
+    return _DIGITS.sub("#", _SPACE.sub(" ", text.lower())).strip(_SENTENCE_TRIM)
+
+
+def duplicate_count(units: Iterable[str]) -> int:
+    """Occurrences beyond the first of each unit (case, spaces, numbers, end marks ignored)."""
+    counts = Counter(u for u in map(_normalized_unit, units) if len(u) >= MIN_REPEATED_SENTENCE_CHARS)
+    return sum(c - 1 for c in counts.values())
+
+
+def _z_function(text: str) -> list[int]:
+    n = len(text)
+    z = [0] * n
+    left = right = 0
+    for i in range(1, n):
+        if i < right:
+            z[i] = min(right - i, z[i - left])
+        while i + z[i] < n and text[z[i]] == text[i + z[i]]:
+            z[i] += 1
+        if i + z[i] > right:
+            left, right = i, i + z[i]
+    return z
+
+
+def periodic_tail(text: str) -> tuple[int, int]:
+    """``(repeats, chars)`` of the text's periodic tail, ``(0, 0)`` when it has none.
+
+    The tail is the longest suffix of the whitespace-collapsed text with a period ``p`` (the
+    smallest such): it must hold the block at least 3 times (copies cut at either end count) over at
+    least 30 characters, and the block must hold two letters, digits or CJK characters. Linear
+    time: the Z-function of the reversed text gives every period's suffix at once.
+    """
+    flat = _SPACE.sub(" ", text).strip()
+    rev = flat[::-1]
+    z = _z_function(rev)
+    for period in range(1, len(rev) // MIN_TAIL_REPEATS + 1):
+        length = z[period] + period  # the suffix of this length has period `period`
+        if length < MIN_TAIL_REPEATS * period or length < MIN_TAIL_CHARS:
+            continue
+        if sum(ch.isalnum() for ch in rev[:period]) < 2:
+            continue
+        return -(-length // period), length  # a copy cut at either end counts
+    return 0, 0
+
+
+def checklist_items(text: str) -> int:
+    """Numbered lines ("1." "2)" "（3）" "四、") in runs of at least two consecutive lines."""
+    total = run = 0
+    for line in text.splitlines():
+        if _CHECKLIST_LINE.match(line):
+            run += 1
+        elif line.strip():  # blank lines between items do not end a list
+            total += run if run >= MIN_CHECKLIST_ITEMS else 0
+            run = 0
+    return total + (run if run >= MIN_CHECKLIST_ITEMS else 0)
+
+
+def _subjective(sentences: Sequence[str], lang: str) -> tuple[int, tuple[str, ...]]:
+    pattern = _SUBJECTIVE_ZH if lang == "zh" else _SUBJECTIVE_EN
+    terms: dict[str, None] = {}
+    n_sentences = 0
+    for sentence in sentences:
+        found = [_SPACE.sub(" ", m.group(0).lower()) for m in pattern.finditer(sentence)]
+        n_sentences += bool(found)
+        terms.update(dict.fromkeys(found))
+    return n_sentences, tuple(terms)
+
+
+def _cut(summary: str, finish_reason: str | None) -> tuple[bool, str]:
+    if finish_reason is not None:
+        return (True, "finish_reason") if finish_reason == "length" else (False, "")
+    if summary.strip() and not ends_sentence(summary):
+        return True, "no_final_punctuation"
+    return False, ""
+
+
+def _echo(words: Sequence[str], lang: str, prompt_texts: Sequence[str]) -> tuple[int, tuple[str, ...]]:
+    index = builtin_prompt_index(lang)
+    if prompt_texts:
+        extra = SourceIndex.build([p for t in prompt_texts for p in _prompt_pieces(t)], lang=lang, n=ECHO_N)
+        index = SourceIndex(lang, ECHO_N, index.n_words + extra.n_words, index.keys | extra.keys)
+    found = overlap(words, index)
+    joiner = "" if lang == "zh" else " "
+    return found.n_found, tuple(joiner.join(words[s:e]) for s, e in found.spans[:5])
+
+
+@functools.cache
+def _default_count_tokens() -> Callable[[str], int]:
+    return get_tokenizer(DEFAULT_LENGTH_TOKENIZER).count
+
+
+def detect_failures(
+    summary: str,
+    *,
+    source: str | SourceIndex | None = None,
+    lang: str = "en",
+    requested_tokens: int | None = None,
+    count_tokens: Callable[[str], int] | None = None,
+    finish_reason: str | None = None,
+    prompt_texts: Sequence[str] = (),
+) -> FailureReport:
+    """Count every failure mode of one summary (no model call).
+
+    Args:
+        summary: the summary text as the system produced it (raw or cleaned).
+        source: the summarized text, or its :class:`SourceIndex` (build it once per book);
+            None skips the copy detector.
+        lang: ``"en"`` or ``"zh"``.
+        requested_tokens: the length the summary was asked for, in ``count_tokens`` units;
+            None leaves ``too_short`` unknown.
+        count_tokens: the length measure (default: tiktoken ``cl100k_base``).
+        finish_reason: the API's finish reason when known (``"length"``: cut at the limit).
+        prompt_texts: templates used besides the built-in ones (a ``--prompts`` directory).
+
+    Returns:
+        The :class:`FailureReport`.
+
+    Raises:
+        ConfigError: unknown language, or a source index built for another language or n.
+    """
+    words = words_of(summary, lang=lang)
+    copy: Overlap | None = None
+    if source is not None:
+        index = source if isinstance(source, SourceIndex) else SourceIndex.build(source, lang=lang)
+        if index.lang != lang or index.n != COPY_N:
+            raise ConfigError(
+                f"source index is for lang={index.lang!r}, n={index.n}; this summary needs "
+                f"lang={lang!r}, n={COPY_N}: build it with SourceIndex.build(text, lang={lang!r})"
+            )
+        copy = overlap(words, index)
+    sentences = [summary[s:e] for s, e in sentence_spans(summary, lang=lang)]
+    n_subjective, terms = _subjective(sentences, lang)
+    tail_repeats, tail_chars = periodic_tail(summary)
+    echo_ngrams, echo_fragments = _echo(words, lang, prompt_texts)
+    n_tokens = (count_tokens or _default_count_tokens())(summary)
+    cut_off, cut_evidence = _cut(summary, finish_reason)
+    return FailureReport(
+        lang=lang,
+        n_sentences=len(sentences),
+        subjective_sentences=n_subjective,
+        subjective_terms=terms,
+        copy_ngrams=copy.n_grams if copy else None,
+        copied_share=copy.share if copy else None,
+        longest_copied_words=copy.longest_words if copy else None,
+        repeated_sentences=duplicate_count(sentences),
+        repeated_lines=duplicate_count(line for line in summary.splitlines() if line.strip()),
+        tail_repeats=tail_repeats,
+        tail_chars=tail_chars,
+        prompt_echo_ngrams=echo_ngrams,
+        prompt_echo_fragments=echo_fragments,
+        answer_cues=len(_ANSWER_CUE.findall(summary)),
+        checklist_items=checklist_items(summary),
+        stepwise_traces=len((_TRACE_ZH if lang == "zh" else _TRACE_EN).findall(summary)),
+        n_tokens=n_tokens,
+        requested_tokens=requested_tokens,
+        too_short=None if requested_tokens is None else n_tokens < TOO_SHORT_SHARE * requested_tokens,
+        cut_off=cut_off,
+        cut_evidence=cut_evidence,
+    )
+
+
+@dataclass(frozen=True)
+class FailureSummary:
+    """Per-system failure counts: summaries showing each mode, and means of the raw figures."""
+
+    n_summaries: int
+    counts: Mapping[str, int] = field(default_factory=dict)  # mode -> summaries showing it
+    n_with_source: int = 0
+    mean_copied_share: float | None = None  # over summaries with a source
+    mean_subjective_sentences: float | None = None
+
+    def share(self, mode: str) -> float | None:
+        """Share of summaries showing ``mode`` (None with no summaries)."""
+        return self.counts.get(mode, 0) / self.n_summaries if self.n_summaries else None
+
+
+def summarize_failures(reports: Iterable[FailureReport]) -> FailureSummary:
+    """Count, per failure mode, the summaries of one system that show it."""
+    items = list(reports)
+    counts = {mode: sum(mode in r.failures for r in items) for mode in FAILURE_MODES}
+    shares = [r.copied_share for r in items if r.copied_share is not None]
+    return FailureSummary(
+        n_summaries=len(items),
+        counts=counts,
+        n_with_source=sum(r.copy_ngrams is not None for r in items),
+        mean_copied_share=sum(shares) / len(shares) if shares else None,
+        mean_subjective_sentences=(
+            sum(r.subjective_sentences for r in items) / len(items) if items else None
+        ),
+    )
+
+
+def report_to_dict(report: FailureReport) -> dict[str, object]:
+    """The JSON-ready form of one summary's report (every field, plus ``failures``)."""
+    out: dict[str, object] = {"failures": list(report.failures)}
+    for name in FailureReport.__dataclass_fields__:
+        value = getattr(report, name)
+        out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def failure_summary_to_dict(summary: FailureSummary) -> dict[str, object]:
+    """The JSON-ready form of one system's failure counts and shares."""
+    return {
+        "n_summaries": summary.n_summaries,
+        "counts": {mode: summary.counts.get(mode, 0) for mode in FAILURE_MODES},
+        "shares": {mode: summary.share(mode) for mode in FAILURE_MODES},
+        "n_with_source": summary.n_with_source,
+        "mean_copied_share": summary.mean_copied_share,
+        "mean_subjective_sentences": summary.mean_subjective_sentences,
+    }
+
+
+__all__ = [
+    "FAILURE_MODES",
+    "FailureReport",
+    "FailureSummary",
+    "Overlap",
+    "SourceIndex",
+    "builtin_prompt_index",
+    "detect_failures",
+    "failure_summary_to_dict",
+    "overlap",
+    "periodic_tail",
+    "report_to_dict",
+    "summarize_failures",
+]
