@@ -144,6 +144,10 @@ def _render_scores(run: Any) -> None:
             return "–"
         return f"{100 * (b.ci_low or 0):.1f}–{100 * (b.ci_high or 0):.1f}"
 
+    def failures_cell(s: Any) -> str:  # e.g. "subjective 95, repetition 4": definitions in docs/scoring.md
+        counts = s.failures.counts if s.failures else {}
+        return ", ".join(f"{mode} {n}" for mode, n in counts.items() if n) or "–"
+
     def rouge_cell(s: Any) -> str:
         r = s.rouge_l
         return "–" if r is None else f"{100 * r.fmeasure:.1f} / {100 * r.recall:.1f}"
@@ -162,6 +166,8 @@ def _render_scores(run: Any) -> None:
         ("% rep 3g", lambda s: f1(s.ngrams.repeated_pct), True),
         ("% novel 3g", lambda s: f1(s.ngrams.novel_pct), any(s.ngrams.n_with_source for s in run.systems)),
         ("ROUGE-L F/R", rouge_cell, any(s.rouge_l for s in run.systems)),
+        ("Failure modes (summaries)", failures_cell, any(s.failures and any(s.failures.counts.values())
+                                                         for s in run.systems)),
         ("Calls (cached) / cost",
          lambda s: f"{s.totals.calls} ({s.totals.cache_hits}) / ${s.totals.cost_usd:.4f}", any_calls),
     ]
