@@ -1,6 +1,7 @@
 """Model strings, aliases, metadata and prices; the one entry point that builds a ready client.
 
 Model strings: ``openai:<model>``, ``anthropic:<model>``, ``vllm:<hf-model-or-path>``,
+``ollama:<model>`` (Ollama's native API at ``OLLAMA_HOST``, or the ``base_url`` setting),
 ``local`` / ``local:<path.gguf>``; an OpenAI-compatible server is ``openai:<model>`` plus a
 base URL (``base_url`` setting or ``OPENAI_BASE_URL``). Bare names from the table
 (``gpt-4o``, ``claude-sonnet-4-5``, ``sonnet``) are aliases. Metadata and list prices come
@@ -34,7 +35,7 @@ from booksum_app.llm.base import Backend, ModelInfo
 from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import CallRecord, Client
 
-PROVIDERS = ("openai", "anthropic", "vllm", "local")
+PROVIDERS = ("openai", "anthropic", "vllm", "ollama", "local")
 DEFAULT_MODEL = "local"
 FALLBACK_NOTICE = (
     "using the embedded SmolLM2-135M demo model; pass --model openai:gpt-4o "
@@ -48,7 +49,7 @@ DEMO_JUDGE_WARNING = (
     "the judge is the embedded 135M demo model: its BooookScores prove the pipeline and mean "
     "nothing about the summaries"
 )
-DEFAULT_CONCURRENCY = {"openai": 8, "anthropic": 8, "vllm": 1, "local": 1}
+DEFAULT_CONCURRENCY = {"openai": 8, "anthropic": 8, "vllm": 1, "ollama": 1, "local": 1}
 TOKENIZERS = ("cl100k_base", "o200k_base", "estimate", "native")
 _SPEC_FIELDS = (
     "context_window",
@@ -207,7 +208,7 @@ def _split(model: str, table: _Table) -> tuple[str, str]:
         return "anthropic", model
     raise ConfigError(
         f"unknown model {model!r}; use provider:model, e.g. openai:gpt-4o, "
-        "anthropic:claude-sonnet-4-5, vllm:Qwen/Qwen2.5-7B-Instruct, or local"
+        "anthropic:claude-sonnet-4-5, vllm:Qwen/Qwen2.5-7B-Instruct, ollama:llama3.1, or local"
     )
 
 
@@ -337,6 +338,16 @@ def _build_backend(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str
             api_key=env.get("ANTHROPIC_API_KEY") or None,
             base_url=settings.base_url if settings.base_url else env.get("ANTHROPIC_BASE_URL"),
             timeout_s=settings.timeout_s,
+        )
+    if spec.provider == "ollama":
+        from booksum_app.llm.ollama_backend import OllamaBackend
+
+        return OllamaBackend(
+            spec.info,
+            model_id=spec.model_id,
+            host=settings.base_url or env.get("OLLAMA_HOST") or None,
+            timeout_s=settings.timeout_s,
+            known_context=spec.known,
         )
     if spec.provider == "vllm":
         from booksum_app.llm.vllm_backend import VLLMBackend
