@@ -121,12 +121,17 @@ class OllamaBackend:
     ) -> None:
         self.model_id = model_id
         self.host = normalize_host(host)
+        self.base_url = self.host  # part of the call cache identity
         self._name = info.name
         self._client = httpx.Client(base_url=self.host, timeout=timeout_s)
         self._count = count_tokens or _estimate_counter()
         self._lock = threading.Lock()
         self._num_ctx = 0  # never shrinks: a new num_ctx makes Ollama reload the model
-        show = self._show()
+        try:
+            show = self._show()
+        except ModelError:
+            self._client.close()
+            raise
         self.family, context_length = _family_and_context(show)
         if context_length is not None and (
             not known_context or context_length < info.context_window
@@ -154,7 +159,12 @@ class OllamaBackend:
         }
         if request.stop:
             options["stop"] = list(request.stop)
-        payload = {"model": self.model_id, "messages": messages, "stream": False, "options": options}
+        payload = {
+            "model": self.model_id,
+            "messages": messages,
+            "stream": False,
+            "options": options,
+        }
         start = time.perf_counter()
         data = self._post("/api/chat", payload)
         latency = time.perf_counter() - start
