@@ -186,3 +186,16 @@ def test_cli_exits_4_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     hint = "ollama pull mistral" if case == "unknown-model" else "ollama serve"
     assert len(lines) == 1 and hint in lines[0], result.stderr
     assert "Traceback" not in result.output
+
+
+def test_a_config_entry_with_only_a_context_window_plans_for_the_smaller_window(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[models."ollama:{MODEL}"]\ncontext_window = 16384\n', encoding="utf-8")
+    env = {"BOOKSUM_CONFIG": str(config)}
+    spec = choose_model(f"ollama:{MODEL}", env=env)  # a KeyError on 'tokenizer' before
+    assert (spec.info.context_window, spec.info.tokenizer, spec.known) == (16384, "estimate", True)
+    with FakeOllama(models={MODEL: 131072}) as fake:
+        client = get_model(f"ollama:{MODEL}", settings=LLMSettings(use_cache=False),
+                           env={**env, "OLLAMA_HOST": fake.url})
+        assert client.info.context_window == 16384, "the user's smaller window wins"
+        client.backend.close()  # type: ignore[attr-defined]

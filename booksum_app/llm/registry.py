@@ -222,6 +222,9 @@ def _spec_from(
     if entry is None:
         entry = dict(table.providers[defaults_key])
         note = str(entry.pop("note", "")) or None
+    else:  # a config entry may set only some fields: the provider's defaults fill the rest
+        defaults = {k: v for k, v in table.providers[defaults_key].items() if k != "note"}
+        entry = {**defaults, **entry}
     context = int(entry["context_window"])
     if provider == "local" and n_ctx is not None:
         context = n_ctx
