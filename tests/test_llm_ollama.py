@@ -106,6 +106,16 @@ def test_unknown_model_and_missing_server_are_one_clear_line() -> None:
         OllamaBackend(_info(), model_id=MODEL, host=url, timeout_s=2)
 
 
+def test_a_server_that_is_not_ollama_is_named_as_such() -> None:
+    with FakeOllama() as fake:
+        backend = _backend(fake)
+        response = httpx.Response(404, text="File Not Found", request=httpx.Request("POST", fake.url))
+        error = backend._translate(response)
+        backend.close()
+    assert isinstance(error, ModelUnavailable) and "is it an Ollama server?" in str(error)
+    assert "ollama pull" not in str(error)
+
+
 @pytest.mark.parametrize("fault", ["notjson", "500", "drop"])
 def test_a_misbehaving_peer_is_transient_and_retried(fault: str) -> None:
     with FakeOllama(script=[fault]) as fake:

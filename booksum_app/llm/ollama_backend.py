@@ -208,8 +208,9 @@ class OllamaBackend:
         try:
             return self._post("/api/show", {"model": self.model_id}, timeout_s=SHOW_TIMEOUT_S)
         except TransientModelError as exc:
+            detail = str(exc).removeprefix(f"{self._name}: ")
             raise ModelUnavailable(
-                f"{self._name}: no Ollama server answered at {self.host} ({exc}); "
+                f"{self._name}: no working Ollama server at {self.host} ({detail}); "
                 "start it with `ollama serve` (or set OLLAMA_HOST)"
             ) from exc
 
@@ -240,6 +241,11 @@ class OllamaBackend:
         status = response.status_code
         detail = redact(_error_text(response))
         name = self._name
+        if status == 404 and "model" not in detail.lower():  # not Ollama's "model ... not found"
+            return ModelUnavailable(
+                f"{name}: {self.host} answered 404 ({detail}); is it an Ollama server? "
+                "Set OLLAMA_HOST (or --base-url) to Ollama's address"
+            )
         if status == 404:
             return ModelUnavailable(
                 f"{name}: Ollama at {self.host} has no model {self.model_id!r}; "
