@@ -1,6 +1,7 @@
 """Model strings, aliases, metadata and prices; the one entry point that builds a ready client.
 
 Model strings: ``openai:<model>``, ``anthropic:<model>``, ``vllm:<hf-model-or-path>``,
+``ollama:<model>`` (Ollama's native API at ``OLLAMA_HOST``, or the ``base_url`` setting),
 ``local`` / ``local:<path.gguf>``; an OpenAI-compatible server is ``openai:<model>`` plus a
 base URL (``base_url`` setting or ``OPENAI_BASE_URL``). Bare names from the table
 (``gpt-4o``, ``claude-sonnet-4-5``, ``sonnet``) are aliases. Metadata and list prices come
@@ -35,7 +36,7 @@ from booksum_app.llm.base import Backend, ModelInfo
 from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import CallRecord, Client
 
-PROVIDERS = ("openai", "anthropic", "vllm", "local")
+PROVIDERS = ("openai", "anthropic", "vllm", "ollama", "local")
 DEFAULT_MODEL = "local"
 FALLBACK_NOTICE = (
     "using the embedded SmolLM2-135M demo model; pass --model openai:gpt-4o "
@@ -49,7 +50,7 @@ DEMO_JUDGE_WARNING = (
     "the judge is the embedded 135M demo model: its BooookScores prove the pipeline and mean "
     "nothing about the summaries"
 )
-DEFAULT_CONCURRENCY = {"openai": 8, "anthropic": 8, "vllm": 1, "local": 1}  # fixed limits (no adaptive)
+DEFAULT_CONCURRENCY = {"openai": 8, "anthropic": 8, "vllm": 1, "ollama": 1, "local": 1}  # fixed limits (no adaptive)
 # Hosted APIs get an adaptive limit (AIMD, llm/limiter.py): start at 16, double per window of
 # answers, halve on 429/overload; --concurrency N is the hard cap, else this one.
 ADAPTIVE_PROVIDERS = ("openai", "anthropic")
@@ -104,7 +105,10 @@ class ModelSpec:
         """One line for the CLI: the default fell back to the demo model, or the model is not in the table."""
         if self.source == "default" and self.provider == "local":
             return FALLBACK_NOTICE
-        return f"{self.info.name}: {self.note}" if self.note else None
+        # only where the assumption prices the run (a hosted API): a model on a local server or
+        # engine is never in the table, and saying so on every run would be noise
+        priced = self.provider in ("openai", "anthropic") and self.base_url is None
+        return f"{self.info.name}: {self.note}" if self.note and priced else None
 
 
 @dataclass(frozen=True)
@@ -222,7 +226,7 @@ def _split(model: str, table: _Table) -> tuple[str, str]:
         return "anthropic", model
     raise ConfigError(
         f"unknown model {model!r}; use provider:model, e.g. openai:gpt-4o, "
-        "anthropic:claude-sonnet-4-5, vllm:Qwen/Qwen2.5-7B-Instruct, or local"
+        "anthropic:claude-sonnet-4-5, vllm:Qwen/Qwen2.5-7B-Instruct, ollama:llama3.1, or local"
     )
 
 
@@ -240,6 +244,9 @@ def _spec_from(
         close = difflib.get_close_matches(name, [*table.models, *table.aliases], n=1, cutoff=0.85)
         if close and note and defaults_key != "openai-compatible":
             note += f"; did you mean {close[0]!r}?"
+    else:  # a config entry may set only some fields: the provider's defaults fill the rest
+        defaults = {k: v for k, v in table.providers[defaults_key].items() if k != "note"}
+        entry = {**defaults, **entry}
     context = int(entry["context_window"])
     if provider == "local" and n_ctx is not None:
         context = n_ctx
@@ -339,7 +346,7 @@ class ModelEntry:
     source: str  # "shipped" (booksum's table), "config" (the user's file) or "shipped+config"
 
 
-BACKEND_PACKAGES = {"openai": "openai", "anthropic": "anthropic", "vllm": "vllm", "local": "llama_cpp"}
+BACKEND_PACKAGES = {"openai": "openai", "anthropic": "anthropic", "vllm": "vllm", "ollama": "openai", "local": "llama_cpp"}
 
 
 def list_models(*, settings: LLMSettings = LLMSettings(), env: Mapping[str, str] | None = None) -> list[ModelEntry]:
@@ -408,6 +415,16 @@ def _build_backend(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str
             api_key=env.get("ANTHROPIC_API_KEY") or None,
             base_url=settings.base_url if settings.base_url else env.get("ANTHROPIC_BASE_URL"),
             timeout_s=settings.timeout_s,
+        )
+    if spec.provider == "ollama":
+        from booksum_app.llm.ollama_backend import OllamaBackend
+
+        return OllamaBackend(
+            spec.info,
+            model_id=spec.model_id,
+            host=settings.base_url or env.get("OLLAMA_HOST") or None,
+            timeout_s=settings.timeout_s,
+            known_context=spec.known,
         )
     if spec.provider == "vllm":
         from booksum_app.llm.vllm_backend import VLLMBackend
