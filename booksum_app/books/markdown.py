@@ -5,7 +5,8 @@ open chapters; with exactly one level-1 heading and some level-2 ones, the level
 heading is the book title and chapters start at level 2 (as in HTML). Deeper
 headings stay as paragraphs. A YAML front-matter block supplies ``title`` and
 ``author``. Inline markup is stripped reasonably: emphasis markers, links (text
-kept), images (dropped), inline code, raw HTML tags, footnote references and
+kept), images (dropped), inline code, raw HTML tags (``<script>``, ``<style>`` and ``<template>`` bodies and
+HTML comments are dropped whole, as the HTML reader does), footnote references and
 definitions, blockquote and list markers; thematic breaks end a paragraph.
 """
 
@@ -42,6 +43,10 @@ _INLINE = (
 _ESCAPABLE = "\\`*_{}[]()#+-.!>~|"
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!>~|])")
 _PROTECTED = re.compile("[\ue000-\ue0ff]")
+_RAW_ELEMENT = re.compile(
+    r"<(script|style|template)\b[^>]*>.*?(?:</\1\s*>|\Z)|<!--.*?(?:-->|\Z)",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 def strip_inline(text: str) -> str:
@@ -50,6 +55,36 @@ def strip_inline(text: str) -> str:
     for pattern, repl in _INLINE:
         text = pattern.sub(repl, text)
     return _PROTECTED.sub(lambda m: _ESCAPABLE[ord(m.group(0)) - 0xE000], text)
+
+
+def drop_raw_html(lines: list[str]) -> list[str]:
+    """Blank out raw ``<script>``/``<style>``/``<template>`` bodies and comments outside code fences.
+
+    They are code, not story text (the HTML reader drops them too). Line numbers are kept:
+    each removed span becomes as many empty lines as it covered.
+    """
+    out: list[str] = []
+    pending: list[str] = []
+
+    def flush() -> None:
+        if pending:
+            joined = _RAW_ELEMENT.sub(lambda m: "\n" * m.group(0).count("\n"), "\n".join(pending))
+            out.extend(joined.split("\n"))
+            pending.clear()
+
+    fence = False
+    for line in lines:
+        if _FENCE.match(line.strip()):
+            if not fence:
+                flush()
+            fence = not fence
+            out.append(line)
+        elif fence:
+            out.append(line)
+        else:
+            pending.append(line)
+    flush()
+    return out
 
 
 def _front_matter(lines: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -135,7 +170,7 @@ def read_markdown(
     data = read_book_bytes(path)
     text, encoding = decode_text(data, name=path.name, lang=lang)
     fields, lines = _front_matter(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
-    items = _parse(lines)
+    items = _parse(drop_raw_html(lines))
     levels = [lvl for lvl, *_ in items if lvl]
     h1, h2 = levels.count(1), levels.count(2)
     book_title = fields.get("title", "")
