@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from booksum_app.books import open_book
-from booksum_app.books.text import decode_text
+from booksum_app.books.encoding import decode_text
 from booksum_app.errors import BookFormatError
 
 EN = """CHAPTER I.

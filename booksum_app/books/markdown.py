@@ -15,10 +15,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from booksum_app.books.encoding import decode_text
 from booksum_app.books.language import detect_language
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter
-from booksum_app.books.text import decode_text, join_lines, read_book_bytes
+from booksum_app.books.text import join_lines, read_book_bytes
 
 _ATX = re.compile(r"^(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
 _SETEXT = re.compile(r"^(=+|-+)\s*$")

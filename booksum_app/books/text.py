@@ -1,13 +1,6 @@
 """Plain-text reader: encoding detection, paragraphs, chapter headings, Gutenberg boilerplate.
 
-Encodings (no chardet): a BOM decides first (UTF-8, UTF-16 LE/BE, UTF-32); NUL bytes
-mean BOM-less UTF-16 when one byte order decodes to text rich in ASCII and CJK
-punctuation; otherwise NULs or a high share of control characters mean a binary
-file, refused. Then strict decodes in order
-UTF-8 -> GB18030 -> cp1252. GB18030 also accepts many cp1252 byte pairs ("é" + "s"),
-so its result is only taken when it looks Chinese: at least 90 % of the non-ASCII
-characters are CJK ideographs or CJK/full-width punctuation and ideographs make up
-at least 5 % of letters (or ``lang="zh"`` was given), or when cp1252 cannot decode.
+Encodings: see ``booksum_app.books.encoding``.
 
 Paragraphs: blocks separated by blank lines, their lines joined (with no space
 between CJK characters). A file with almost no blank lines and long lines, or
@@ -28,27 +21,16 @@ excluded as non-narrative ("gutenberg boilerplate").
 
 from __future__ import annotations
 
-import codecs
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from booksum_app.books.language import count_cjk, detect_language
+from booksum_app.books.encoding import CJKISH as _CJKISH
+from booksum_app.books.encoding import decode_text
+from booksum_app.books.language import detect_language
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter
 from booksum_app.errors import BookFormatError
-
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-_CJKISH = re.compile(
-    r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\u2010-\u2027]"
-)
 
 _UNITS = "one|two|three|four|five|six|seven|eight|nine"
 _TEENS = "ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen"
@@ -70,107 +52,6 @@ _ROMAN_LINE = re.compile(r"^[IVXLC]{1,7}\.?$")
 _GUTENBERG_START = re.compile(r"^\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
 _GUTENBERG_END = re.compile(r"^\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
 _GUTENBERG_FIELD = re.compile(r"^(Title|Author):\s*(.+)$")
-
-
-# ---- decoding --------------------------------------------------------------
-
-
-def decode_text(data: bytes, *, name: str, lang: str | None = None) -> tuple[str, str]:
-    """Decode the bytes of a text file; return (text, encoding name).
-
-    Raises:
-        BookFormatError: the file is binary or in no supported encoding.
-    """
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            try:
-                text = data[len(bom) :].decode(encoding)
-            except UnicodeDecodeError as exc:
-                raise BookFormatError(
-                    f"{name}: starts with a {encoding} byte-order mark but is not valid {encoding} "
-                    f"({exc.reason} at byte {exc.start}); re-save it as UTF-8"
-                ) from exc
-            return _check_not_binary(
-                text, name
-            ), f"{encoding}-bom" if encoding == "utf-8" else encoding
-    if b"\x00" in data:
-        return _decode_utf16_without_bom(data, name)
-    try:
-        return _check_not_binary(data.decode("utf-8"), name), "utf-8"
-    except UnicodeDecodeError:
-        pass
-    gb = _try(data, "gb18030")
-    cp = _try(data, "cp1252")
-    if gb is not None and (cp is None or _looks_chinese(gb, lang=lang)):
-        return _check_not_binary(gb, name), "gb18030"
-    if cp is not None:
-        return _check_not_binary(cp, name), "cp1252"
-    raise BookFormatError(
-        f"{name}: cannot decode the text as UTF-8, UTF-16, GB18030 or cp1252; re-save it as UTF-8"
-    )
-
-
-def _try(data: bytes, encoding: str) -> str | None:
-    try:
-        return data.decode(encoding)
-    except UnicodeDecodeError:
-        return None
-
-
-def _looks_chinese(text: str, *, lang: str | None) -> bool:
-    text = text[:200_000]
-    non_ascii = sum(1 for ch in text if ord(ch) > 127)
-    if non_ascii == 0:
-        return False
-    cjkish = len(_CJKISH.findall(text))
-    if cjkish < 0.9 * non_ascii:
-        return False
-    if lang == "zh":
-        return True
-    letters = sum(1 for ch in text if ch.isascii() and ch.isalpha())
-    return count_cjk(text) >= 0.05 * (count_cjk(text) + letters)
-
-
-_UTF16_SIGNAL = re.compile(r"[\t\n\r -~\u3000-\u303f\uff00-\uffef]")
-
-
-def _decode_utf16_without_bom(data: bytes, name: str) -> tuple[str, str]:
-    """Decode BOM-less UTF-16, choosing the byte order that yields more ASCII and CJK punctuation.
-
-    NUL parity alone misleads for Chinese: a newline puts its NUL on one side, U+3000 on the other.
-    """
-    best: tuple[int, str, str] | None = None
-    if len(data) % 2 == 0:
-        for encoding in ("utf-16-le", "utf-16-be"):
-            try:
-                text = data.decode(encoding)
-            except UnicodeDecodeError:
-                continue
-            score = len(_UTF16_SIGNAL.findall(text[:65536]))
-            if best is None or score > best[0]:
-                best = (score, text, encoding)
-    if best is not None:
-        score, text, encoding = best
-        if score >= 0.05 * min(len(text), 65536) and not _too_many_controls(text):
-            return text, encoding
-    raise BookFormatError(
-        f"{name}: looks like a binary file, not text (it contains NUL bytes); "
-        "give booksum an .epub, .txt, .html or .md book"
-    )
-
-
-def _too_many_controls(text: str) -> bool:
-    sample = text[:65536]
-    return len(_CONTROL.findall(sample)) > max(8, len(sample) // 100)
-
-
-def _check_not_binary(text: str, name: str) -> str:
-    if _too_many_controls(text):
-        raise BookFormatError(
-            f"{name}: looks like a binary file, not text (many control characters); "
-            "give booksum an .epub, .txt, .html or .md book"
-        )
-    return text
 
 
 # ---- structure -------------------------------------------------------------

@@ -61,6 +61,7 @@ class InspectReport:
     sections: tuple[SectionReport, ...]
     chunks: ChunkStats
     plans: tuple[CallPlan, ...]
+    encoding: str = ""  # how a .txt/.html/.md was decoded ("utf-8", "big5", ...); "" for epub
 
     @property
     def kept_sections(self) -> tuple[SectionReport, ...]:
@@ -165,4 +166,5 @@ def inspect_book(
         sections=sections,
         chunks=stats,
         plans=plans,
+        encoding=book.metadata.get("encoding", ""),
     )

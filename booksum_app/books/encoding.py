@@ -1,0 +1,234 @@
+"""Decoding the bytes of a text file (.txt, and .html/.md without a declared charset).
+
+Encodings: a BOM decides first (UTF-8, UTF-16 LE/BE, UTF-32); NUL bytes
+mean BOM-less UTF-16 when one byte order decodes to text rich in ASCII and CJK
+punctuation; otherwise NULs or a high share of control characters mean a binary
+file, refused. Then strict UTF-8. Then cp1252 when its text reads as a Latin-script
+language (few accented letters, rarely two in a row: the detector misreads short
+Latin-1 French). Then charset-normalizer, trusted only for non-Latin encodings (Big5,
+Shift-JIS, GB18030, EUC-KR, cp1251, KOI8-R, Greek, Hebrew, Arabic, Thai) that decode
+the whole file strictly. Then GB18030 when it looks Chinese: at least 90 % of the
+non-ASCII characters are CJK ideographs or CJK/full-width punctuation and ideographs
+make up at least 5 % of letters (or ``lang="zh"`` was given). Anything else is refused.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from booksum_app.books.language import count_cjk
+from booksum_app.errors import BookFormatError
+
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+CJKISH = re.compile(
+    r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\u2010-\u2027]"
+)
+
+
+# ---- decoding --------------------------------------------------------------
+
+
+def decode_text(data: bytes, *, name: str, lang: str | None = None) -> tuple[str, str]:
+    """Decode the bytes of a text file; return (text, encoding name).
+
+    Raises:
+        BookFormatError: the file is binary or in no supported encoding.
+    """
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                text = data[len(bom) :].decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise BookFormatError(
+                    f"{name}: starts with a {encoding} byte-order mark but is not valid {encoding} "
+                    f"({exc.reason} at byte {exc.start}); re-save it as UTF-8"
+                ) from exc
+            return _check_not_binary(
+                text, name
+            ), f"{encoding}-bom" if encoding == "utf-8" else encoding
+    if b"\x00" in data:
+        return _decode_utf16_without_bom(data, name)
+    try:
+        return _check_not_binary(data.decode("utf-8"), name), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    return _decode_legacy(data, name=name, lang=lang)
+
+
+def _decode_legacy(data: bytes, *, name: str, lang: str | None) -> tuple[str, str]:
+    """Decode bytes that are neither UTF-8 nor UTF-16/32: heuristics first, then the detector."""
+    cp = _try(data, "cp1252")
+    if cp is not None and _looks_latin(cp):
+        return _check_not_binary(cp, name), "cp1252"  # the detector misreads short Latin-1 text
+    guess = _detect_encoding(data)
+    if guess is not None:
+        return _check_not_binary(data.decode(guess), name), guess
+    gb = _try(data, "gb18030")
+    if gb is not None and _looks_chinese(gb, lang=lang):
+        return _check_not_binary(gb, name), "gb18030"
+    raise BookFormatError(
+        f"{name}: cannot decode the text: its encoding is unclear (not UTF-8, UTF-16, GB18030, "
+        "Big5, Shift-JIS, cp1251 or cp1252 with confidence); re-save it as UTF-8, e.g. "
+        f"iconv -f ENCODING -t UTF-8 {name} > book-utf8.txt"
+    )
+
+
+# Encodings the detector is trusted with: the ones whose text cp1252 turns into runs of
+# accented letters and symbols (CJK, Cyrillic, Greek, Hebrew, Arabic, Thai). Latin guesses
+# (cp1250, cp1257, ...) are not trusted: the detector often picks them for French or German.
+_TRUSTED = {
+    "big5": "big5",
+    "big5hkscs": "big5hkscs",
+    "cp950": "cp950",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "gb18030": "gb18030",
+    "hz": "hz",
+    "shift_jis": "cp932",
+    "cp932": "cp932",
+    "shift_jis_2004": "shift_jis_2004",
+    "shift_jisx0213": "shift_jisx0213",
+    "euc_jp": "euc_jp",
+    "euc_jis_2004": "euc_jis_2004",
+    "euc_jisx0213": "euc_jisx0213",
+    "iso2022_jp": "iso2022_jp",
+    "euc_kr": "cp949",
+    "cp949": "cp949",
+    "johab": "johab",
+    "cp1251": "cp1251",
+    "koi8_r": "koi8_r",
+    "koi8_u": "koi8_u",
+    "iso8859_5": "iso8859_5",
+    "cp866": "cp866",
+    "mac_cyrillic": "mac_cyrillic",
+    "cp1253": "cp1253",
+    "iso8859_7": "iso8859_7",
+    "cp1255": "cp1255",
+    "iso8859_8": "iso8859_8",
+    "cp1256": "cp1256",
+    "iso8859_6": "iso8859_6",
+    "cp874": "cp874",
+    "tis_620": "tis_620",
+}
+_DETECT_SAMPLE_BYTES = 1_000_000
+
+
+def _detect_encoding(data: bytes) -> str | None:
+    """The detector's encoding when it is trusted and decodes the whole file strictly, else None."""
+    from charset_normalizer import from_bytes  # imported here: ~50 ms, only for legacy files
+
+    for match in from_bytes(data[:_DETECT_SAMPLE_BYTES]):
+        encoding = _TRUSTED.get(match.encoding)
+        if encoding is None:
+            continue
+        text = _try(data, encoding)
+        if text is not None and _reads_as_letters(text):
+            return encoding
+        if match.encoding in ("big5", "cp950") and _try(data, "big5hkscs") is not None:
+            return "big5hkscs"  # the sample ends mid-file; HKSCS extends Big5
+    return None
+
+
+_MIN_DETECT_CHARS = 16
+
+
+def _reads_as_letters(text: str) -> bool:
+    """Enough non-ASCII text to judge by, and mostly letters (ideographs, kana, Cyrillic, ...)."""
+    non_ascii = [ch for ch in text[:200_000] if ord(ch) > 127]
+    if len(non_ascii) < _MIN_DETECT_CHARS:
+        return False  # a few bytes decode as anything
+    letters = sum(1 for ch in non_ascii if ch.isalpha() or CJKISH.match(ch))
+    return letters >= 0.7 * len(non_ascii)
+
+
+_LATIN_LETTER = re.compile(r"[\u00c0-\u024f]")
+
+
+def _looks_latin(text: str) -> bool:
+    """cp1252-decoded text reads as a Latin-script language: few non-ASCII characters, mostly alone.
+
+    Text in another encoding read as cp1252 gives runs of accented letters and symbols
+    (each CJK character is two bytes; each Cyrillic letter one high byte).
+    """
+    sample = text[:200_000]
+    non_ascii = [i for i, ch in enumerate(sample) if ord(ch) > 127]
+    if not non_ascii:
+        return True
+    ascii_letters = sum(1 for ch in sample if ch.isascii() and ch.isalpha())
+    if len(non_ascii) > 0.15 * (ascii_letters + len(non_ascii)):
+        return False
+    if sum(1 for i in non_ascii if _LATIN_LETTER.match(sample[i])) < 0.3 * len(non_ascii):
+        return False  # mostly symbols: not the accents of a Latin-script language
+    paired = sum(1 for i in non_ascii if i + 1 < len(sample) and ord(sample[i + 1]) > 127)
+    return paired <= 0.15 * len(non_ascii)
+
+
+def _try(data: bytes, encoding: str) -> str | None:
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+
+
+def _looks_chinese(text: str, *, lang: str | None) -> bool:
+    text = text[:200_000]
+    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    if non_ascii == 0:
+        return False
+    cjkish = len(CJKISH.findall(text))
+    if cjkish < 0.9 * non_ascii:
+        return False
+    if lang == "zh":
+        return True
+    letters = sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    return count_cjk(text) >= 0.05 * (count_cjk(text) + letters)
+
+
+_UTF16_SIGNAL = re.compile(r"[\t\n\r -~\u3000-\u303f\uff00-\uffef]")
+
+
+def _decode_utf16_without_bom(data: bytes, name: str) -> tuple[str, str]:
+    """Decode BOM-less UTF-16, choosing the byte order that yields more ASCII and CJK punctuation.
+
+    NUL parity alone misleads for Chinese: a newline puts its NUL on one side, U+3000 on the other.
+    """
+    best: tuple[int, str, str] | None = None
+    if len(data) % 2 == 0:
+        for encoding in ("utf-16-le", "utf-16-be"):
+            try:
+                text = data.decode(encoding)
+            except UnicodeDecodeError:
+                continue
+            score = len(_UTF16_SIGNAL.findall(text[:65536]))
+            if best is None or score > best[0]:
+                best = (score, text, encoding)
+    if best is not None:
+        score, text, encoding = best
+        if score >= 0.05 * min(len(text), 65536) and not _too_many_controls(text):
+            return text, encoding
+    raise BookFormatError(
+        f"{name}: looks like a binary file, not text (it contains NUL bytes); "
+        "give booksum an .epub, .txt, .html or .md book"
+    )
+
+
+def _too_many_controls(text: str) -> bool:
+    sample = text[:65536]
+    return len(_CONTROL.findall(sample)) > max(8, len(sample) // 100)
+
+
+def _check_not_binary(text: str, name: str) -> str:
+    if _too_many_controls(text):
+        raise BookFormatError(
+            f"{name}: looks like a binary file, not text (many control characters); "
+            "give booksum an .epub, .txt, .html or .md book"
+        )
+    return text
