@@ -10,13 +10,18 @@ text a line starting with full-width indentation (U+3000) also starts a paragrap
 Chapter headings on a line of their own, at the start of a block: "Chapter 12",
 "CHAPTER XII", "Chapter Twelve", "Chapter the First", "BOOK ONE", "Part II",
 "Letter 4", "Prologue"/"Epilogue", "第十二章", "第十二回", "第12章", "楔子"/"尾声";
+numbers up to six digits ("Chapter 10000"). A Chinese heading is a short line: the
+ordinal, then a separator and a title of up to 40 characters, or up to 30 characters
+without punctuation; a line with 。！？；… is a sentence ("第四回中既将…表明。"), text.
 standalone upper-case Roman numerals ("XII.") only when the book has at least
 three of them. A block of several heading lines is a table of contents, not a
 heading. Front/back matter titles on their own line (Contents, Preface, 目录, ...)
 open a non-narrative section. Text before the first heading is front matter when it
 looks like a title page or contents (short lines); otherwise it is kept.
 Project Gutenberg's "*** START OF ..."/"*** END OF ..." header and license are
-excluded as non-narrative ("gutenberg boilerplate").
+excluded as non-narrative ("gutenberg boilerplate"). Title and author come from its
+"Title:"/"Author:" lines, else from a first line such as "《红楼梦》曹雪芹" (or
+"《红楼梦》" then "作者：曹雪芹" / "曹雪芹 著").
 """
 
 from __future__ import annotations
@@ -38,20 +43,28 @@ _TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
 _ORDS = (
     "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|last|final"
 )
-_NUMBER = rf"(?:\d{{1,4}}|[ivxlcdm]{{1,8}}|(?:{_TENS})(?:[-\s](?:{_UNITS}))?|{_TEENS}|{_UNITS}|(?:the\s+)?(?:{_ORDS}))"
+_NUMBER = rf"(?:\d{{1,6}}|[ivxlcdm]{{1,8}}|(?:{_TENS})(?:[-\s](?:{_UNITS}))?|{_TEENS}|{_UNITS}|(?:the\s+)?(?:{_ORDS}))"
 _EN_HEADING = re.compile(
     rf"^(?:chapter|chap\.|book|part|volume|vol\.|letter|canto|section|act|scene)\s+{_NUMBER}\b"
     r"\.?(?:\s*[:.—–-]?\s*\S.{0,70})?$|^(?:prologue|epilogue)\b(?:\s*[:.—–-]?\s*\S.{0,70})?$",
     re.IGNORECASE,
 )
 _ZH_NUM = "0-9０-９零〇一二三四五六七八九十百千万两兩"
+# A heading is a short line: after the ordinal, a separator and a title, or a few characters
+# with no punctuation. A line with sentence punctuation is text ("第四回中既将…表明。").
 _ZH_HEADING = re.compile(
-    rf"^(?:第[{_ZH_NUM}]+[章回节節卷部篇集幕]|序章|楔子|尾声|尾聲|引子|序幕|终章|終章)(?:[\s　:：、.．].{{0,40}}|.{{0,30}})$"
+    r"^(?!.*[。！？；…!?;])"
+    rf"(?:第[{_ZH_NUM}]+[章回节節卷部篇集幕]|序章|楔子|尾声|尾聲|引子|序幕|终章|終章)"
+    r"(?:[\s　:：、.．].{0,40}|[^，,、：:“”「」『』（）()]{0,30})$"
 )
 _ROMAN_LINE = re.compile(r"^[IVXLC]{1,7}\.?$")
 _GUTENBERG_START = re.compile(r"^\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
 _GUTENBERG_END = re.compile(r"^\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
 _GUTENBERG_FIELD = re.compile(r"^(Title|Author):\s*(.+)$")
+_ZH_TITLE_LINE = re.compile(
+    r"^《([^《》]{1,60})》\s*(?:作者\s*[:：]?\s*)?(.{0,30}?)\s*(?:著|撰|编著)?$"
+)
+_ZH_AUTHOR_LINE = re.compile(r"^(?:作者\s*[:：]\s*(\S.{0,29})|(\S.{0,29}?)\s*(?:著|撰|编著))$")
 
 
 # ---- structure -------------------------------------------------------------
@@ -229,7 +242,7 @@ def book_from_text(
             )
         )
     check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
-    fields = _gutenberg_fields(sections)
+    fields = _gutenberg_fields(sections) or _title_line(sections)
     metadata = {"encoding": encoding} if encoding else {}
     return Book(
         title=fields.get("Title", path.stem),
@@ -251,4 +264,23 @@ def _gutenberg_fields(sections: list[_Section]) -> dict[str, str]:
             m = _GUTENBERG_FIELD.match(line)
             if m and m.group(1) not in found:
                 found[m.group(1)] = m.group(2).strip()
+    return found
+
+
+def _title_line(sections: list[_Section]) -> dict[str, str]:
+    """Title and author from a line such as ``《红楼梦》曹雪芹`` (or ``作者：曹雪芹`` below it)."""
+    front = next((s for s in sections if s.kind != "boilerplate"), None)
+    if front is None or front.kind != "front" or not front.paragraphs:
+        return {}
+    lines = [ln.strip() for p in front.paragraphs[:3] for ln in p.split("\n") if ln.strip()]
+    m = _ZH_TITLE_LINE.match(lines[0]) if lines else None
+    if m is None:
+        return {}
+    found = {"Title": m.group(1).strip()}
+    author = m.group(2).strip()
+    if not author and len(lines) > 1:
+        a = _ZH_AUTHOR_LINE.match(lines[1])
+        author = (a.group(1) or a.group(2) or "").strip() if a else ""
+    if author:
+        found["Author"] = author
     return found
