@@ -98,6 +98,28 @@ def test_big5_book_is_chinese_not_english(tmp_path: Path) -> None:
 def test_mostly_english_with_accents_stays_cp1252() -> None:
     text = EN + "Café, naïve, “déjà vu” — 10 °C, © 1859.\n"
     assert decode_text(text.encode("cp1252"), name="b.txt") == (text, "cp1252")
+    # dialogue: curly quotes and ellipses outnumber accented letters (War and Peace in cp1252)
+    dialogue = EN + "“Well…” she said, “it’s his.” “Ah!…” “Mon cher—” “Yes?”\n\n" * 40
+    assert decode_text(dialogue.encode("cp1252"), name="b.txt") == (dialogue, "cp1252")
+
+
+def test_short_gbk_passage_in_english_is_not_read_as_korean() -> None:
+    text = EN * 20 + ZH_HANS[:30] + EN * 20
+    assert decode_text(text.encode("gbk"), name="b.txt") == (text, "gb18030")
+
+
+def test_korean_is_decoded() -> None:
+    text = (
+        "옛날 옛적에 한 마을에 착한 나무꾼이 살았습니다. 그는 매일 산에 올라 나무를 했습니다.\n\n"
+        * 5
+    )
+    assert decode_text(text.encode("cp949"), name="b.txt") == (text, "cp949")
+
+
+def test_mostly_english_with_a_few_cyrillic_words_is_refused_not_garbled() -> None:
+    text = EN * 20 + RU[:60] + EN * 20
+    with pytest.raises(BookFormatError, match="encoding is unclear"):
+        decode_text(text.encode("cp1251"), name="b.txt")
 
 
 def test_undetectable_bytes_are_refused_with_how_to_fix() -> None:

@@ -125,12 +125,16 @@ def _detect_encoding(data: bytes) -> str | None:
     """The detector's encoding when it is trusted and decodes the whole file strictly, else None."""
     from charset_normalizer import from_bytes  # imported here: ~50 ms, only for legacy files
 
-    for match in from_bytes(data[:_DETECT_SAMPLE_BYTES]):
+    sample = data
+    if len(data) > _DETECT_SAMPLE_BYTES:  # end the sample at a line break, not mid-character
+        cut = data.rfind(b"\n", 0, _DETECT_SAMPLE_BYTES)
+        sample = data[: cut if cut > 0 else _DETECT_SAMPLE_BYTES]
+    for match in from_bytes(sample):
         encoding = _TRUSTED.get(match.encoding)
         if encoding is None:
             continue
         text = _try(data, encoding)
-        if text is not None and _reads_as_letters(text):
+        if text is not None and _reads_as_letters(text, encoding=encoding):
             return encoding
         if match.encoding in ("big5", "cp950") and _try(data, "big5hkscs") is not None:
             return "big5hkscs"  # the sample ends mid-file; HKSCS extends Big5
@@ -140,16 +144,40 @@ def _detect_encoding(data: bytes) -> str | None:
 _MIN_DETECT_CHARS = 16
 
 
-def _reads_as_letters(text: str) -> bool:
-    """Enough non-ASCII text to judge by, and mostly letters (ideographs, kana, Cyrillic, ...)."""
+_KOREAN = ("cp949", "johab")
+_JAPANESE = ("cp932", "shift_jis_2004", "shift_jisx0213", "euc_jp", "euc_jis_2004")
+_HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]")
+_HANGUL_RUN = re.compile(r"[\uac00-\ud7a3]+")
+_KANA = re.compile(r"[\u3040-\u30ff\uff66-\uff9f]")
+
+
+def _reads_as_letters(text: str, *, encoding: str) -> bool:
+    """Enough non-ASCII text to judge by, mostly letters, and the script the encoding is for.
+
+    Korean text is Hangul in short words between spaces, with few ideographs (Chinese read
+    as cp949 gives Hangul mixed with ideographs, unspaced); Japanese text has kana.
+    """
     non_ascii = [ch for ch in text[:200_000] if ord(ch) > 127]
     if len(non_ascii) < _MIN_DETECT_CHARS:
         return False  # a few bytes decode as anything
-    letters = sum(1 for ch in non_ascii if ch.isalpha() or CJKISH.match(ch))
-    return letters >= 0.7 * len(non_ascii)
+    letters = [ch for ch in non_ascii if ch.isalpha() or CJKISH.match(ch)]
+    if len(letters) < 0.7 * len(non_ascii):
+        return False
+    if encoding in _KOREAN:  # GB2312's ideograph rows decode to Hangul
+        runs = _HANGUL_RUN.findall(text[:200_000])
+        hangul = sum(len(r) for r in runs)
+        ideographs = count_cjk(text[:200_000])
+        return hangul >= 4 * ideographs and hangul <= 6 * len(runs)
+    if encoding in _JAPANESE:
+        return sum(1 for ch in letters if _KANA.match(ch)) >= 0.1 * len(letters)
+    return True
 
 
-_LATIN_LETTER = re.compile(r"[\u00c0-\u024f]")
+# What Latin-script prose uses beyond ASCII: letters, general punctuation (curly quotes,
+# dashes, ellipsis), and a few Latin-1 signs. Other Latin-1 symbols (¤ ¦ ¨ ¬ ¯ ² ´ ¶ ¸ ...)
+# are what Big5/GBK lead bytes turn into.
+_PUNCT = re.compile(r"[\u2000-\u206f«»]")
+_LATIN_PROSE = re.compile(r"[\u00a0\u00c0-\u024f\u2000-\u206f\u20ac«»°©®·ºª¿¡§½¼¾£¢¥±×÷]")
 
 
 def _looks_latin(text: str) -> bool:
@@ -163,11 +191,18 @@ def _looks_latin(text: str) -> bool:
     if not non_ascii:
         return True
     ascii_letters = sum(1 for ch in sample if ch.isascii() and ch.isalpha())
-    if len(non_ascii) > 0.15 * (ascii_letters + len(non_ascii)):
+    other = sum(1 for i in non_ascii if not _PUNCT.match(sample[i]))  # quotes and dashes aside
+    if other > 0.15 * (ascii_letters + other):
         return False
-    if sum(1 for i in non_ascii if _LATIN_LETTER.match(sample[i])) < 0.3 * len(non_ascii):
-        return False  # mostly symbols: not the accents of a Latin-script language
-    paired = sum(1 for i in non_ascii if i + 1 < len(sample) and ord(sample[i + 1]) > 127)
+    if sum(1 for i in non_ascii if not _LATIN_PROSE.match(sample[i])) > 0.1 * len(non_ascii):
+        return False  # odd symbols: not the accents and quotes of a Latin-script language
+    paired = sum(  # two non-ASCII in a row, unless both are punctuation ("…”", "—“")
+        1
+        for i in non_ascii
+        if i + 1 < len(sample)
+        and ord(sample[i + 1]) > 127
+        and not (_PUNCT.match(sample[i]) and _PUNCT.match(sample[i + 1]))
+    )
     return paired <= 0.15 * len(non_ascii)
 
 
