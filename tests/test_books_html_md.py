@@ -150,6 +150,27 @@ def test_strip_inline(marked: str, plain: str) -> None:
     assert strip_inline(marked) == plain
 
 
+def test_markdown_script_and_style_bodies_are_not_story_text(tmp_path: Path) -> None:
+    path = tmp_path / "tale.md"
+    path.write_text(
+        "# Chapter 1\n\nIt began on a Monday.\n\n"
+        '<script type="text/javascript">\nvar secret = "not text";\n\nalert(1);\n</script>\n\n'
+        "<STYLE>p { color: red; }</STYLE> After the style.\n\n"
+        "<!-- a comment\n\nover lines -->\n\n"
+        "```html\n<script>shown code</script>\n```\n\n"
+        "# Chapter 2\n\nIt ended on a Sunday.\n",
+        encoding="utf-8",
+    )
+    book = open_book(path)
+    text = book.text()
+    for code in ("secret", "alert", "color", "comment", "over lines"):
+        assert code not in text
+    assert "After the style." in text
+    assert "shown code" in text  # a fenced example is the book's text, kept
+    assert [c.title for c in book.chapters] == ["Chapter 1", "Chapter 2"]
+    assert book.chapters[1].source == "line 21"  # line numbers survive the removal
+
+
 def test_markdown_without_headings_is_one_chapter(tmp_path: Path) -> None:
     path = tmp_path / "note.md"
     path.write_text("Just *one* paragraph\nwrapped.\n", encoding="utf-8")
@@ -198,16 +219,3 @@ def test_html_is_sniffed_without_extension(tmp_path: Path) -> None:
     path = tmp_path / "page"
     path.write_text("<!DOCTYPE html><html><body><p>Hello there.</p></body></html>")
     assert open_book(path).format == "html"
-
-
-def test_markdown_script_and_style_bodies_are_not_story_text(tmp_path: Path) -> None:
-    path = tmp_path / "book.md"
-    path.write_text(
-        "# Chapter 1\n\nMara baked bread.\n\n<script>\nvar secret = 'steal the cookies';\n</script>\n\n"
-        "<STYLE type=\"text/css\">p { color: red }</STYLE>\n\n<!-- an editor's note -->\n\n"
-        "She sold it by noon.\n",
-        encoding="utf-8",
-    )
-    text = open_book(path).text()
-    assert "Mara baked bread." in text and "She sold it by noon." in text
-    assert "steal the cookies" not in text and "color: red" not in text and "editor" not in text

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from book_fixtures import BOOKS_DIR
 
 from booksum_app.books import open_book
-from booksum_app.books.text import decode_text
+from booksum_app.books.encoding import decode_text
 from booksum_app.errors import BookFormatError
 
 EN = """CHAPTER I.
@@ -288,3 +289,74 @@ def test_shuihuzhuan_keeps_its_wedge_and_120_chapters_and_reads_its_title_line()
     assert len(narrative) == 121 and narrative[0].title.startswith("楔子")
     assert narrative[-1].title.startswith("第一百二十回")
     assert (book.title, book.authors) == ("水浒传", ("施耐庵",))
+HONGLOU = (
+    "《红楼梦》曹雪芹\r\n\r\n"
+    "第一回　甄士隐梦幻识通灵　贾雨村风尘怀闺秀\r\n"
+    "　　此开卷第一回也。作者自云：因曾历过一番梦幻之后，故将真事隐去。\r\n"
+    "第二回　贾夫人仙逝扬州城　冷子兴演说荣国府\r\n"
+    "　　却说封肃因听见公差传唤，忙出来陪笑启问。\r\n"
+    "第三回　托内兄如海荐西宾　接外孙贾母惜孤女\r\n"
+    "　　却说雨村忙回头看时，不是别人，乃是当日同僚一案参革的张如圭。\r\n"
+    "第四回　薄命女偏逢薄命郎　葫芦僧乱判葫芦案\r\n"
+    "　　却说黛玉同姊妹们至王夫人处，见王夫人与兄嫂处的来使计议家务。\r\n"
+    "第五回　游幻境指迷十二钗　饮仙醪曲演红楼梦\r\n"
+    "　　第四回中既将薛家母子在荣府内寄居等事略已表明，此回则暂不能写矣。\r\n"
+    "　　第四回已说过了。\r\n"
+    "　　如今且说林黛玉自在荣府以来，贾母万般怜爱。\r\n"
+    "第一百十九回　中乡魁宝玉却尘缘　沐皇恩贾家延世泽\r\n"
+    "　　话说莺儿见宝玉说话，摸不着头脑。\r\n"
+    "　　第一百十九回里说的，便是这些。\r\n"
+)
+
+
+def test_chinese_body_sentence_starting_with_an_ordinal_is_text(tmp_path: Path) -> None:
+    path = tmp_path / "hongloumeng.txt"
+    path.write_bytes(HONGLOU.encode("utf-8"))
+    book = open_book(path)
+    assert (book.title, book.authors, book.language) == ("红楼梦", ("曹雪芹",), "zh")
+    titles = [c.title.split("\u3000")[0] for c in book.selected_chapters()]
+    assert titles == ["第一回", "第二回", "第三回", "第四回", "第五回", "第一百十九回"]
+    fifth = book.selected_chapters()[4]
+    assert fifth.paragraphs[0].startswith("第四回中既将薛家母子")
+    assert fifth.paragraphs[1] == "第四回已说过了。"
+    assert book.selected_chapters()[5].paragraphs[-1] == "第一百十九回里说的，便是这些。"
+
+
+@pytest.mark.parametrize(
+    ("head", "title", "authors"),
+    [
+        ("《红楼梦》曹雪芹", "红楼梦", ("曹雪芹",)),
+        ("《红楼梦》 作者：曹雪芹", "红楼梦", ("曹雪芹",)),
+        ("《红楼梦》\n\n曹雪芹 著", "红楼梦", ("曹雪芹",)),
+        ("《红楼梦》", "红楼梦", ()),
+    ],
+)
+def test_chinese_title_author_line(
+    tmp_path: Path, head: str, title: str, authors: tuple[str, ...]
+) -> None:
+    path = tmp_path / "book.txt"
+    path.write_text(f"{head}\n\n第一回　开端\n　　话说天下大势，分久必合。\n", encoding="utf-8")
+    book = open_book(path)
+    assert (book.title, book.authors) == (title, authors)
+
+
+def test_five_digit_chapter_number_is_a_heading(tmp_path: Path) -> None:
+    path = tmp_path / "long.txt"
+    path.write_text(
+        "Chapter 9999\n\nIt rained again.\n\nChapter 10000\n\nAt last the sun came out.\n",
+        encoding="utf-8",
+    )
+    book = open_book(path)
+    assert [c.title for c in book.chapters] == ["Chapter 9999", "Chapter 10000"]
+
+
+def test_shuihuzhuan_has_xiezi_and_120_chapters() -> None:
+    path = BOOKS_DIR / "shi-naian_shuihuzhuan.txt"
+    if not path.exists():
+        pytest.skip(f"sample book not found in {BOOKS_DIR}")
+    book = open_book(path)
+    kept = book.selected_chapters()
+    assert (book.title, book.authors, book.language) == ("水浒传", ("施耐庵",), "zh")
+    assert len(kept) == 121
+    assert kept[0].title.startswith("楔子") and kept[-1].title.startswith("第一百二十回")
+    assert all(c.paragraphs for c in kept)

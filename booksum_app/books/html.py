@@ -17,6 +17,7 @@ from pathlib import Path
 
 from lxml import etree
 
+from booksum_app.books.encoding import decode_text
 from booksum_app.books.language import detect_language
 from booksum_app.books.markup import (
     clean_text,
@@ -27,7 +28,7 @@ from booksum_app.books.markup import (
 )
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter
-from booksum_app.books.text import decode_text, read_book_bytes
+from booksum_app.books.text import read_book_bytes
 
 _DECLARED_CHARSET = re.compile(rb"<meta[^>]+charset|<\?xml[^>]+encoding", re.IGNORECASE)
 _BOILERPLATE_IDS = ("pg-header", "pg-footer")

@@ -5,10 +5,9 @@ open chapters; with exactly one level-1 heading and some level-2 ones, the level
 heading is the book title and chapters start at level 2 (as in HTML). Deeper
 headings stay as paragraphs. A YAML front-matter block supplies ``title`` and
 ``author``. Inline markup is stripped reasonably: emphasis markers, links (text
-kept), images (dropped), inline code, raw HTML tags, footnote references and
-definitions, blockquote and list markers; thematic breaks end a paragraph. Raw HTML
-``<script>``, ``<style>``, ``<template>``, ``<noscript>``, ``<svg>``, ``<math>`` elements
-and comments are dropped with their content.
+kept), images (dropped), inline code, raw HTML tags (``<script>``, ``<style>`` and ``<template>`` bodies and
+HTML comments are dropped whole, as the HTML reader does), footnote references and
+definitions, blockquote and list markers; thematic breaks end a paragraph.
 """
 
 from __future__ import annotations
@@ -16,10 +15,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from booksum_app.books.encoding import decode_text
 from booksum_app.books.language import detect_language
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter
-from booksum_app.books.text import decode_text, join_lines, read_book_bytes
+from booksum_app.books.text import join_lines, read_book_bytes
 
 _ATX = re.compile(r"^(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
 _SETEXT = re.compile(r"^(=+|-+)\s*$")
@@ -41,13 +41,13 @@ _INLINE = (
     (re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"), r"\1"),
     (re.compile(r"~~(.+?)~~"), r"\1"),
 )
-# raw HTML blocks whose content is never prose: dropped whole, like the HTML reader drops them
-_RAW_HTML_NOT_TEXT = re.compile(
-    r"<(script|style|template|noscript|svg|math)\b[^>]*>.*?</\1\s*>|<!--.*?-->", re.IGNORECASE | re.DOTALL
-)
 _ESCAPABLE = "\\`*_{}[]()#+-.!>~|"
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!>~|])")
 _PROTECTED = re.compile("[\ue000-\ue0ff]")
+_RAW_ELEMENT = re.compile(
+    r"<(script|style|template)\b[^>]*>.*?(?:</\1\s*>|\Z)|<!--.*?(?:-->|\Z)",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 def strip_inline(text: str) -> str:
@@ -56,6 +56,36 @@ def strip_inline(text: str) -> str:
     for pattern, repl in _INLINE:
         text = pattern.sub(repl, text)
     return _PROTECTED.sub(lambda m: _ESCAPABLE[ord(m.group(0)) - 0xE000], text)
+
+
+def drop_raw_html(lines: list[str]) -> list[str]:
+    """Blank out raw ``<script>``/``<style>``/``<template>`` bodies and comments outside code fences.
+
+    They are code, not story text (the HTML reader drops them too). Line numbers are kept:
+    each removed span becomes as many empty lines as it covered.
+    """
+    out: list[str] = []
+    pending: list[str] = []
+
+    def flush() -> None:
+        if pending:
+            joined = _RAW_ELEMENT.sub(lambda m: "\n" * m.group(0).count("\n"), "\n".join(pending))
+            out.extend(joined.split("\n"))
+            pending.clear()
+
+    fence = False
+    for line in lines:
+        if _FENCE.match(line.strip()):
+            if not fence:
+                flush()
+            fence = not fence
+            out.append(line)
+        elif fence:
+            out.append(line)
+        else:
+            pending.append(line)
+    flush()
+    return out
 
 
 def _front_matter(lines: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -140,9 +170,8 @@ def read_markdown(
     """
     data = read_book_bytes(path)
     text, encoding = decode_text(data, name=path.name, lang=lang)
-    text = _RAW_HTML_NOT_TEXT.sub("\n", text)  # a <script> body is not story text (as in the HTML reader)
     fields, lines = _front_matter(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
-    items = _parse(lines)
+    items = _parse(drop_raw_html(lines))
     levels = [lvl for lvl, *_ in items if lvl]
     h1, h2 = levels.count(1), levels.count(2)
     book_title = fields.get("title", "")

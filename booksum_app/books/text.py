@@ -1,15 +1,6 @@
 """Plain-text reader: encoding detection, paragraphs, chapter headings, Gutenberg boilerplate.
 
-Encodings: a BOM decides first (UTF-8, UTF-16 LE/BE, UTF-32); NUL bytes
-mean BOM-less UTF-16 when one byte order decodes to text rich in ASCII and CJK
-punctuation; otherwise NULs or a high share of control characters mean a binary
-file, refused. Then strict UTF-8; then charset-normalizer, whose answer is taken for
-the encodings our rules cannot tell apart (Big5, Shift-JIS, EUC-KR, cp1251, KOI8-R,
-Greek, ...), but not for the Latin and GB families, nor for files under 64 bytes: there
-the rules decide, GB18030 -> cp1252. GB18030 also accepts many cp1252 byte pairs ("é" + "s"),
-so its result is only taken when it looks Chinese: at least 90 % of the non-ASCII
-characters are CJK ideographs or CJK/full-width punctuation and ideographs make up
-at least 5 % of letters (or ``lang="zh"`` was given), or when cp1252 cannot decode.
+Encodings: see ``booksum_app.books.encoding``.
 
 Paragraphs: blocks separated by blank lines, their lines joined (with no space
 between CJK characters). A file with almost no blank lines and long lines, or
@@ -19,38 +10,32 @@ text a line starting with full-width indentation (U+3000) also starts a paragrap
 Chapter headings on a line of their own, at the start of a block: "Chapter 12",
 "CHAPTER XII", "Chapter Twelve", "Chapter the First", "BOOK ONE", "Part II",
 "Letter 4", "Prologue"/"Epilogue", "第十二章", "第十二回", "第12章", "楔子"/"尾声";
+numbers up to six digits ("Chapter 10000"). A Chinese heading is a short line: the
+ordinal, then a separator and a title of up to 40 characters, or up to 30 characters
+without punctuation; a line with 。！？；… is a sentence ("第四回中既将…表明。"), text.
 standalone upper-case Roman numerals ("XII.") only when the book has at least
 three of them. A block of several heading lines is a table of contents, not a
 heading. Front/back matter titles on their own line (Contents, Preface, 目录, ...)
 open a non-narrative section. Text before the first heading is front matter when it
 looks like a title page or contents (short lines); otherwise it is kept.
 Project Gutenberg's "*** START OF ..."/"*** END OF ..." header and license are
-excluded as non-narrative ("gutenberg boilerplate").
+excluded as non-narrative ("gutenberg boilerplate"). Title and author come from its
+"Title:"/"Author:" lines, else from a first line such as "《红楼梦》曹雪芹" (or
+"《红楼梦》" then "作者：曹雪芹" / "曹雪芹 著").
 """
 
 from __future__ import annotations
 
-import codecs
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from booksum_app.books.language import count_cjk, detect_language
+from booksum_app.books.encoding import CJKISH as _CJKISH
+from booksum_app.books.encoding import decode_text
+from booksum_app.books.language import detect_language
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter
 from booksum_app.errors import BookFormatError
-
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-_CJKISH = re.compile(
-    r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\u2010-\u2027]"
-)
 
 _UNITS = "one|two|three|four|five|six|seven|eight|nine"
 _TEENS = "ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen"
@@ -65,147 +50,21 @@ _EN_HEADING = re.compile(
     re.IGNORECASE,
 )
 _ZH_NUM = "0-9０-９零〇一二三四五六七八九十百千万两兩"
+# A heading is a short line: after the ordinal, a separator and a title, or a few characters
+# with no punctuation. A line with sentence punctuation is text ("第四回中既将…表明。").
 _ZH_HEADING = re.compile(
-    rf"^(?:第[{_ZH_NUM}]+[章回节節卷部篇集幕]|序章|楔子|尾声|尾聲|引子|序幕|终章|終章)(?:[\s　:：、.．].{{0,40}}|.{{0,30}})$"
+    r"^(?!.*[。！？；…!?;])"
+    rf"(?:第[{_ZH_NUM}]+[章回节節卷部篇集幕]|序章|楔子|尾声|尾聲|引子|序幕|终章|終章)"
+    r"(?:[\s　:：、.．].{0,40}|[^，,、：:“”「」『』（）()]{0,30})$"
 )
-# a heading is a title, not a sentence: 第四回 at the start of a line of narration ("第四回说到
-# ...。") is text (issue 9 item 8). Titles (回目 couplets) carry no sentence punctuation.
-_ZH_SENTENCE_MARKS = re.compile(r"[。！？!?；;…]|[，,].*[，,]")  # quotes are fine: 燕青智扑“擎天柱”
 _ROMAN_LINE = re.compile(r"^[IVXLC]{1,7}\.?$")
 _GUTENBERG_START = re.compile(r"^\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
 _GUTENBERG_END = re.compile(r"^\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
 _GUTENBERG_FIELD = re.compile(r"^(Title|Author):\s*(.+)$")
-
-
-# ---- decoding --------------------------------------------------------------
-
-
-def decode_text(data: bytes, *, name: str, lang: str | None = None) -> tuple[str, str]:
-    """Decode the bytes of a text file; return (text, encoding name).
-
-    Raises:
-        BookFormatError: the file is binary or in no supported encoding.
-    """
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            try:
-                text = data[len(bom) :].decode(encoding)
-            except UnicodeDecodeError as exc:
-                raise BookFormatError(
-                    f"{name}: starts with a {encoding} byte-order mark but is not valid {encoding} "
-                    f"({exc.reason} at byte {exc.start}); re-save it as UTF-8"
-                ) from exc
-            return _check_not_binary(
-                text, name
-            ), f"{encoding}-bom" if encoding == "utf-8" else encoding
-    if b"\x00" in data:
-        return _decode_utf16_without_bom(data, name)
-    try:
-        return _check_not_binary(data.decode("utf-8"), name), "utf-8"
-    except UnicodeDecodeError:
-        pass
-    detected = _detect(data)
-    if detected is not None:
-        return _check_not_binary(detected[0], name), detected[1]
-    gb = _try(data, "gb18030")
-    cp = _try(data, "cp1252")
-    if gb is not None and (cp is None or _looks_chinese(gb, lang=lang)):
-        return _check_not_binary(gb, name), "gb18030"
-    if cp is not None:
-        return _check_not_binary(cp, name), "cp1252"
-    raise BookFormatError(
-        f"{name}: cannot decode the text: not UTF-8, UTF-16, GB18030, cp1252 or another encoding "
-        "charset-normalizer recognizes; re-save it as UTF-8"
-    )
-
-
-# Single-byte Western encodings: here our own rule (cp1252, a superset of Latin-1's printable
-# range) is right and the detector is not (it reads short French as cp1250).
-_LATIN_FAMILY = frozenset({"ascii", "cp1252", "latin_1", "iso8859_15", "cp1250", "iso8859_2", "mac_roman",
-                           "cp850", "cp437", "iso8859_3", "iso8859_4", "iso8859_9", "iso8859_10",
-                           "iso8859_13", "iso8859_14", "iso8859_16", "cp1254", "cp1257", "mac_latin2"})
-_GB_FAMILY = frozenset({"gb18030", "gbk", "gb2312", "hz"})
-MIN_DETECT_BYTES = 64  # below this the detector guesses; our rules decide
-
-
-def _detect(data: bytes) -> tuple[str, str] | None:
-    """``(text, encoding)`` from charset-normalizer for the encodings our rules cannot tell apart.
-
-    Big5, Shift-JIS/cp932, EUC-KR/cp949, cp1251, KOI8-R, Greek, Hebrew, Arabic, ... are taken
-    from the detector; the Latin family and the GB family are left to the rules above
-    (``None``), which also decide short files.
-    """
-    if len(data) < MIN_DETECT_BYTES:
-        return None
-    from charset_normalizer import from_bytes
-
-    best = from_bytes(data).best()
-    if best is None or best.encoding in _LATIN_FAMILY or best.encoding in _GB_FAMILY:
-        return None
-    return str(best), best.encoding
-
-
-def _try(data: bytes, encoding: str) -> str | None:
-    try:
-        return data.decode(encoding)
-    except UnicodeDecodeError:
-        return None
-
-
-def _looks_chinese(text: str, *, lang: str | None) -> bool:
-    text = text[:200_000]
-    non_ascii = sum(1 for ch in text if ord(ch) > 127)
-    if non_ascii == 0:
-        return False
-    cjkish = len(_CJKISH.findall(text))
-    if cjkish < 0.9 * non_ascii:
-        return False
-    if lang == "zh":
-        return True
-    letters = sum(1 for ch in text if ch.isascii() and ch.isalpha())
-    return count_cjk(text) >= 0.05 * (count_cjk(text) + letters)
-
-
-_UTF16_SIGNAL = re.compile(r"[\t\n\r -~\u3000-\u303f\uff00-\uffef]")
-
-
-def _decode_utf16_without_bom(data: bytes, name: str) -> tuple[str, str]:
-    """Decode BOM-less UTF-16, choosing the byte order that yields more ASCII and CJK punctuation.
-
-    NUL parity alone misleads for Chinese: a newline puts its NUL on one side, U+3000 on the other.
-    """
-    best: tuple[int, str, str] | None = None
-    if len(data) % 2 == 0:
-        for encoding in ("utf-16-le", "utf-16-be"):
-            try:
-                text = data.decode(encoding)
-            except UnicodeDecodeError:
-                continue
-            score = len(_UTF16_SIGNAL.findall(text[:65536]))
-            if best is None or score > best[0]:
-                best = (score, text, encoding)
-    if best is not None:
-        score, text, encoding = best
-        if score >= 0.05 * min(len(text), 65536) and not _too_many_controls(text):
-            return text, encoding
-    raise BookFormatError(
-        f"{name}: looks like a binary file, not text (it contains NUL bytes); "
-        "give booksum an .epub, .txt, .html or .md book"
-    )
-
-
-def _too_many_controls(text: str) -> bool:
-    sample = text[:65536]
-    return len(_CONTROL.findall(sample)) > max(8, len(sample) // 100)
-
-
-def _check_not_binary(text: str, name: str) -> str:
-    if _too_many_controls(text):
-        raise BookFormatError(
-            f"{name}: looks like a binary file, not text (many control characters); "
-            "give booksum an .epub, .txt, .html or .md book"
-        )
-    return text
+_ZH_TITLE_LINE = re.compile(
+    r"^《([^《》]{1,60})》\s*(?:作者\s*[:：]?\s*)?(.{0,30}?)\s*(?:著|撰|编著)?$"
+)
+_ZH_AUTHOR_LINE = re.compile(r"^(?:作者\s*[:：]\s*(\S.{0,29})|(\S.{0,29}?)\s*(?:著|撰|编著))$")
 
 
 # ---- structure -------------------------------------------------------------
@@ -220,15 +79,11 @@ class _Section:
     toc: bool = False
 
 
-def _is_zh_heading(line: str) -> bool:
-    return bool(_ZH_HEADING.match(line)) and not _ZH_SENTENCE_MARKS.search(line)
-
-
 def _is_heading(line: str, *, romans: bool) -> bool:
     if len(line) > 90:
         return False
     return bool(
-        _EN_HEADING.match(line) or _is_zh_heading(line) or (romans and _ROMAN_LINE.match(line))
+        _EN_HEADING.match(line) or _ZH_HEADING.match(line) or (romans and _ROMAN_LINE.match(line))
     )
 
 
@@ -255,8 +110,8 @@ def _blocks(lines: list[str], *, line_mode: bool, zh: bool) -> list[tuple[int, l
             and bool(current)
             and (
                 raw.startswith(("\u3000", "  "))
-                or _is_zh_heading(stripped)
-                or (len(current) == 1 and _is_zh_heading(current[0]))
+                or bool(_ZH_HEADING.match(stripped))
+                or (len(current) == 1 and bool(_ZH_HEADING.match(current[0])))
             )
         )
         if not stripped or new_para:
@@ -387,7 +242,7 @@ def book_from_text(
             )
         )
     check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
-    fields = _gutenberg_fields(sections) or _title_line(text)
+    fields = _gutenberg_fields(sections) or _title_line(sections)
     metadata = {"encoding": encoding} if encoding else {}
     return Book(
         title=fields.get("Title", path.stem),
@@ -402,20 +257,6 @@ def book_from_text(
     )
 
 
-# A Chinese title line at the top of a plain text: 《红楼梦》曹雪芹, 《水浒传》（施耐庵 著）
-_ZH_TITLE_LINE = re.compile(
-    r"^《([^》]{1,40})》\s*[（(]?\s*([\u3400-\u9fffA-Za-z·．.]{1,12}?)?\s*(?:著|撰|编著|原著)?\s*[）)]?$"
-)
-
-
-def _title_line(text: str) -> dict[str, str]:
-    first = text.lstrip("\ufeff \t\r\n\u3000").split("\n", 1)[0].strip()
-    m = _ZH_TITLE_LINE.match(first)
-    if not m:
-        return {}
-    return {"Title": m.group(1).strip(), **({"Author": m.group(2).strip()} if m.group(2) else {})}
-
-
 def _gutenberg_fields(sections: list[_Section]) -> dict[str, str]:
     found: dict[str, str] = {}
     if sections and sections[0].kind == "boilerplate":
@@ -423,4 +264,23 @@ def _gutenberg_fields(sections: list[_Section]) -> dict[str, str]:
             m = _GUTENBERG_FIELD.match(line)
             if m and m.group(1) not in found:
                 found[m.group(1)] = m.group(2).strip()
+    return found
+
+
+def _title_line(sections: list[_Section]) -> dict[str, str]:
+    """Title and author from a line such as ``《红楼梦》曹雪芹`` (or ``作者：曹雪芹`` below it)."""
+    front = next((s for s in sections if s.kind != "boilerplate"), None)
+    if front is None or front.kind != "front" or not front.paragraphs:
+        return {}
+    lines = [ln.strip() for p in front.paragraphs[:3] for ln in p.split("\n") if ln.strip()]
+    m = _ZH_TITLE_LINE.match(lines[0]) if lines else None
+    if m is None:
+        return {}
+    found = {"Title": m.group(1).strip()}
+    author = m.group(2).strip()
+    if not author and len(lines) > 1:
+        a = _ZH_AUTHOR_LINE.match(lines[1])
+        author = (a.group(1) or a.group(2) or "").strip() if a else ""
+    if author:
+        found["Author"] = author
     return found
