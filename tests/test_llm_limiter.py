@@ -68,6 +68,26 @@ def test_the_pool_starts_the_most_urgent_waiting_call_first() -> None:
     assert order == ["running", "judge", "retry", "merge", "leaf 2", "leaf 7"]  # 0 and (0, 1) mix safely
 
 
+def test_an_idle_pool_holds_no_slot_a_direct_call_needs() -> None:
+    # compare at --concurrency 1 hung here: the idle dispatcher took the only slot while it
+    # waited for work, and the artifact-removal call (not pooled) waited for that slot forever
+    limit = AdaptiveLimit(initial=1, maximum=1, adaptive=False)
+    pool = PriorityPool(limit)
+    assert pool.submit(lambda: "pooled").result(timeout=5) == "pooled"
+    time.sleep(0.05)  # the dispatcher is idle again
+    got = threading.Event()
+
+    def direct() -> None:
+        limit.acquire()
+        got.set()
+        limit.release()
+
+    threading.Thread(target=direct, daemon=True).start()
+    assert got.wait(2), "a direct call must get the slot an idle pool does not use"
+    assert pool.submit(lambda: "again").result(timeout=5) == "again"
+    pool.shutdown()
+
+
 def test_api_clients_adapt_and_finish_under_a_provider_concurrency_limit(
     tmp_path, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
 ) -> None:

@@ -138,8 +138,18 @@ class PriorityPool:
             _, _, future, fn = heapq.heappop(self._queue)
             return future, fn
 
+    def _wait_for_work(self) -> bool:
+        with self._cond:
+            while not self._queue and not self._closed:
+                self._cond.wait()
+            return bool(self._queue)
+
     def _dispatch(self) -> None:
         while True:
+            # work first, then a slot: a dispatcher idling on a slot would starve calls that
+            # take their slot directly (an unpooled call at --concurrency 1 waited forever)
+            if not self._wait_for_work():
+                return
             self._limit.acquire()
             item = self._next()
             if item is None:
