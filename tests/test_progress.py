@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from test_compare import write_book
+
 from booksum_app.cli.base import snapshot_line, stats_text
 from booksum_app.llm.calls import Client
+from booksum_app.llm.registry import LLMSettings
+from booksum_app.runners.compare import GridProgress, GridSnapshot, run_compare
+from booksum_app.runners.experiment import Experiment
 from booksum_app.runners.progress import ProgressSnapshot, RunProgress
 from booksum_app.runners.summarize import summarize_book
 from booksum_app.testing.fake_backend import FakeBackend
+from booksum_app.testing.fake_server import FakeServer
 
 
 def _snap(calls: int, planned: int, elapsed_s: float) -> ProgressSnapshot:
@@ -31,3 +38,42 @@ def test_summarize_reports_its_planned_calls(tmp_path: Path) -> None:
                             max_summary_tokens=120, progress=progress)
     planned = progress.snapshot().planned_calls
     assert planned > 0 and record.totals.calls <= planned
+
+
+def test_compare_counts_summaries_per_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from booksum_app.cli.compare import _heartbeat_line
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    folder = tmp_path / "books"
+    folder.mkdir()
+    books = [write_book(folder / f"book-{n}.txt", seed=n, chapters=2, paragraphs=3) for n in (1, 2)]
+    seen: list[GridSnapshot] = []
+    tracker = GridProgress()
+    tracker.listeners.append(seen.append)
+    with FakeServer() as server:
+        exp = Experiment(books=tuple(books), strategies=("hier", "direct"), models=("openai:gpt-4o-mini",), chunk_sizes=(256,),
+                         max_summary_tokens=120, out=tmp_path / "out", use_judge=False)
+        run_compare(exp, LLMSettings(base_url=server.openai_base_url, cache_dir=tmp_path / "cache"),
+                    progress=tracker, plots=False)
+    assert seen[0].configs == (("openai-gpt-4o-mini-256-hier", 0, 2), ("openai-gpt-4o-mini-direct", 0, 2))
+    assert seen[-1].configs == (("openai-gpt-4o-mini-256-hier", 2, 2), ("openai-gpt-4o-mini-direct", 2, 2))
+    middle = next(s for s in seen if 0 < s.done < s.total)
+    assert sum(done for _, done, _ in middle.configs) == middle.done
+    assert "openai-gpt-4o-mini-256-hier 0/2" in _heartbeat_line(seen[0])
+    assert "hier" not in _heartbeat_line(seen[-1]).split("·")[-1], "finished configurations leave the line"
+
+
+def test_compare_with_empty_summaries_exits_non_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from booksum_app.cli import cli
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    book = write_book(tmp_path / "book-1.txt", seed=1, chapters=1, paragraphs=2)
+    with FakeServer(reply=lambda request: "Summary:") as server:  # cleaned away: nothing left
+        result = CliRunner().invoke(cli, ["compare", str(book), "--strategies", "direct", "--models", "openai:gpt-4o-mini",
+                                          "--base-url", server.openai_base_url, "--cache-dir", str(tmp_path / "c"),
+                                          "--out", str(tmp_path / "out"), "--no-judge", "--no-plots", "--yes"])
+    assert result.exit_code == 1, result.output
+    assert "1 final summaries are empty" in result.stderr and "openai-gpt-4o-mini-direct: book-1.txt" in result.stderr
+    assert (tmp_path / "out" / "results.json").is_file(), "the table and records are still written"

@@ -22,6 +22,7 @@ from booksum_app.cli.base import (
     stats_text,
 )
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
+from booksum_app.errors import BooksumError
 
 
 def _csv_list(value: str | None, option: str = "--models") -> tuple[str, ...] | None:
@@ -161,6 +162,19 @@ def compare_command(
         click.confirm(f"The plan could cost up to ${plan.cost_usd:.2f}. Run it?", abort=True, err=True)
     result = _run_compare_with_progress(exp, settings, run_compare, plots=not no_plots)
     _render_compare(result)
+    _refuse_empty_summaries(result)
+
+
+def _refuse_empty_summaries(result: Any) -> None:
+    """A grid that produced empty summaries is not a success (as in summarize): say where, exit 1."""
+    empty = [(row.name, b) for row in result.rows if row.kind == "run" for b in row.books if not b.summary.strip()]
+    if empty:
+        where = ", ".join(f"{name}: {b.book}" for name, b in empty[:3]) + (f" (+{len(empty) - 3})" if len(empty) > 3 else "")
+        raise BooksumError(
+            f"{len(empty)} final summaries are empty (the model returned nothing usable after cleaning): {where}; "
+            f"their records (raw summaries, every call) are under {result.out}/records/; their rows count them as "
+            "length 0; try another model or --no-clean"
+        )
 
 
 def _render_plan(plan: Any) -> None:
@@ -179,24 +193,37 @@ def _render_plan(plan: Any) -> None:
 
 
 def _run_compare_with_progress(exp: Any, settings: Any, run: Any, *, plots: bool) -> Any:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     from booksum_app.runners.compare import GridProgress
 
     tracker = GridProgress()
-    bar = Progress(TextColumn("summaries"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+    bar = Progress(TextColumn("{task.fields[label]}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                    TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TextColumn("{task.description}"),
                    console=err_console, transient=True)
-    task = bar.add_task("", total=None, stats="")
+    task = bar.add_task("", total=None, stats="", label="summaries")
+    per_config: dict[str, TaskID] = {}
 
     def draw(snap: Any) -> None:
         stats = stats_text(snap)
         running = "; ".join(snap.running[:2]) + (f" (+{len(snap.running) - 2})" if len(snap.running) > 2 else "")
         bar.update(task, description=esc(running), completed=snap.done, total=snap.total or None, stats=stats)
+        if len(snap.configs) > 1:  # one bar per configuration under the whole grid's
+            for name, done, total in snap.configs:
+                if name not in per_config:
+                    per_config[name] = bar.add_task("", total=total, stats="", label=f"  {esc(name)}")
+                bar.update(per_config[name], completed=done)
 
     tracker.listeners.append(draw)
-    with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
+    with bar, Heartbeat(lambda: _heartbeat_line(tracker.snapshot())):
         return run(exp, settings, progress=tracker, plots=plots)
+
+
+def _heartbeat_line(snap: Any) -> str:
+    """The whole grid's line, then the configurations still running (three at most, then a count)."""
+    open_configs = [f"{name} {done}/{total}" for name, done, total in snap.configs if done < total]
+    more = f" (+{len(open_configs) - 3})" if len(open_configs) > 3 else ""
+    return snapshot_line(snap) + (f" · {', '.join(open_configs[:3])}{more}" if open_configs else "")
 
 
 def _render_compare(result: Any) -> None:

@@ -82,6 +82,7 @@ class GridSnapshot:
     output_tokens: int
     cost_usd: float
     elapsed_s: float
+    configs: tuple[tuple[str, int, int], ...] = ()  # (configuration, summaries done, summaries in all)
 
 
 class GridProgress:
@@ -92,6 +93,7 @@ class GridProgress:
         self._lock = threading.Lock()
         self._done = self._total = self._reused = 0
         self._running: dict[str, str] = {}
+        self._configs: dict[str, list[int]] = {}  # configuration -> [done, total], in grid order
         self._models: list[Any] = []
         self.listeners: list[Callable[[GridSnapshot], None]] = []
 
@@ -104,9 +106,11 @@ class GridProgress:
         with self._lock:
             self._models.append(model)
 
-    def start(self, total: int) -> None:
+    def start(self, total: int, configs: Mapping[str, int] | None = None) -> None:
+        """The grid's size: summaries in all and, per configuration, how many it makes."""
         with self._lock:
             self._total = total
+            self._configs = {name: [0, n] for name, n in (configs or {}).items()}
         self._notify()
 
     def stage(self, job: str, text: str) -> None:
@@ -114,11 +118,13 @@ class GridProgress:
             self._running[job] = text
         self._notify()
 
-    def finish(self, job: str, *, reused: bool) -> None:
+    def finish(self, job: str, *, reused: bool, config: str | None = None) -> None:
         with self._lock:
             self._running.pop(job, None)
             self._done += 1
             self._reused += int(reused)
+            if config in self._configs:
+                self._configs[config][0] += 1
         self._notify()
 
     def _notify(self) -> None:
@@ -135,6 +141,7 @@ class GridProgress:
                 tuple(f"{k}: {v}" for k, v in self._running.items()),
                 calls.calls, calls.cache_hits, in_flight, calls.input_tokens, calls.output_tokens,
                 calls.cost_usd, calls.elapsed_s,
+                tuple((name, done, total) for name, (done, total) in self._configs.items()),
             )
 
 
@@ -308,7 +315,7 @@ class _GridRun:
             result = self.run_one(config, ctx, label)
             with self.lock:
                 self.results[config][ctx.key] = result
-            self.progress.finish(label, reused=result.reused)
+            self.progress.finish(label, reused=result.reused, config=config.slug)
 
     def run_one(self, config: GridConfig, ctx: BookContext, label: str) -> BookResult:
         exp, progress = self.exp, self.progress
@@ -358,7 +365,7 @@ class _GridRun:
     def run(self) -> list[ConfigResult]:
         exp = self.exp
         units: list[Path | Sample] = [*exp.books, *self.samples.values()]
-        self.progress.start(len(self.grid) * len(units))
+        self.progress.start(len(self.grid) * len(units), {c.slug: len(units) for c in self.grid})
         errors: list[BaseException] = []
         pool = ThreadPoolExecutor(max_workers=max(1, min(exp.jobs, len(units) or 1)), thread_name_prefix="booksum-book")
         try:
