@@ -60,3 +60,28 @@ def test_missing_gguf_path_is_a_clear_error(tmp_path: Path) -> None:
     settings = LLMSettings(use_cache=False, config_path=tmp_path / "none.toml")
     with pytest.raises(ModelUnavailable, match="no GGUF file"):
         get_model(f"local:{tmp_path / 'missing.gguf'}", settings=settings, env={})
+
+
+@pytest.mark.local_model
+@pytest.mark.slow
+@needs_local_model
+def test_a_regeneration_does_not_reread_its_chunk_after_other_calls() -> None:
+    import llama_cpp
+
+    from booksum_app.llm.base import ModelInfo
+    from booksum_app.llm.local_backend import LocalBackend
+
+    backend = LocalBackend(ModelInfo(name="local", context_window=2048, tokenizer="native"))
+    ctx = backend._llm._ctx.ctx
+
+    def evaluated(prompt: str) -> int:
+        before = llama_cpp.llama_perf_context(ctx).n_p_eval
+        backend.complete(Request(prompt=prompt, max_tokens=4, temperature=0.0))
+        return int(llama_cpp.llama_perf_context(ctx).n_p_eval - before)
+
+    chunk = STORY.split("Summarize")[0] * 6  # a long shared prefix, as a chunk is
+    first = evaluated(chunk + "Summarize the story above within 60 words.")
+    evaluated("Write one sentence about the sea.")  # another call in between
+    regeneration = evaluated(chunk + "Summarize the story above within 54 words.")
+    assert first > 300 and regeneration < first / 5, (first, regeneration)
+    backend.close()

