@@ -154,6 +154,24 @@ def test_still_invalid_after_all_tries_is_truncated_at_a_sentence_end() -> None:
     assert generation.raw_text == long.strip()
 
 
+def test_length_policy_truncate_cuts_at_once_and_still_regenerates_other_problems() -> None:
+    long = "First sentence here. " * 10 + "unfinished"
+    two = "First sentence here. First sentence here."
+    backend = FakeBackend(reply=_script(long))
+    regen = Regenerator(render=lambda w: f"Summarize within {w} words: text.", words=100, max_tokens=COUNT(two) + 2,
+                        temperature=0.5, purpose="summarize", node="L0.0", count_tokens=COUNT, max_tries=3,
+                        truncate_over_length=True)
+    generation = generate_valid(Client(backend), regen)
+    assert backend.call_count == 1, "no regeneration for an over-long answer"
+    assert generation.truncated and generation.text == two and generation.raw_text == long.strip()
+    assert generation.attempts[0].problems == (OVER_LIMIT, NO_SENTENCE_END)
+    short = FakeBackend(reply=_script("Short but unfinished", "Short and done."))
+    regen = Regenerator(render=lambda w: f"Summarize within {w} words: text.", words=100, max_tokens=50,
+                        temperature=0.5, purpose="summarize", node="L0.0", count_tokens=COUNT, max_tries=3,
+                        truncate_over_length=True)
+    assert generate_valid(Client(short), regen).text == "Short and done.", "within the limit: regenerated as before"
+
+
 def test_empty_every_time_is_a_model_error() -> None:
     with pytest.raises(ModelError, match="no usable text"):
         generate_valid(Client(FakeBackend(reply=_script(" ")), max_attempts=1), _regen(tries=2))

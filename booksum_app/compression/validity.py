@@ -9,7 +9,9 @@ the reference code each retry asks for 10 % fewer words and samples at temperatu
 each retry increments ``Request.sample_index`` so the call cache does not replay the same
 answer. When every try fails, the attempt that keeps the most text after truncation at its
 last sentence end within the budget is used (App. D: "truncate the results at the final
-punctuation mark"), and the node records that it was truncated.
+punctuation mark"), and the node records that it was truncated. Under the length policy
+"truncate" (models that run past word limits, such as the embedded SmolLM2-135M) an answer
+that is too long or cut off at ``max_tokens`` is truncated at once instead of regenerated.
 
 :class:`Regenerator` is a small state machine (``request`` -> ``feed``) so callers can run
 it blocking (:func:`generate_valid`) or on futures (the hierarchical scheduler).
@@ -216,6 +218,7 @@ class Regenerator:
         retry_temperature: float = REGENERATION_TEMPERATURE,
         top_p: float = 1.0,
         estimated_counts: bool = False,  # count_tokens is the conservative estimate, not the model's tokenizer
+        truncate_over_length: bool = False,  # length policy "truncate": cut, do not regenerate
     ) -> None:
         self._render = render
         self._words = words
@@ -229,6 +232,7 @@ class Regenerator:
         self._lang = lang
         self._max_tries = max(1, max_tries)
         self._estimated = estimated_counts
+        self._truncate_over_length = truncate_over_length
         self._attempts: list[AttemptInfo] = []
         self._texts: list[str] = []
         self._calls: list[CallEntry] = []
@@ -275,6 +279,12 @@ class Regenerator:
         if not problems:
             self._done = self._generation(text, text, truncated=False, tokens=tokens)
             return True
+        if self._truncate_over_length and (CUT_OFF in problems or OVER_LIMIT in problems):
+            # a model that runs past word limits would run past them again: keep what fits
+            cut = truncate_at_sentence_end(text, max_tokens=self.max_tokens, count_tokens=self._count, lang=self._lang)
+            if cut:
+                self._done = self._generation(cut, text, truncated=True)
+                return True
         if len(self._attempts) < self._max_tries:
             return False
         candidates = [
