@@ -164,3 +164,39 @@ def test_every_sample_book_with_every_strategy(book: str, strategy: str) -> None
         assert len([n for n in record.nodes if n.level == 0]) == record.book.n_chunks
     if strategy == "direct":
         assert record.truncation is not None and record.truncation.cut_tokens > 0
+
+
+def test_length_policy_truncate_cuts_over_long_answers_instead_of_regenerating(
+    time_machine: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rambling = "The traveller talks about time. " * 400  # far past any leaf budget, cut off
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    outcomes = {}
+    for policy in ("regenerate", "truncate"):
+        with FakeServer(reply=lambda request: rambling) as server:
+            args = ["summarize", str(time_machine), "-m", "openai:gpt-4o-mini", "--base-url", server.openai_base_url,
+                    "--cache-dir", str(tmp_path / "cache"), "--length-policy", policy, "--no-clean",
+                    "-o", str(tmp_path / policy)]
+            result = CliRunner().invoke(cli, args)
+            assert result.exit_code == 0, result.output
+            outcomes[policy] = (server.call_count, read_record(tmp_path / f"{policy}.json"))
+    (regen_calls, regen), (cut_calls, cut) = outcomes["regenerate"], outcomes["truncate"]
+    assert regen.totals.retries > 0 and cut.totals.retries == 0, "truncate: no regeneration at all"
+    assert cut_calls < regen_calls and cut.totals.calls == cut_calls
+    assert all(n.truncated for n in cut.nodes), "every over-long answer is recorded as truncated"
+    assert parse_signature(cut.signature)["length"] == "truncate" and "length" not in parse_signature(regen.signature)
+    assert cut.config["length_policy"] == "truncate"
+
+
+def test_the_embedded_model_truncates_by_default_and_a_config_can_say_otherwise(tmp_path: Path) -> None:
+    from booksum_app.llm.registry import LLMSettings, choose_model
+
+    none = tmp_path / "none.toml"
+    assert choose_model("local", settings=LLMSettings(config_path=none), env={}).info.length_policy == "truncate"
+    assert choose_model("openai:gpt-4o", settings=LLMSettings(config_path=none), env={}).info.length_policy == "regenerate"
+    override = LLMSettings(config_path=none, length_policy="regenerate")
+    assert choose_model("local", settings=override, env={}).info.length_policy == "regenerate"
+    config = tmp_path / "config.toml"
+    config.write_text('[models."openai:gpt-4o"]\nlength_policy = "cut"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="length_policy"):
+        choose_model("openai:gpt-4o", settings=LLMSettings(config_path=config), env={})

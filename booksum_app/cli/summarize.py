@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,9 @@ def _strategies_help() -> str:
 @click.option("--chapter-aware", is_flag=True, help="Never let a chunk straddle two chapters.")
 @click.option("--chapters", "per_chapter", is_flag=True,
               help="hier: also one summary per chapter, from the tree where it can be (implies --chapter-aware).")
+@click.option("--length-policy", type=click.Choice(["regenerate", "truncate"]), default=None,
+              help="An answer past its length limit: regenerate it (the paper's rule) or cut it at its last "
+                   "sentence end [default: the model's; truncate for the embedded SmolLM2].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the summary to OUT.md and the record to OUT.json (default: summary to stdout).")
 @llm_options
@@ -52,7 +56,7 @@ def _strategies_help() -> str:
 def summarize_command(
     book: Path, strategy: str, model_name: str | None, chunk_size: int, max_summary_len: int, prompts: str,
     lang: str, direct_template: str, no_clean: bool, include_front_matter: bool, chapter_aware: bool, per_chapter: bool,
-    output: Path | None, **llm: Any,
+    length_policy: str | None, output: Path | None, **llm: Any,
 ) -> None:
     """Summarize BOOK (.epub, .txt, .html, .md) and write the summary and its full record."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -67,7 +71,7 @@ def summarize_command(
     summary_path = None
     if output is not None:
         summary_path = check_writable(output if output.suffix == ".md" else output.with_suffix(".md"))
-    settings = llm_settings(**llm)
+    settings = dataclasses.replace(llm_settings(**llm), length_policy=length_policy)
     notice = choose_model(model_name, settings=settings).notice
     if notice:
         err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)

@@ -88,6 +88,7 @@ def compress_to_budget(
         max_tries=max_tries,
         top_p=top_p,
         estimated_counts=model.info.tokenizer == "estimate",
+        truncate_over_length=model.info.length_policy == "truncate",
     )
     check_fits(
         prompt_tokens=model.count_tokens(regenerator.request().prompt),

@@ -84,6 +84,10 @@ class ModelInfo:
     output_usd_per_mtok: float = 0.0
     cached_input_usd_per_mtok: float | None = None
     max_output_tokens: int | None = None
+    # "regenerate" (the paper's rule) or "truncate": an answer past its length limit is cut
+    # at its last sentence end at once, for models that run past word limits whatever they
+    # are asked (the embedded SmolLM2-135M)
+    length_policy: str = "regenerate"
 
     def cost_usd(self, usage: Usage) -> float:
         """Dollars for one call's usage under this model's prices."""

@@ -57,6 +57,7 @@ ADAPTIVE_PROVIDERS = ("openai", "anthropic")
 ADAPTIVE_INITIAL = 16
 ADAPTIVE_MAX_CONCURRENCY = 128
 TOKENIZERS = ("cl100k_base", "o200k_base", "estimate", "native")
+LENGTH_POLICIES = ("regenerate", "truncate")
 _SPEC_FIELDS = (
     "context_window",
     "tokenizer",
@@ -65,6 +66,7 @@ _SPEC_FIELDS = (
     "cached_input_usd_per_mtok",
     "max_output_tokens",
     "reasoning",
+    "length_policy",
 )
 
 ModelSource = Literal["explicit", "config", "env", "default"]
@@ -84,6 +86,7 @@ class LLMSettings:
     tensor_parallel_size: int = 1
     engine_args: tuple[tuple[str, Any], ...] = ()  # vLLM engine arguments; override the config's [vllm_engine]
     n_ctx: int | None = None  # local model context; None: the model's window (8192)
+    length_policy: str | None = None  # "regenerate"/"truncate"; None: the model's own (models.json, config)
     config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
 
 
@@ -155,6 +158,9 @@ def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
     tok = entry.get("tokenizer")
     if tok is not None and tok not in TOKENIZERS:
         raise ConfigError(f"{where}: model {name!r} tokenizer {tok!r}; use one of {TOKENIZERS}")
+    policy = entry.get("length_policy")
+    if policy is not None and policy not in LENGTH_POLICIES:
+        raise ConfigError(f"{where}: model {name!r} length_policy {policy!r}; use one of {LENGTH_POLICIES}")
     cw = entry.get("context_window")
     if cw is not None and (not isinstance(cw, int) or cw <= 0):
         raise ConfigError(f"{where}: model {name!r} context_window must be a positive integer")
@@ -262,6 +268,7 @@ def _spec_from(
             else float(entry["cached_input_usd_per_mtok"])
         ),
         max_output_tokens=entry.get("max_output_tokens"),
+        length_policy=str(entry.get("length_policy") or "regenerate"),
     )
     return ModelSpec(
         provider=provider,
@@ -305,6 +312,10 @@ def choose_model(
         base_url=base_url if provider == "openai" else None,
         n_ctx=settings.n_ctx,
     )
+    if settings.length_policy is not None:
+        if settings.length_policy not in LENGTH_POLICIES:
+            raise ConfigError(f"length policy {settings.length_policy!r}; use one of {LENGTH_POLICIES}")
+        spec = dataclasses.replace(spec, info=dataclasses.replace(spec.info, length_policy=settings.length_policy))
     return dataclasses.replace(spec, source=source)
 
 

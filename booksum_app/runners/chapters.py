@@ -71,6 +71,7 @@ def chapter_summaries(
             retry_temperature=config.compression_temperature, purpose="chapter", node=f"chapter.{chapter}",
             count_tokens=model.count_tokens, lang=config.lang, max_tries=config.max_tries, top_p=config.top_p,
             estimated_counts=model.info.tokenizer == "estimate",
+            truncate_over_length=model.info.length_policy == "truncate",
         )
         request = regen.request()
         pending[chapter] = (regen, model.submit(request, priority=(0, span[0])), request)

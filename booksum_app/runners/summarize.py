@@ -222,6 +222,7 @@ def _run(
         lang=lang,
         temp=temperature,
         clean="on" if clean else "off",
+        length="truncate" if chat.info.length_policy == "truncate" else None,  # absent: the paper's rule
     )
     record_config = {
         "strategy": impl.name,
@@ -241,6 +242,7 @@ def _run(
         "chapter_aware": chapter_aware,
         "include_front_matter": include_front_matter,
         "max_tries": config.max_tries,
+        "length_policy": chat.info.length_policy,
         **impl.record_fields(config),
     }
     return SummaryRecord(

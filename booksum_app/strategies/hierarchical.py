@@ -269,6 +269,7 @@ class _Run:
             max_tries=self.cfg.max_tries,
             top_p=self.cfg.top_p,
             estimated_counts=self.model.info.tokenizer == "estimate",
+            truncate_over_length=self.model.info.length_policy == "truncate",
         )
 
     # ---- the event loop ------------------------------------------------------------------

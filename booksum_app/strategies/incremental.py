@@ -155,6 +155,7 @@ class Incremental:
                 max_tries=cfg.max_tries,
                 top_p=cfg.top_p,
                 estimated_counts=model.info.tokenizer == "estimate",
+                truncate_over_length=model.info.length_policy == "truncate",
             )
             generation = generate_valid(model, regen)
             calls.extend(generation.calls)
