@@ -155,8 +155,8 @@ def test_still_invalid_after_all_tries_is_truncated_at_a_sentence_end() -> None:
 
 
 def test_length_policy_truncate_cuts_at_once_and_still_regenerates_other_problems() -> None:
-    long = "First sentence here. " * 10 + "unfinished"
-    two = "First sentence here. First sentence here."
+    long = "".join(f"Sentence number {n} here. " for n in range(10)) + "unfinished"
+    two = "Sentence number 0 here. Sentence number 1 here."
     backend = FakeBackend(reply=_script(long))
     regen = Regenerator(render=lambda w: f"Summarize within {w} words: text.", words=100, max_tokens=COUNT(two) + 2,
                         temperature=0.5, purpose="summarize", node="L0.0", count_tokens=COUNT, max_tries=3,
@@ -170,6 +170,20 @@ def test_length_policy_truncate_cuts_at_once_and_still_regenerates_other_problem
                         temperature=0.5, purpose="summarize", node="L0.0", count_tokens=COUNT, max_tries=3,
                         truncate_over_length=True)
     assert generate_valid(Client(short), regen).text == "Short and done.", "within the limit: regenerated as before"
+
+
+def test_truncation_stops_where_a_looping_model_started_repeating_itself() -> None:
+    from booksum_app.compression.validity import cut_repetition_loop
+
+    loop = "The traveller builds a machine. He visits the future. " + "The story is told from a new view. " * 30
+    assert cut_repetition_loop(loop) == "The traveller builds a machine. He visits the future. The story is told from a new view."
+    assert cut_repetition_loop("Yes. No. Yes. He left the house at dawn.") == "Yes. No. Yes. He left the house at dawn."
+    assert cut_repetition_loop("他走进了那座古老的城堡大门。" * 3, lang="zh") == "他走进了那座古老的城堡大门。"
+    backend = FakeBackend(reply=_script(loop), finish_reason="length")
+    regen = Regenerator(render=lambda w: f"Summarize within {w} words: text.", words=100, max_tokens=200,
+                        temperature=0.5, purpose="summarize", node="L0.0", count_tokens=COUNT, truncate_over_length=True)
+    generation = generate_valid(Client(backend), regen)
+    assert generation.text.endswith("He visits the future. The story is told from a new view.") and generation.truncated
 
 
 def test_empty_every_time_is_a_model_error() -> None:

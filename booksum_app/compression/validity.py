@@ -120,6 +120,23 @@ def truncate_at_sentence_end(
     return _hard_cut(text, max_tokens=max_tokens, count_tokens=count_tokens, lang=lang)
 
 
+# "Yes." twice is dialogue; a 20-character sentence (8 Chinese characters) twice is a loop
+MIN_LOOP_SENTENCE_CHARS = {"en": 20, "zh": 8}
+
+
+def cut_repetition_loop(text: str, *, lang: str = "en") -> str:
+    """``text`` up to the first sentence that repeats an earlier one word for word (whole text if none)."""
+    seen: set[str] = set()
+    shortest = MIN_LOOP_SENTENCE_CHARS.get(lang, MIN_LOOP_SENTENCE_CHARS["en"])
+    for start, end in sentence_spans(text, lang=lang):
+        sentence = " ".join(text[start:end].lower().split())
+        if len(sentence) >= shortest:
+            if sentence in seen:
+                return text[:start].rstrip()
+            seen.add(sentence)
+    return text
+
+
 def _hard_cut(
     text: str, *, max_tokens: int | None, count_tokens: Callable[[str], int], lang: str
 ) -> str:
@@ -280,8 +297,12 @@ class Regenerator:
             self._done = self._generation(text, text, truncated=False, tokens=tokens)
             return True
         if self._truncate_over_length and (CUT_OFF in problems or OVER_LIMIT in problems):
-            # a model that runs past word limits would run past them again: keep what fits
-            cut = truncate_at_sentence_end(text, max_tokens=self.max_tokens, count_tokens=self._count, lang=self._lang)
+            # a model that runs past word limits would run past them again: keep what fits,
+            # and stop where it started looping (such models run long by repeating themselves)
+            cut = truncate_at_sentence_end(
+                cut_repetition_loop(text, lang=self._lang), max_tokens=self.max_tokens,
+                count_tokens=self._count, lang=self._lang,
+            )
             if cut:
                 self._done = self._generation(cut, text, truncated=True)
                 return True
@@ -346,6 +367,7 @@ __all__ = [
     "CallEntry",
     "Generation",
     "Regenerator",
+    "cut_repetition_loop",
     "ends_sentence",
     "generate_valid",
     "measured_tokens",

