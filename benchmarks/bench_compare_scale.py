@@ -10,7 +10,11 @@ OpenAI-compatible server in its own process answering every call after a fixed l
 Prints whether it completed, the answered calls (server side), the wall time, answered calls
 per second, the ceiling the latency allows (concurrency / latency) and the driver's peak RSS.
 
-    python benchmarks/bench_compare_scale.py [--books 40] [--latency 1.0] [--concurrency 256] [--jobs 40]
+Identical copies share every request, so the call cache's leases make one copy pay and the
+others wait: that measures the many-copies case, not throughput. ``--distinct`` writes each
+copy as plain text with a marker of its own in every paragraph, so every call is new.
+
+    python benchmarks/bench_compare_scale.py [--books 40] [--latency 1.0] [--concurrency 256] [--jobs 40] [--distinct]
 """
 
 from __future__ import annotations
@@ -30,6 +34,18 @@ from booksum_app.testing.fake_server import FakeServer
 SHARED_BOOKS = Path(__file__).resolve().parents[2] / "shared" / "books"
 
 
+def write_distinct_copy(book: Path, target: Path, n: int) -> None:
+    """The book's narrative chapters as plain text, a marker of copy ``n`` opening every paragraph."""
+    from booksum_app.books import open_book
+
+    parsed = open_book(book)
+    parts = [parsed.title, ""]
+    for index, chapter in enumerate(c for c in parsed.chapters if c.narrative):
+        parts += [f"Chapter {index + 1}", ""]
+        parts += [f"(Copy {n}.) {paragraph}\n" for paragraph in chapter.paragraphs]
+    target.write_text("\n".join(parts), encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--book", type=Path, default=next(iter(sorted(SHARED_BOOKS.glob("*time-machine*.epub"))), None))
@@ -38,6 +54,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--jobs", type=int, default=40)
     parser.add_argument("--strategy", default="hier")
+    parser.add_argument("--distinct", action="store_true", help="every copy different: no shared request")
     args = parser.parse_args()
     if args.book is None or not args.book.is_file():
         sys.exit("no sample book: pass --book PATH.epub")
@@ -48,7 +65,10 @@ def main() -> None:
         books = work / "books"
         books.mkdir()
         for n in range(args.books):
-            shutil.copy(args.book, books / f"copy-{n:03d}{args.book.suffix}")
+            if args.distinct:
+                write_distinct_copy(args.book, books / f"copy-{n:03d}.txt", n)
+            else:
+                shutil.copy(args.book, books / f"copy-{n:03d}{args.book.suffix}")
         env = {**os.environ, "OPENAI_API_KEY": "dummy", "BOOKSUM_CACHE_DIR": str(work / "cache")}
         command = [
             sys.executable, "-c", "from booksum_app.cli import main; main()", "compare", str(books),
@@ -65,7 +85,7 @@ def main() -> None:
         server.close()
         shutil.rmtree(work, ignore_errors=True)
     tail = done.stderr.strip().splitlines()[-1:] if done.returncode else []
-    print(f"{args.books} books x {args.strategy}, latency {args.latency:g}s, concurrency {args.concurrency}, "
+    print(f"{args.books} {'distinct' if args.distinct else 'identical'} books x {args.strategy}, latency {args.latency:g}s, concurrency {args.concurrency}, "
           f"jobs {args.jobs}, cores {len(os.sched_getaffinity(0))}, load {os.getloadavg()[0]:.2f}")
     print(f"completed: {done.returncode == 0} (exit {done.returncode}) {' '.join(tail)}")
     print(f"answered calls: {calls}; wall {wall_s:.1f}s; {calls / wall_s:.1f} calls/s "

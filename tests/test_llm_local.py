@@ -85,3 +85,6 @@ def test_a_regeneration_does_not_reread_its_chunk_after_other_calls() -> None:
     regeneration = evaluated(chunk + "Summarize the story above within 54 words.")
     assert first > 300 and regeneration < first / 5, (first, regeneration)
     backend.close()
+    truncating = LocalBackend(ModelInfo(name="local", context_window=2048, tokenizer="native", length_policy="truncate"))
+    assert truncating._llm.cache is None, "regenerations are rare under truncate: no state copies kept"
+    truncating.close()

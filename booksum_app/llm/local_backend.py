@@ -91,10 +91,12 @@ class LocalBackend:
             raise ModelUnavailable(f"cannot load {path.name}: {exc}") from exc
         # llama.cpp reuses the KV cache only for a prefix of the previous prompt; a RAM cache
         # of recent states lets a regeneration (same chunk, a smaller word limit at the end)
-        # skip re-reading its chunk even when other calls ran in between
-        from llama_cpp import LlamaRAMCache  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        # skip re-reading its chunk even when other calls ran in between. Under the truncate
+        # length policy regenerations are rare and the states would cost ~1 GB for nothing.
+        if info.length_policy == "regenerate":
+            from llama_cpp import LlamaRAMCache  # type: ignore[import-not-found,attr-defined,unused-ignore]
 
-        self._llm.set_cache(LlamaRAMCache(capacity_bytes=KV_CACHE_BYTES))
+            self._llm.set_cache(LlamaRAMCache(capacity_bytes=KV_CACHE_BYTES))
         self.info = dataclasses.replace(info, context_window=n_ctx)
 
     @property
