@@ -60,7 +60,9 @@ def _when(ts: float) -> str:
 
 
 def _cost(value: float | None) -> str:
-    return "" if value is None else "$0" if value == 0 else f"${value:.4f}"
+    if value is None:
+        return ""
+    return "$0" if value == 0 else "<$0.0001" if value < 0.0001 else f"${value:.4f}"
 
 
 def _as_dict(call: Any, *, prompts: bool, responses: bool) -> dict[str, Any]:
