@@ -61,6 +61,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     cache = folder / "cache"
     with pytest.MonkeyPatch.context() as mp, FakeServer() as server:
         mp.setenv("OPENAI_API_KEY", "dummy")
+        mp.setenv("BOOKSUM_CONFIG", str(folder / "no-config.toml"))  # module scope: before conftest's isolation
         summarize(write_book(folder / "alpha.txt", seed=1), cache, server)
         time.sleep(0.01)  # the second run is strictly newer
         summarize(write_book(folder / "beta.txt", seed=2), cache, server)
