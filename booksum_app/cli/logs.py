@@ -151,9 +151,9 @@ def logs_command(count: int, model: str | None, purpose: str | None, run_id: str
     from booksum_app.llm.call_log import LogFilter, read_log
     from booksum_app.llm.registry import default_cache_dir
 
-    to_file = json_out is not None and str(json_out) != "-"
-    if to_file:
-        check_writable(json_out)  # type: ignore[arg-type]
+    target = json_out if json_out is not None and str(json_out) != "-" else None  # None: stdout
+    if target is not None:
+        check_writable(target)  # before reading anything
     directory = cache_dir or default_cache_dir(os.environ)
     log = read_log(directory, LogFilter(count=count, model=model, purpose=purpose, run=run_id, book=book,
                                         since=None if since is None else parse_since(since)))
@@ -161,9 +161,9 @@ def logs_command(count: int, model: str | None, purpose: str | None, run_id: str
     if json_out is not None:
         text = json.dumps([_as_dict(c, prompts=prompts, responses=responses) for c in calls],
                           ensure_ascii=False, indent=1)
-        if to_file:
-            atomic_write_text(json_out, text + "\n")
-            err_console.print(f"wrote {json_out}", highlight=False, markup=False, soft_wrap=True)
+        if target is not None:
+            atomic_write_text(target, text + "\n")
+            err_console.print(f"wrote {target}", highlight=False, markup=False, soft_wrap=True)
         else:
             click.echo(text)
     # the result itself on stdout, unless stdout carries the JSON
