@@ -12,6 +12,7 @@ from booksum_app.cli.base import Verbosity, handle_errors
 from booksum_app.cli.cache import cache_command
 from booksum_app.cli.compare import compare_command
 from booksum_app.cli.inspect import inspect_command
+from booksum_app.cli.logs import logs_command
 from booksum_app.cli.models import models_command
 from booksum_app.cli.score import score_command
 from booksum_app.cli.summarize import summarize_command
@@ -33,7 +34,8 @@ def cli(quiet: bool, verbose: bool) -> None:
     Verbosity.apply(quiet=quiet, verbose=verbose)
 
 
-for command in (inspect_command, summarize_command, score_command, compare_command, models_command, cache_command):
+for command in (inspect_command, summarize_command, score_command, compare_command, models_command, cache_command,
+                logs_command):
     cli.add_command(command)
 
 

@@ -69,11 +69,35 @@ class CallStore(Protocol):
 
     def try_claim(self, key: str) -> Completion | Lease | None: ...
 
-    def put(self, key: str, completion: Completion, *, purpose: str = "", lease: Lease | None = None) -> None: ...
+    def put(
+        self, key: str, completion: Completion, *, purpose: str = "", lease: Lease | None = None,
+        meta: CallMeta | None = None,
+    ) -> None: ...
 
     def release(self, lease: Lease) -> None: ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class CallMeta:
+    """What the logs keep about a call besides its answer; None: not known to the caller."""
+
+    request: str | None = None  # request_json(): the messages and options as sent
+    model_string: str | None = None  # booksum's name for the model ("openai:gpt-4o"), which prices it
+    run: str | None = None
+    book: str | None = None
+
+
+def request_json(request: Request) -> str:
+    """The request as the model saw it: chat messages plus sampling options, as compact JSON."""
+    messages = [{"role": "system", "content": request.system}] if request.system is not None else []
+    messages.append({"role": "user", "content": request.user_text})
+    return json.dumps(
+        {"messages": messages, "max_tokens": request.max_tokens, "temperature": request.temperature,
+         "top_p": request.top_p, "stop": list(request.stop), "sample_index": request.sample_index},
+        ensure_ascii=False, separators=(",", ":"),
+    )
 
 
 @dataclass(frozen=True)
@@ -137,10 +161,18 @@ def _m003_create_leases(db: sqlite3.Connection) -> None:
     )
 
 
+def _m004_add_call_log(db: sqlite3.Connection) -> None:
+    # nullable: rows stored before this migration show these as unknown in ``booksum logs``
+    for column in ("request", "model_string", "run", "book"):
+        db.execute(f"ALTER TABLE calls ADD COLUMN {column} TEXT")
+    db.execute("CREATE INDEX calls_created ON calls (created)")  # logs read newest first
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_create_calls,
     _m002_add_purpose,
     _m003_create_leases,
+    _m004_add_call_log,
 ]
 
 
@@ -353,21 +385,23 @@ class CallCache:
                 continue  # busy for 30 s: try again next round, the TTL has slack
 
     def put(
-        self, key: str, completion: Completion, *, purpose: str = "", lease: Lease | None = None
+        self, key: str, completion: Completion, *, purpose: str = "", lease: Lease | None = None,
+        meta: CallMeta | None = None,
     ) -> None:
-        """Store a completed call and drop any lease on ``key``, in one commit; empty replies are not stored."""
+        """Store a completed call (with ``meta`` for the logs) and drop any lease on ``key``, in one
+        commit; empty replies are not stored."""
         if not completion.text.strip():
             if lease is not None:
                 self.release(lease)
             return
-        usage = completion.usage
+        usage, meta = completion.usage, meta or CallMeta()
         db = self._db()
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute(
                 "INSERT OR REPLACE INTO calls (key, text, finish_reason, input_tokens, "
-                "output_tokens, cached_input_tokens, model, created, latency_s, purpose) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "output_tokens, cached_input_tokens, model, created, latency_s, purpose, "
+                "request, model_string, run, book) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     key,
                     completion.text,
@@ -379,6 +413,10 @@ class CallCache:
                     time.time(),
                     completion.latency_s,
                     purpose,
+                    meta.request,
+                    meta.model_string,
+                    meta.run,
+                    meta.book,
                 ),
             )
             db.execute("DELETE FROM leases WHERE key = ?", (key,))  # the answer is here now

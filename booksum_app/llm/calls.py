@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import threading
 import time
@@ -38,7 +39,8 @@ from tenacity import (
 
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Usage
-from booksum_app.llm.cache import CallStore, Lease, request_key
+from booksum_app.llm.cache import CallMeta, CallStore, Lease, request_json, request_key
+from booksum_app.llm.context import current_context
 from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
 
 DEFAULT_MAX_ATTEMPTS = 6
@@ -206,7 +208,9 @@ class Client:
                 completion, cost_usd=self.info.cost_usd(completion.usage)
             )
             if self.cache is not None and lease is not None:
-                self.cache.put(key, completion, purpose=request.purpose, lease=lease)
+                self.cache.put(
+                    key, completion, purpose=request.purpose, lease=lease, meta=self._meta(request)
+                )
                 lease = None
         finally:
             if self.cache is not None and lease is not None:
@@ -218,9 +222,11 @@ class Client:
         """Start ``request`` on the client's worker pool; the result comes back as a future.
 
         When calls wait for a slot, the one with the lowest ``priority`` starts first (equal
-        ones in submission order): strategies put work on their critical path first.
+        ones in submission order): strategies put work on their critical path first. The call
+        runs in a copy of the caller's context, so it keeps the caller's run and book labels.
         """
-        return self._pool().submit(lambda: self.complete(request), priority=priority)
+        context = contextvars.copy_context()  # one per call: a Context runs in one thread at a time
+        return self._pool().submit(lambda: context.run(self.complete, request), priority=priority)
 
     def complete_many(self, requests: Sequence[Request]) -> list[Completion]:
         """Answer every request concurrently (or as one batch); results in request order."""
@@ -298,6 +304,11 @@ class Client:
 
     def _key(self, request: Request) -> str:
         return request_key(request, backend=self._identity)
+
+    def _meta(self, request: Request) -> CallMeta:
+        """What the call log keeps: the request as sent, the model string, the caller's run and book."""
+        context = current_context()
+        return CallMeta(request_json(request), self.info.name, context.run, context.book)
 
     def _pool(self) -> PriorityPool:
         with self._lock:
@@ -447,7 +458,8 @@ class Client:
         if self.cache is not None:
             for i, completion in zip(todo, answered, strict=True):
                 self.cache.put(
-                    keys[i], completion, purpose=requests[i].purpose, lease=leases.pop(i, None)
+                    keys[i], completion, purpose=requests[i].purpose, lease=leases.pop(i, None),
+                    meta=self._meta(requests[i]),
                 )
         for i, completion in zip(todo, answered, strict=True):
             results[i] = completion

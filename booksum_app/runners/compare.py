@@ -19,6 +19,7 @@ configuration; precomputed summary sets (the BooookScore release) join the same 
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import multiprocessing
 import threading
@@ -33,6 +34,7 @@ from booksum_app.files import available_cores
 from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request
 from booksum_app.llm.base import Usage as TokenUsage
 from booksum_app.llm.calls import CallRecord
+from booksum_app.llm.context import call_context, default_context
 from booksum_app.llm.registry import DEMO_JUDGE_WARNING, NO_JUDGE_NOTE, LLMSettings, get_model
 from booksum_app.runners.compare_plan import (
     BookContext,
@@ -225,7 +227,8 @@ def run_compare(
         require_matplotlib()
     grid_run = _GridRun(exp, settings or LLMSettings(), progress or GridProgress(), models, judge_model, seed)
     try:
-        rows = grid_run.run()
+        with default_context():  # one run id for the whole grid in ``booksum logs``
+            rows = grid_run.run()
     finally:
         grid_run.close()
     result = CompareResult(
@@ -332,6 +335,10 @@ class _GridRun:
             ctx = open_context(unit, self.exp) if isinstance(unit, Path) else BookContext(
                 unit.path, unit.book, unit.lang, unit.sha256)
         self.start_source(ctx)
+        with call_context(book=ctx.key):  # its summaries and its judge calls alike
+            self._run_configs(ctx)
+
+    def _run_configs(self, ctx: BookContext) -> None:
         for config in self.grid:
             if self.stop.is_set():
                 return
@@ -398,7 +405,8 @@ class _GridRun:
         errors: list[BaseException] = []
         pool = ThreadPoolExecutor(max_workers=max(1, min(exp.jobs, len(units) or 1)), thread_name_prefix="booksum-book")
         try:
-            futures = [pool.submit(self.run_book, unit) for unit in units]
+            # each book's worker runs in a copy of this context: its calls keep the run id
+            futures = [pool.submit(contextvars.copy_context().run, self.run_book, unit) for unit in units]
             for future in futures:
                 try:
                     future.result()

@@ -22,6 +22,7 @@ from typing import Any
 
 from booksum_app.errors import BooksumError, InputError
 from booksum_app.llm.calls import CallRecord
+from booksum_app.llm.context import default_context
 from booksum_app.llm.registry import (
     DEMO_JUDGE_WARNING,
     NO_JUDGE_NOTE,
@@ -292,38 +293,39 @@ def run_score(
             judge_model = get_model(judge_name, settings=settings.llm, on_call=on_call)
             notice = DEMO_JUDGE_WARNING if demo_judge else None
     try:
-        systems = []
-        for n, (path, summaries) in enumerate(loaded):
-            name = _system_name(path)
-            booookscore: BooookScoreResult | None = None
-            totals = CallTotals()
-            if annotations:
-                stage(f"{name}: reading annotations")
-                booookscore = score_annotations(annotations[n], summaries=summaries, seed=settings.seed)
-            elif judge_model is not None:
-                stage(f"{name}: judging {len(summaries)} summaries")
-                before = (
-                    judge_model.n_calls,
-                    judge_model.n_cache_hits,
-                    judge_model.usage.input_tokens,
-                    judge_model.usage.output_tokens,
-                    judge_model.cost_usd,
-                ) if hasattr(judge_model, "n_calls") else None
-                start = time.perf_counter()
-                judge = BooookScoreJudge(
-                    judge_model, mode=settings.mode, batch_size=settings.batch_size, max_attempts=settings.max_attempts
-                )
-                judgements = judge.judge(summaries)
-                booookscore = BooookScoreResult(
-                    signature=judge.signature() + ("|warning:demo-judge" if demo_judge else ""),
-                    mode=settings.mode,
-                    summaries=tuple(judgements),
-                    system=aggregate(judgements, seed=settings.seed),
-                )
-                if before is not None:
-                    totals = _totals(before, judge_model, time.perf_counter() - start)
-            stage(f"{name}: n-gram statistics")
-            systems.append(_statistics(name, path, summaries, booookscore, totals, index, references, notes))
+        with default_context():  # one run id for every judge call, in ``booksum logs``
+            systems = []
+            for n, (path, summaries) in enumerate(loaded):
+                name = _system_name(path)
+                booookscore: BooookScoreResult | None = None
+                totals = CallTotals()
+                if annotations:
+                    stage(f"{name}: reading annotations")
+                    booookscore = score_annotations(annotations[n], summaries=summaries, seed=settings.seed)
+                elif judge_model is not None:
+                    stage(f"{name}: judging {len(summaries)} summaries")
+                    before = (
+                        judge_model.n_calls,
+                        judge_model.n_cache_hits,
+                        judge_model.usage.input_tokens,
+                        judge_model.usage.output_tokens,
+                        judge_model.cost_usd,
+                    ) if hasattr(judge_model, "n_calls") else None
+                    start = time.perf_counter()
+                    judge = BooookScoreJudge(
+                        judge_model, mode=settings.mode, batch_size=settings.batch_size, max_attempts=settings.max_attempts
+                    )
+                    judgements = judge.judge(summaries)
+                    booookscore = BooookScoreResult(
+                        signature=judge.signature() + ("|warning:demo-judge" if demo_judge else ""),
+                        mode=settings.mode,
+                        summaries=tuple(judgements),
+                        system=aggregate(judgements, seed=settings.seed),
+                    )
+                    if before is not None:
+                        totals = _totals(before, judge_model, time.perf_counter() - start)
+                stage(f"{name}: n-gram statistics")
+                systems.append(_statistics(name, path, summaries, booookscore, totals, index, references, notes))
     finally:
         if judge_model is not None and model is None:
             judge_model.close()  # we built it: release its connections

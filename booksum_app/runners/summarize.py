@@ -31,6 +31,7 @@ from booksum_app.config import (
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ChatModel
 from booksum_app.llm.calls import CallRecord, Client
+from booksum_app.llm.context import default_context
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.plan import plan_strategy
@@ -147,19 +148,21 @@ def summarize_book(
         for f in events:
             f(event)
 
+    label = Path(book.source_path).name if book.source_path else (book.title or None)
     try:
-        return _run(
-            book,
-            impl=impl,
-            chat=chat,
-            config=config,
-            clean=clean,
-            chapter_aware=chapter_aware,
-            include_front_matter=include_front_matter,
-            on_progress=notify if events else None,
-            on_plan=progress.set_planned_calls if progress is not None else None,
-            chapters=chapters,
-        )
+        with default_context(book=label):  # ``booksum logs --run/--book`` find these calls
+            return _run(
+                book,
+                impl=impl,
+                chat=chat,
+                config=config,
+                clean=clean,
+                chapter_aware=chapter_aware,
+                include_front_matter=include_front_matter,
+                on_progress=notify if events else None,
+                on_plan=progress.set_planned_calls if progress is not None else None,
+                chapters=chapters,
+            )
     finally:
         if owned is not None:
             owned.close()
