@@ -322,3 +322,14 @@ def test_five_book_grid_with_the_release_in_one_table(tmp_path: Path, monkeypatc
     for stem in ("score_vs_length", "cost_vs_score"):
         assert (out / "plots" / f"{stem}.png").read_bytes()[:8] == PNG_MAGIC
         assert (out / "plots" / f"{stem}.svg").is_file()
+
+
+def test_model_option_is_spelled_as_on_every_command(books: list[Path], tmp_path: Path) -> None:
+    args = ["compare", *map(str, books), "--strategies", "direct", "-m", "openai:gpt-4o-mini", "--model",
+            "openai:gpt-4o,openai:gpt-4o-mini", "--judge", "openai:gpt-4o", "--out", str(tmp_path / "out"), "--plan-only"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "openai-gpt-4o-mini-direct" in result.stderr and "openai-gpt-4o-direct" in result.stderr
+    assert result.stderr.count("openai-gpt-4o-mini-direct") == 1, "a model named twice runs once"
+    empty = CliRunner().invoke(cli, ["compare", *map(str, books), "-m", " , ", "--out", str(tmp_path / "o"), "--plan-only"])
+    assert empty.exit_code == 2 and "names nothing" in empty.stderr

@@ -36,6 +36,12 @@ def _csv_list(value: str | None, option: str = "--models") -> tuple[str, ...] | 
     return items
 
 
+def _models(models: str | None, model_opts: tuple[str, ...]) -> tuple[str, ...] | None:
+    """``--models a,b`` and ``-m c -m d,e`` together, in order, each model once."""
+    named = [*(_csv_list(models, "--models") or ()), *(m for opt in model_opts for m in _csv_list(opt, "-m") or ())]
+    return tuple(dict.fromkeys(named)) or None
+
+
 def _csv_ints(value: str | None) -> tuple[int, ...] | None:
     from booksum_app.errors import ConfigError
 
@@ -67,6 +73,8 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
               help="Experiment file (TOML); options given here override its values.")
 @click.option("--strategies", default=None, help="Comma-separated, e.g. hier,inc,direct [default: hier,inc].")
 @click.option("--models", default=None, help="Comma-separated model strings [default: configured or local].")
+@click.option("--model", "-m", "model_opts", multiple=True,
+              help="A model string, as on every other command; repeatable, or comma-separated; adds to --models.")
 @click.option("--chunk-sizes", default=None, help=f"Comma-separated tokens per chunk, e.g. 2048,4096 [default: {DEFAULT_CHUNK_SIZE}].")
 @click.option("--judge", default=None, help="BooookScore judge model [default: BOOKSUM_JUDGE, config judge_model, else the first named model].")
 @click.option("--no-judge", is_flag=True, default=None, help="Skip BooookScore; n-gram statistics only.")
@@ -105,7 +113,7 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @handle_errors
 def compare_command(
     books: tuple[Path, ...], experiment: Path | None, strategies: str | None, models: str | None,
-    chunk_sizes: str | None, judge: str | None, no_judge: bool | None, judge_mode: str | None,
+    model_opts: tuple[str, ...], chunk_sizes: str | None, judge: str | None, no_judge: bool | None, judge_mode: str | None,
     batch_size: int | None, out: Path | None, max_summary_len: int | None, prompts: str | None,
     lang: str | None, direct_template: str | None, no_clean: bool | None, chapter_aware: bool | None,
     include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
@@ -133,7 +141,7 @@ def compare_command(
         extra_sets += release_sets(with_release)
     exp = build_experiment(file_values, {
         "books": books or None, "strategies": _csv_list(strategies, "--strategies"),
-        "models": _csv_list(models, "--models"), "chunk_sizes": _csv_ints(chunk_sizes), "judge": judge,
+        "models": _models(models, model_opts), "chunk_sizes": _csv_ints(chunk_sizes), "judge": judge,
         "use_judge": False if no_judge else None, "judge_mode": judge_mode, "batch_size": batch_size,
         "out": out, "max_summary_tokens": max_summary_len, "prompts": prompts, "lang": lang,
         "direct_template": direct_template, "clean": False if no_clean else None,
