@@ -209,3 +209,22 @@ def test_a_config_entry_with_only_a_context_window_plans_for_the_smaller_window(
                            env={**env, "OLLAMA_HOST": fake.url})
         assert client.info.context_window == 16384, "the user's smaller window wins"
         client.backend.close()  # type: ignore[attr-defined]
+
+
+def test_inspect_plans_with_the_context_the_ollama_server_reports(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from booksum_app.cli import cli
+
+    book = tmp_path / "b.txt"
+    book.write_text("Chapter 1\n\n" + LONG_TEXT, encoding="utf-8")
+    with FakeOllama(models={MODEL: 32768}) as fake:
+        result = CliRunner().invoke(cli, ["inspect", str(book), "-m", f"ollama:{MODEL}", "--base-url", fake.url,
+                                          "--chunk-size", "16000", "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["context_window"] == 32768, "the server's context, not the 8192 default"
+        assert not fake.requests, "inspect asks the server about the model, never for a completion"
+    with FakeOllama(models={MODEL: 32768}) as fake:
+        pass
+    gone = CliRunner().invoke(cli, ["inspect", str(book), "-m", f"ollama:{MODEL}", "--base-url", fake.url])
+    assert gone.exit_code != 0 and gone.stderr.count("\n") == 1 and "Traceback" not in gone.stderr

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from booksum_app.cli.base import console, err_console, esc, handle_errors
-from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
+from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, DEFAULT_TIMEOUT_S
 
 
 @click.command("inspect")
@@ -23,10 +23,17 @@ from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 @click.option("--include-front-matter", is_flag=True,
               help="Keep title page, imprint, colophon, notes... (excluded by default).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--base-url", default=None,
+              help="Server to plan for (Ollama reports the model's context; OpenAI-compatible servers) "
+                   "[default: OPENAI_BASE_URL / OLLAMA_HOST].")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S, show_default=True,
+              help="Seconds to wait for the server's model information.")
 @handle_errors
 def inspect_command(
     book: Path,
     model: str | None,
+    base_url: str | None,
+    timeout_s: float,
     chunk_size: int,
     max_summary_len: int,
     chapter_aware: bool,
@@ -34,6 +41,7 @@ def inspect_command(
     as_json: bool,
 ) -> None:
     """Show a book's sections, tokens, chunks and what each strategy would cost; calls no LLM."""
+    from booksum_app.llm.registry import LLMSettings
     from booksum_app.runners.inspect import inspect_book
 
     report = inspect_book(
@@ -43,6 +51,7 @@ def inspect_command(
         max_summary_tokens=max_summary_len,
         chapter_aware=chapter_aware,
         include_front_matter=include_front_matter,
+        llm_settings=LLMSettings(base_url=base_url, timeout_s=timeout_s, use_cache=False),
     )
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))

@@ -18,6 +18,7 @@ from booksum_app.runners.summarize import resolve_lang
 from booksum_app.strategies import STRATEGIES, StrategyConfig
 
 INSPECT_SCHEMA_VERSION = 1
+SERVER_REPORTED_CONTEXT = ("ollama",)  # providers whose server tells the model's context window
 
 
 @dataclass(frozen=True)
@@ -77,10 +78,15 @@ def _token_counter(
     model: str | None, settings: LLMSettings
 ) -> tuple[ModelInfo, Callable[[str], int], str | None]:
     spec = choose_model(model, settings=settings)
-    if spec.info.tokenizer == "native":
-        client = get_model(model, settings=settings)  # loads the tokenizer (local/vLLM weights)
-        return spec.info, client.count_tokens, spec.notice
-    return spec.info, get_tokenizer(spec.info.tokenizer).count, spec.notice
+    if spec.info.tokenizer == "native":  # the tokenizer of local/vLLM weights (loads them)
+        client = get_model(model, settings=settings)
+        return client.info, client.count_tokens, spec.notice
+    info = spec.info
+    if spec.provider in SERVER_REPORTED_CONTEXT:  # the context the server reports for the model
+        client = get_model(model, settings=settings)  # asks /api/show, never for a completion
+        info = client.info
+        client.close()
+    return info, get_tokenizer(info.tokenizer).count, spec.notice
 
 
 def inspect_book(
