@@ -272,3 +272,24 @@ def test_batch_over_the_ceiling_sends_nothing_and_holds_nothing() -> None:
     with pytest.raises(CostLimitExceeded):
         client.complete_many([Request(prompt=f"P{i}.", max_tokens=9) for i in range(3)])
     assert backend.batches == [] and client._reserved_usd == 0.0
+
+
+def test_cost_ceiling_message_counts_the_calls_in_flight() -> None:
+    import threading
+
+    gate = threading.Event()
+
+    def slow(request: Request) -> Completion:
+        gate.wait(5)
+        return Completion("A.", "stop", Usage(10, 3))
+
+    backend = FakeBackend(PRICED, reply=slow)
+    client = make_client(backend, max_cost_usd=20.0, count_tokens=lambda text: 2, concurrency=4)
+    running = client.submit(Request(prompt="Q.", max_tokens=5))  # reserves $12, in flight
+    deadline = __import__("time").monotonic() + 5
+    while client.in_flight < 1 and __import__("time").monotonic() < deadline:
+        __import__("time").sleep(0.01)
+    with pytest.raises(CostLimitExceeded, match=r"1 call\(s\) in flight may add up to \$12\.0000.*rerun replays"):
+        client.complete(Request(prompt="Q2.", max_tokens=5))  # 12 reserved + 12 > 20
+    gate.set()
+    running.result(timeout=5)

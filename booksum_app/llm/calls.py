@@ -330,10 +330,15 @@ class Client:
         with self._lock:
             committed = self._totals.cost_usd + self._reserved_usd
             if committed + estimate > self.max_cost_usd:
+                in_flight = (
+                    f"; {self._in_flight} call(s) in flight may add up to ${self._reserved_usd:.4f} and are "
+                    "cached when they finish" if self._in_flight else ""
+                )
                 raise CostLimitExceeded(
                     f"the next call could cost up to ${estimate:.4f}, which would pass the ceiling "
-                    f"of ${self.max_cost_usd:.2f} (spent ${self._totals.cost_usd:.4f}); raise "
-                    "--max-cost or rerun later: completed calls are cached"
+                    f"of ${self.max_cost_usd:.2f} (spent ${self._totals.cost_usd:.4f}{in_flight}); raise "
+                    "--max-cost or rerun: a rerun replays every answered call for free and pays only "
+                    "for the rest"
                 )
             self._reserved_usd += estimate
         return estimate
