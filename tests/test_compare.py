@@ -333,3 +333,44 @@ def test_model_option_is_spelled_as_on_every_command(books: list[Path], tmp_path
     assert result.stderr.count("openai-gpt-4o-mini-direct") == 1, "a model named twice runs once"
     empty = CliRunner().invoke(cli, ["compare", *map(str, books), "-m", " , ", "--out", str(tmp_path / "o"), "--plan-only"])
     assert empty.exit_code == 2 and "names nothing" in empty.stderr
+
+
+def test_failure_modes_appear_in_the_table_json_and_csv(books: list[Path], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import csv
+
+    from booksum_app.testing.fake_replies import JUDGE_MARKER, default_reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    commentary = "The story explores grief and loss in a quiet town. The narrative highlights themes of courage."
+
+    def reply(request):  # type: ignore[no-untyped-def]
+        return default_reply(request) if JUDGE_MARKER in request.user_text else commentary
+
+    with FakeServer(reply=reply) as server:
+        args = ["compare", *map(str, books), "--strategies", "direct", "-m", "openai:gpt-4o-mini", "--base-url",
+                server.openai_base_url, "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "out"),
+                "--no-plots", "--yes", "--no-clean"]
+        result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "Failure modes" in result.stdout and "subjective 2" in result.stdout
+    row = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["rows"][0]
+    assert row["failures"]["counts"]["subjective"] == 2 and row["failures"]["counts"]["copying"] == 0
+    assert row["failures"]["n_with_source"] == 2, "compare knows the source: copying is measured"
+    assert "explores" in row["books"][0]["failures"]["subjective_terms"]
+    with (tmp_path / "out" / "results.csv").open(encoding="utf-8") as handle:
+        line = next(csv.DictReader(handle))
+    assert line["failures_subjective"] == "2" and line["failures_too_short"] == "2"  # 2 sentences for a G of 900
+
+
+def test_every_configuration_reports_every_failure_mode(books: list[Path], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    with FakeServer() as server:
+        result = CliRunner().invoke(cli, grid_args(books, server, tmp_path / "out", tmp_path / "c", "--no-plots",
+                                                   "--no-judge"))
+    assert result.exit_code == 0, result.output
+    rows = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["rows"]
+    for row in rows:
+        assert set(row["failures"]["counts"]) == {"subjective", "copying", "repetition", "echo", "too_short", "cut_off"}
+        assert all(isinstance(n, int) for n in row["failures"]["counts"].values())

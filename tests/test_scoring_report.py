@@ -122,3 +122,24 @@ def test_report_has_contents_linking_every_summary_by_position() -> None:
     for anchor in re.findall(r'href="#([^"]+)"', page):
         assert f'id="{anchor}"' in page, f"dangling link #{anchor}"
     assert 'onclick="alert' not in page, "names are escaped, ids are positions"
+
+
+def test_report_shows_failure_modes_per_system_and_per_summary_escaped() -> None:
+    import dataclasses
+
+    from booksum_app.scoring.detectors import detect_failures, summarize_failures
+
+    looping = "The story explores <grief>. Ada sails north. Ada sails north. Ada sails north."
+    clean = "Ada builds a boat. The boat sinks in the first storm of the year."
+    rows = tuple(SummaryRow(book, text, None, ngram_stats(text), failures=detect_failures(text))
+                 for book, text in (("loop.epub", looping), ("clean.epub", clean)))
+    base = _system()
+    system = dataclasses.replace(base, rows=rows, booookscore=None,
+                                 failures=summarize_failures(r.failures for r in rows if r.failures))
+    page = render_report([system])
+    assert "<h2>Failure modes (summaries showing each; no LLM call)</h2>" in page
+    assert "<td>subjective</td><td>1 of 2</td>" in page and "<td>repetition</td><td>1 of 2</td>" in page
+    assert "<td>copying</td><td>0 of 2</td>" in page
+    assert "<b>repetition</b>: 2 repeated sentence(s)" in page and "explores" in page
+    assert "Failure modes: none." in page, "the clean summary says so"
+    assert "<grief>" not in page and "&lt;grief&gt;" in page

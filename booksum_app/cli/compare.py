@@ -240,8 +240,10 @@ def _render_compare(result: Any) -> None:
     if result.judge_notice:
         err_console.print(f"[yellow]note:[/] {esc(result.judge_notice)}", highlight=False, soft_wrap=True)
     table = Table(title="BooookScore comparison (Table 2 shape)", title_justify="left")
+    show_failures = any(any(row.failures.counts.values()) for row in result.rows)
     columns = ("Model", "Strategy", "Chunk", "Books", "BooookScore (95% CI)", "Avg. len", "% novel 3-g",
-               "% rep. 3-g", "Calls (cached)", "In tok", "Out tok", "Cost", "Judge $", "Wall s")
+               "% rep. 3-g", *(("Failure modes",) if show_failures else ()), "Calls (cached)", "In tok", "Out tok",
+               "Cost", "Judge $", "Wall s")
     for column in columns:
         table.add_column(column, justify="left" if column in ("Model", "Strategy") else "right")
 
@@ -259,8 +261,11 @@ def _render_compare(result: Any) -> None:
             if row.kind == "run" else (["–"] * 4 + ([f"${judge.cost_usd:.4f}"] if judge.calls else ["–"]) + ["–"])
         strategy = f"{row.strategy or '–'}{' ' + row.template if row.template else ''}"
         name = row.model if row.kind == "run" else f"{row.model} (released)" if row.strategy else row.name
+        # summaries showing each mode, e.g. "subjective 2, repetition 1" (definitions in docs/scoring.md)
+        failures = ", ".join(f"{mode} {n}" for mode, n in row.failures.counts.items() if n) or "–"
         table.add_row(esc(name), esc(strategy), str(row.chunk_size or "–"), str(len(row.books)), score, f1(row.ngrams.avg_tokens),
-                      f1(row.ngrams.novel_pct), f1(row.ngrams.repeated_pct), *cost_cells)
+                      f1(row.ngrams.novel_pct), f1(row.ngrams.repeated_pct), *((failures,) if show_failures else ()),
+                      *cost_cells)
     (console if console.is_terminal else Console(width=200)).print(table)
     signatures = dict.fromkeys(r.booookscore_signature for r in result.rows if r.booookscore_signature)
     for signature in signatures:

@@ -61,10 +61,12 @@ from booksum_app.runners.summarize import summarize_book
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
 from booksum_app.scoring.booookscore import BooookScoreJudge, split_summary
 from booksum_app.scoring.buckets import dataset_scores
+from booksum_app.scoring.detectors import SourceIndex, detect_failures
 from booksum_app.scoring.judgement import SummaryJudgement
 from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngrams
 from booksum_app.scoring.release import read_summaries
 from booksum_app.scoring.results import score_annotations
+from booksum_app.scoring.words import resolve_lang
 from booksum_app.strategies.record import SummaryRecord, write_record
 
 # ---- progress ------------------------------------------------------------------------------
@@ -264,6 +266,7 @@ class _GridRun:
         self.judge, self.notice = self._choose_judge(judge_model)
         self.sources: dict[str, frozenset[tuple[str, ...]]] = {}
         self.source_jobs: dict[str, Future[frozenset[tuple[str, ...]]]] = {}
+        self.copy_indexes: dict[str, SourceIndex] = {}
         self._ngram_pool: ProcessPoolExecutor | None = None
         self.results: dict[GridConfig, dict[str, BookResult]] = {c: {} for c in self.grid}
         self.splitters: set[str] = set()
@@ -318,6 +321,16 @@ class _GridRun:
         with self.lock:
             if ctx.key not in self.source_jobs:
                 self.source_jobs[ctx.key] = self._ngram_pool.submit(source_ngrams, text, lang=ctx.lang)
+
+    def copy_index_of(self, ctx: BookContext) -> SourceIndex:
+        """The book's 8-gram index for the copying detector, built once per book."""
+        if ctx.key not in self.copy_indexes:
+            with self.cpu_slots:
+                text = ctx.book.text(include_front_matter=self.exp.include_front_matter)
+                index = SourceIndex.build(text, lang=ctx.lang)
+            with self.lock:
+                self.copy_indexes.setdefault(ctx.key, index)
+        return self.copy_indexes[ctx.key]
 
     def source_of(self, ctx: BookContext) -> frozenset[tuple[str, ...]]:
         if ctx.key not in self.sources:  # once per book, reused by every configuration of the book
@@ -378,6 +391,8 @@ class _GridRun:
             judgement=judgement, record_path=str(target), signature=record.signature,
             usage=_record_usage(record, client.info), judge_usage=judge_usage, wall_s=record.totals.wall_s,
             reused=reused, rouge=score_sample(sample, record.summary) if sample else None,
+            failures=detect_failures(record.summary, source=self.copy_index_of(ctx), lang=ctx.lang,
+                                     requested_tokens=job.max_summary_tokens, count_tokens=client.count_tokens),
         )
 
     def judge_one(self, key: str, summary: str, label: str) -> tuple[SummaryJudgement | None, Usage]:
@@ -466,7 +481,8 @@ def _precomputed_row(pre: PrecomputedSet, exp: Experiment, judge: ChatModel | No
     books = tuple(
         BookResult(book=book, summary=text,
                    ngrams=ngram_stats(text, source=by_stem.get(Path(book).stem.lower())),
-                   judgement=judgements.get(book), judge_usage=judge_usage.get(book, Usage()))
+                   judgement=judgements.get(book), judge_usage=judge_usage.get(book, Usage()),
+                   failures=detect_failures(text, lang=resolve_lang(text, None)))  # source not kept: no copying
         for book, text in summaries.items()
     )
     model, chunk, strategy = split_release_name(pre.name)

@@ -25,6 +25,14 @@ from typing import Any
 from booksum_app.files import atomic_write_text, write_json_atomic
 from booksum_app.scoring.aggregate import SystemScore
 from booksum_app.scoring.buckets import DatasetScores, SampleScore, bucket_mse, bucket_order
+from booksum_app.scoring.detectors import (
+    FAILURE_MODES,
+    FailureReport,
+    FailureSummary,
+    failure_summary_to_dict,
+    report_to_dict,
+    summarize_failures,
+)
 from booksum_app.scoring.judgement import ERROR_TYPES, SummaryJudgement
 from booksum_app.scoring.ngrams import NgramStats, NgramSummary
 from booksum_app.scoring.release import AnnotationFormat, to_release
@@ -72,6 +80,7 @@ class BookResult:
     wall_s: float = 0.0
     reused: bool = False  # a finished record from an earlier run
     rouge: SampleScore | None = None  # benchmark samples: ROUGE-L against the reference
+    failures: FailureReport | None = None  # failure-mode detectors (docs/scoring.md)
 
 
 @dataclass(frozen=True)
@@ -121,6 +130,11 @@ class ConfigResult:
 
     def judgements(self) -> list[SummaryJudgement]:
         return [b.judgement for b in self.books if b.judgement is not None]
+
+    @property
+    def failures(self) -> FailureSummary:
+        """Summaries of the row showing each failure mode."""
+        return summarize_failures(b.failures for b in self.books if b.failures is not None)
 
 
 def split_release_name(name: str) -> tuple[str, int | None, str | None]:
@@ -224,6 +238,7 @@ def row_to_dict(row: ConfigResult) -> dict[str, Any]:
             "type_counts": dict(b.type_counts),
             "signature": row.booookscore_signature,
         }
+    out["failures"] = failure_summary_to_dict(row.failures)
     if row.has_usage:
         out["usage"] = {**_usage_dict(row.usage), "wall_s": round(row.wall_s, 3)}
         out["judge_usage"] = _usage_dict(row.judge_usage)
@@ -237,6 +252,7 @@ def row_to_dict(row: ConfigResult) -> dict[str, Any]:
             "repeated_3gram_pct": r.ngrams.repeated_pct,
             "record": r.record_path,
             "reused": r.reused,
+            "failures": None if r.failures is None else report_to_dict(r.failures),
             **({"usage": _usage_dict(r.usage), "wall_s": r.wall_s} if row.has_usage else {}),
         }
         for r in row.books
@@ -316,6 +332,7 @@ CSV_COLUMNS = (
     "judge_calls",
     "judge_cost_usd",
     *(f"type_{t.replace(' ', '_')}" for t in ERROR_TYPES),
+    *(f"failures_{m}" for m in FAILURE_MODES),  # summaries showing each failure mode
     "booookscore_signature",
     "summary_signature",
 )
@@ -347,6 +364,7 @@ def result_to_csv(result: CompareResult) -> str:
                 _cell(_pct(b.ci_high) if b else None), _cell(row.ngrams.avg_tokens),
                 _cell(row.ngrams.novel_pct), _cell(row.ngrams.repeated_pct), *usage_cells,
                 *(counts.get(t, "") if b else "" for t in ERROR_TYPES),
+                *(row.failures.counts.get(m, 0) for m in FAILURE_MODES),
                 _cell(row.booookscore_signature), " ; ".join(row.summary_signatures),
             ]
         )

@@ -12,6 +12,7 @@ import html
 from collections.abc import Sequence
 
 from booksum_app.chunking import detect_lang, sentence_spans
+from booksum_app.scoring.detectors import FAILURE_MODES, FailureReport
 from booksum_app.scoring.judgement import ERROR_TYPES, SentenceJudgement
 from booksum_app.scoring.results import SummaryRow, SystemScores
 
@@ -100,6 +101,46 @@ def _type_table(systems: Sequence[SystemScores]) -> str:
     return f"<h2>Error types</h2><table>{head}{''.join(rows)}</table>"
 
 
+def _failure_table(systems: Sequence[SystemScores]) -> str:
+    """Summaries of each system showing each failure mode (definitions: docs/scoring.md)."""
+    shown = [s for s in systems if s.failures is not None]
+    if not shown:
+        return ""
+    head = "<tr><th>Failure mode</th>" + "".join(f"<th>{_e(s.name)}</th>" for s in shown) + "</tr>"
+    rows = [
+        f"<tr><td>{_e(mode.replace('_', ' '))}</td>"
+        + "".join(f"<td>{s.failures.counts.get(mode, 0)} of {s.failures.n_summaries}</td>" for s in shown)  # type: ignore[union-attr]
+        + "</tr>"
+        for mode in FAILURE_MODES
+    ]
+    return f"<h2>Failure modes (summaries showing each; no LLM call)</h2><table>{head}{''.join(rows)}</table>"
+
+
+def _failure_line(report: FailureReport | None) -> str:
+    """Which detectors fired on one summary, with their evidence."""
+    if report is None:
+        return ""
+    if not report.failures:
+        return '<p class="meta failures">Failure modes: none.</p>'
+    evidence = {
+        "subjective": f"{report.subjective_sentences} sentence(s): {', '.join(report.subjective_terms[:5])}",
+        "copying": f"{_fmt(100 * (report.copied_share or 0))}% of 8-grams in the source, longest span "
+                   f"{report.longest_copied_words} words",
+        "repetition": f"{report.repeated_sentences} repeated sentence(s), {report.repeated_lines} repeated line(s)"
+                      + (f", a tail repeated {report.tail_repeats}x" if report.tail_repeats else ""),
+        "echo": "; ".join(filter(None, (
+            f"prompt text: {' / '.join(report.prompt_echo_fragments[:3])}" if report.prompt_echo_ngrams else "",
+            f"{report.answer_cues} answer label(s)" if report.answer_cues else "",
+            f"{report.checklist_items} checklist item(s)" if report.checklist_items else "",
+            f"{report.stepwise_traces} excerpt trace(s)" if report.stepwise_traces else "",
+        ))),
+        "too_short": f"{report.n_tokens} of {report.requested_tokens} requested tokens",
+        "cut_off": report.cut_evidence.replace("_", " "),
+    }
+    items = "".join(f"<li><b>{_e(mode.replace('_', ' '))}</b>: {_e(evidence[mode])}</li>" for mode in report.failures)
+    return f'<ul class="meta failures">{items}</ul>'
+
+
 def _legend() -> str:
     items = "".join(f'<span class="{_class(k)}">{_e(k)}</span>' for k in ERROR_TYPES)
     return f'<p class="legend">{items}<span class="unparseable" style="background:none">unparseable</span></p>'
@@ -161,6 +202,7 @@ def _summary_block(row: SummaryRow, anchor: str = "") -> str:
         + "</p>"
     )
     note_list = f'<ol class="notes">{"".join(notes)}</ol>' if notes else '<p class="meta">No confusing sentence.</p>'
+    meta += _failure_line(row.failures)
     id_attr = f' id="{anchor}"' if anchor else ""
     return (
         f'<section class="book"{id_attr}><h3>{_e(row.book)}</h3>{meta}'
@@ -200,6 +242,7 @@ def render_report(systems: Sequence[SystemScores], *, notes: Sequence[str] = (),
         f"<ul class=\"signatures\">{''.join(signatures)}</ul>",
         f"<ul class=\"notes-run\">{note_html}</ul>" if note_html else "",
         _type_table(systems),
+        _failure_table(systems),
         "<h2>Legend</h2>",
         _legend(),
     ]
