@@ -127,26 +127,7 @@ def inspect_book(
         chapter_aware=chapter_aware,
         include_front_matter=include_front_matter,
     )
-    selected = set(map(id, book.selected_chapters(include_front_matter=include_front_matter)))
-    sections = tuple(
-        SectionReport(
-            index=i,
-            title=chapter.title,
-            kept=id(chapter) in selected,
-            reason=None if id(chapter) in selected else chapter.excluded_reason,
-            tokens=count(chapter.text),
-        )
-        for i, chapter in enumerate(book.chapters)
-    )
     sizes = [c.n_tokens for c in chunks]
-    stats = ChunkStats(
-        count=len(sizes),
-        total_tokens=sum(sizes),
-        min_tokens=min(sizes, default=0),
-        median_tokens=statistics.median(sizes) if sizes else 0.0,
-        max_tokens=max(sizes, default=0),
-        within_budget=all(s <= chunk_size for s in sizes),
-    )
     config = StrategyConfig(
         chunk_size=chunk_size,
         max_summary_tokens=max_summary_tokens,
@@ -170,7 +151,33 @@ def inspect_book(
         context_window=info.context_window,
         chunk_size=chunk_size,
         chapter_aware=chapter_aware,
-        sections=sections,
-        chunks=stats,
+        sections=_sections(book, count, include_front_matter=include_front_matter),
+        chunks=_chunk_stats(sizes, chunk_size),
         plans=plans,
+    )
+
+
+def _sections(book: Book, count: Callable[[str], int], *, include_front_matter: bool) -> tuple[SectionReport, ...]:
+    """Every section of the book, kept or excluded (with why), with its tokens."""
+    selected = set(map(id, book.selected_chapters(include_front_matter=include_front_matter)))
+    return tuple(
+        SectionReport(
+            index=i,
+            title=chapter.title,
+            kept=id(chapter) in selected,
+            reason=None if id(chapter) in selected else chapter.excluded_reason,
+            tokens=count(chapter.text),
+        )
+        for i, chapter in enumerate(book.chapters)
+    )
+
+
+def _chunk_stats(sizes: list[int], chunk_size: int) -> ChunkStats:
+    return ChunkStats(
+        count=len(sizes),
+        total_tokens=sum(sizes),
+        min_tokens=min(sizes, default=0),
+        median_tokens=statistics.median(sizes) if sizes else 0.0,
+        max_tokens=max(sizes, default=0),
+        within_budget=all(s <= chunk_size for s in sizes),
     )

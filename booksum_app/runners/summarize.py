@@ -29,7 +29,7 @@ from booksum_app.config import (
     DEFAULT_TOP_P,
 )
 from booksum_app.errors import ConfigError
-from booksum_app.llm.base import ChatModel
+from booksum_app.llm.base import ChatModel, ModelInfo
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.context import default_context
 from booksum_app.llm.registry import LLMSettings, get_model
@@ -125,29 +125,8 @@ def summarize_book(
         lang=resolve_lang(lang, book),
         direct_template=direct_template,
     )
-    owned: Client | None = None
-    chat: ChatModel
-    if model is None or isinstance(model, str):
-        hooks = [h for h in (on_call, progress.on_call if progress else None) if h is not None]
-
-        def call_hook(record: CallRecord) -> None:
-            for hook in hooks:
-                hook(record)
-
-        owned = get_model(
-            model, settings=llm_settings or LLMSettings(), on_call=call_hook if hooks else None
-        )
-        chat = owned
-    else:
-        chat = model
-    if progress is not None:
-        progress.attach(chat)
-    events = [f for f in (on_progress, progress.on_event if progress else None) if f is not None]
-
-    def notify(event: Any) -> None:
-        for f in events:
-            f(event)
-
+    chat, owned = _chat_model(model, llm_settings, on_call=on_call, progress=progress)
+    notify = _fan_out([f for f in (on_progress, progress.on_event if progress else None) if f is not None])
     label = Path(book.source_path).name if book.source_path else (book.title or None)
     try:
         with default_context(book=label):  # ``booksum logs --run/--book`` find these calls
@@ -159,13 +138,42 @@ def summarize_book(
                 clean=clean,
                 chapter_aware=chapter_aware,
                 include_front_matter=include_front_matter,
-                on_progress=notify if events else None,
+                on_progress=notify,
                 on_plan=progress.set_planned_calls if progress is not None else None,
                 chapters=chapters,
             )
     finally:
         if owned is not None:
             owned.close()
+
+
+def _chat_model(
+    model: str | ChatModel | None, settings: LLMSettings | None, *,
+    on_call: Callable[[CallRecord], None] | None, progress: RunProgress | None,
+) -> tuple[ChatModel, Client | None]:
+    """The model to run with, and the client to close afterwards when we built it."""
+    owned: Client | None = None
+    if model is None or isinstance(model, str):
+        hooks = [h for h in (on_call, progress.on_call if progress else None) if h is not None]
+        owned = get_model(model, settings=settings or LLMSettings(), on_call=_fan_out(hooks))
+        chat: ChatModel = owned
+    else:
+        chat = model
+    if progress is not None:
+        progress.attach(chat)
+    return chat, owned
+
+
+def _fan_out(hooks: list[Callable[[Any], None]]) -> Callable[[Any], None] | None:
+    """One hook calling every hook in ``hooks`` (None when there are none)."""
+    if not hooks:
+        return None
+
+    def call_all(item: Any) -> None:
+        for hook in hooks:
+            hook(item)
+
+    return call_all
 
 
 def _run(
@@ -182,8 +190,7 @@ def _run(
     chapters: bool = False,
 ) -> SummaryRecord:
     started = time.perf_counter()
-    chunk_size, max_summary_tokens, prompts = config.chunk_size, config.max_summary_tokens, config.prompts
-    lang, temperature, top_p = config.lang, config.temperature, config.top_p
+    chunk_size, prompts, lang = config.chunk_size, config.prompts, config.lang
     tokenizer = CallableTokenizer(f"model:{chat.info.name}", chat.count_tokens)
     chunks = tuple(
         chunk_book(
@@ -216,42 +223,12 @@ def _run(
         result = dataclasses.replace(result, calls=result.calls + chapter_calls)
         extra["chapters"] = [dataclasses.asdict(c) for c in per_chapter]
     summary, calls, cleaning = _clean(result, chat=chat, config=config, bundle=bundle, clean=clean)
-    signature = make_signature(
-        impl.name,
-        model=chat.info.name,
-        chunk=chunk_size if impl.uses_chunks else None,
-        G=max_summary_tokens,
-        prompts=bundle.signature,
-        lang=lang,
-        temp=temperature,
-        clean="on" if clean else "off",
-        length="truncate" if chat.info.length_policy == "truncate" else None,  # absent: the paper's rule
-    )
-    record_config = {
-        "strategy": impl.name,
-        "model": chat.info.name,
-        "context_window": chat.info.context_window,
-        "tokenizer": chat.info.tokenizer,
-        "chunk_size": chunk_size,
-        "max_summary_tokens": max_summary_tokens,
-        "temperature": temperature,
-        "compression_temperature": config.compression_temperature,
-        "top_p": top_p,
-        "prompts": prompts,
-        "prompt_signature": bundle.signature,
-        "templates": {n: t.version for n, t in bundle.templates.items()},
-        "lang": lang,
-        "clean": clean,
-        "chapter_aware": chapter_aware,
-        "include_front_matter": include_front_matter,
-        "max_tries": config.max_tries,
-        "length_policy": chat.info.length_policy,
-        **impl.record_fields(config),
-    }
+    record_config = _record_config(impl, chat.info, config, bundle, clean=clean, chapter_aware=chapter_aware,
+                                   include_front_matter=include_front_matter)
     return SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,
-        signature=signature,
+        signature=_signature(impl, chat.info, config, bundle, clean=clean),
         config=record_config,
         book=_book_info(book, chunks, include_front_matter=include_front_matter),
         summary=summary,
@@ -265,6 +242,48 @@ def _run(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         extra=extra,
     )
+
+
+def _signature(impl: Strategy, info: ModelInfo, config: StrategyConfig, bundle: PromptBundle, *, clean: bool) -> str:
+    return make_signature(
+        impl.name,
+        model=info.name,
+        chunk=config.chunk_size if impl.uses_chunks else None,
+        G=config.max_summary_tokens,
+        prompts=bundle.signature,
+        lang=config.lang,
+        temp=config.temperature,
+        clean="on" if clean else "off",
+        length="truncate" if info.length_policy == "truncate" else None,  # absent: the paper's rule
+    )
+
+
+def _record_config(
+    impl: Strategy, info: ModelInfo, config: StrategyConfig, bundle: PromptBundle, *, clean: bool,
+    chapter_aware: bool, include_front_matter: bool,
+) -> dict[str, Any]:
+    """The configuration a record keeps."""
+    return {
+        "strategy": impl.name,
+        "model": info.name,
+        "context_window": info.context_window,
+        "tokenizer": info.tokenizer,
+        "chunk_size": config.chunk_size,
+        "max_summary_tokens": config.max_summary_tokens,
+        "temperature": config.temperature,
+        "compression_temperature": config.compression_temperature,
+        "top_p": config.top_p,
+        "prompts": config.prompts,
+        "prompt_signature": bundle.signature,
+        "templates": {n: t.version for n, t in bundle.templates.items()},
+        "lang": config.lang,
+        "clean": clean,
+        "chapter_aware": chapter_aware,
+        "include_front_matter": include_front_matter,
+        "max_tries": config.max_tries,
+        "length_policy": info.length_policy,
+        **impl.record_fields(config),
+    }
 
 
 def _clean(

@@ -25,7 +25,7 @@ from booksum_app.compression.budget import (
     direct_text_budget,
     words_for_tokens,
 )
-from booksum_app.compression.validity import Regenerator, generate_valid
+from booksum_app.compression.validity import Generation, Regenerator, generate_valid
 from booksum_app.errors import ConfigError, ContextTooLong
 from booksum_app.llm.base import ChatModel
 from booksum_app.strategies.base import (
@@ -139,30 +139,10 @@ class Direct:
                 f"the model's {window}-token context leaves no room for book text with a {G}-token "
                 "summary; lower --max-summary-len or use a model with a larger context window"
             )
-        book_tokens = count(text)
-        body, truncation = text, None
-        if book_tokens > budget:
-            target = budget
-            for _ in range(
-                MAX_FIT_ROUNDS
-            ):  # per-sentence counts are estimates: shrink until it fits
-                head, tail = head_tail(
-                    text, budget_tokens=target, count_tokens=count, lang=cfg.lang
-                )
-                body = head + TRUNCATION_MARKER + tail
-                if count(render(words, body)) + G + PROMPT_MARGIN_TOKENS <= window:
-                    break
-                target = int(target * 0.97)
-            head_tokens, tail_tokens = count(head), count(tail)
-            truncation = DirectTruncation(
-                book_tokens=book_tokens,
-                text_budget_tokens=budget,
-                head_tokens=head_tokens,
-                tail_tokens=tail_tokens,
-                cut_tokens=max(0, book_tokens - head_tokens - tail_tokens),
-                head_share=HEAD_SHARE,
-                marker=TRUNCATION_MARKER.strip(),
-            )
+        body, truncation = _fit_text(
+            text, budget, count=count, lang=cfg.lang,
+            fits=lambda body: count(render(words, body)) + G + PROMPT_MARGIN_TOKENS <= window,
+        )
         prompt_tokens = count(render(words, body))
         check_fits(
             prompt_tokens=prompt_tokens + PROMPT_MARGIN_TOKENS,
@@ -187,26 +167,57 @@ class Direct:
             truncate_over_length=model.info.length_policy == "truncate",
         )
         generation = generate_valid(model, regen)
-        node = SummaryNode(
-            id="direct",
-            kind="direct",
-            level=0,
-            index=0,
-            children=(),
-            chunk_span=(0, max(0, len(job.chunks) - 1)),
-            text=generation.text,
-            tokens=generation.tokens,
-            budget_tokens=G,
-            words_asked=generation.attempts[-1].words_asked,
-            prompt_tokens=prompt_tokens,
-            retries=generation.retries,
-            truncated=generation.truncated,
-            attempts=generation.attempts,
-        )
         notify(on_progress, "direct", 1, 1, "direct")
         return StrategyResult(
-            summary=generation.text, nodes=(node,), calls=generation.calls, truncation=truncation
+            summary=generation.text, nodes=(_node(job, generation, G, prompt_tokens),), calls=generation.calls,
+            truncation=truncation,
         )
+
+
+def _node(job: StrategyJob, generation: Generation, budget: int, prompt_tokens: int) -> SummaryNode:
+    """The record's one node: the whole book in one call."""
+    return SummaryNode(
+        id="direct",
+        kind="direct",
+        level=0,
+        index=0,
+        children=(),
+        chunk_span=(0, max(0, len(job.chunks) - 1)),
+        text=generation.text,
+        tokens=generation.tokens,
+        budget_tokens=budget,
+        words_asked=generation.attempts[-1].words_asked,
+        prompt_tokens=prompt_tokens,
+        retries=generation.retries,
+        truncated=generation.truncated,
+        attempts=generation.attempts,
+    )
+
+
+def _fit_text(
+    text: str, budget: int, *, count: Callable[[str], int], lang: str, fits: Callable[[str], bool]
+) -> tuple[str, DirectTruncation | None]:
+    """The book text as it goes in the prompt: whole when it fits ``budget``, else head + tail."""
+    book_tokens = count(text)
+    if book_tokens <= budget:
+        return text, None
+    target = budget
+    for _ in range(MAX_FIT_ROUNDS):  # per-sentence counts are estimates: shrink until it fits
+        head, tail = head_tail(text, budget_tokens=target, count_tokens=count, lang=lang)
+        body = head + TRUNCATION_MARKER + tail
+        if fits(body):
+            break
+        target = int(target * 0.97)
+    head_tokens, tail_tokens = count(head), count(tail)
+    return body, DirectTruncation(
+        book_tokens=book_tokens,
+        text_budget_tokens=budget,
+        head_tokens=head_tokens,
+        tail_tokens=tail_tokens,
+        cut_tokens=max(0, book_tokens - head_tokens - tail_tokens),
+        head_share=HEAD_SHARE,
+        marker=TRUNCATION_MARKER.strip(),
+    )
 
 
 __all__ = ["HEAD_SHARE", "TRUNCATION_MARKER", "Direct", "head_tail"]

@@ -27,7 +27,7 @@ from booksum_app.compression.budget import (
     words_for_tokens,
 )
 from booksum_app.compression.compress import compress_to_budget
-from booksum_app.compression.validity import CallEntry, Regenerator, generate_valid
+from booksum_app.compression.validity import CallEntry, Generation, Regenerator, generate_valid
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ChatModel
 from booksum_app.prompts import Template
@@ -103,14 +103,7 @@ class Incremental:
         G = cfg.max_summary_tokens
         window = model.info.context_window
         count = model.count_tokens
-        cap = inc_update_max_tokens(max_summary_tokens=G)
-        max_out = model.info.max_output_tokens
-        if max_out is not None:
-            if G > max_out:
-                raise ConfigError(
-                    f"--max-summary-len {G} exceeds the model's {max_out}-token output limit; lower it"
-                )
-            cap = min(cap, max_out)
+        cap = _update_cap(G, model.info.max_output_tokens)
         n = len(job.chunks)
         nodes: list[SummaryNode] = []
         calls: list[CallEntry] = []
@@ -162,48 +155,75 @@ class Incremental:
             running, tokens = generation.text, generation.tokens
             compression: CompressionInfo | None = None
             if tokens > G:
-                result = compress_to_budget(
-                    running,
-                    model=model,
-                    max_tokens=target,
-                    template=prompts["compress"],
-                    lang=cfg.lang,
-                    max_tries=cfg.max_tries,
-                    node=f"inc.{i}",
-                    temperature=cfg.compression_temperature,
-                    top_p=cfg.top_p,
-                )
-                calls.extend(result.calls)
-                compression = CompressionInfo(
-                    input_tokens=result.input_tokens,
-                    output_tokens=result.output_tokens,
-                    target_tokens=target,
-                    truncated=result.truncated,
-                    attempts=result.attempts,
-                    text_before=running,
-                )
-                running, tokens = result.text, result.output_tokens
-            nodes.append(
-                SummaryNode(
-                    id=f"inc.{i}",
-                    kind="inc_init" if i == 0 else "inc_update",
-                    level=0,
-                    index=i,
-                    children=(),
-                    chunk_span=(0, i),
-                    text=running,
-                    tokens=tokens,
-                    budget_tokens=target,
-                    words_asked=generation.attempts[-1].words_asked,
-                    prompt_tokens=prompt_tokens,
-                    retries=generation.retries,
-                    truncated=generation.truncated,
-                    attempts=generation.attempts,
-                    compression=compression,
-                )
-            )
+                running, tokens, compression, more = _compress(running, target, node=f"inc.{i}", model=model,
+                                                               prompts=prompts, cfg=cfg)
+                calls.extend(more)
+            nodes.append(_node(i, running, tokens, target, generation, prompt_tokens, compression))
             notify(on_progress, "updates", i + 1, n, f"inc.{i}")
         return StrategyResult(summary=running, nodes=tuple(nodes), calls=tuple(calls))
+
+
+def _node(
+    i: int, text: str, tokens: int, target: int, generation: Generation, prompt_tokens: int,
+    compression: CompressionInfo | None,
+) -> SummaryNode:
+    """The record's node of update ``i``: the running summary after chunk ``i``."""
+    return SummaryNode(
+        id=f"inc.{i}",
+        kind="inc_init" if i == 0 else "inc_update",
+        level=0,
+        index=i,
+        children=(),
+        chunk_span=(0, i),
+        text=text,
+        tokens=tokens,
+        budget_tokens=target,
+        words_asked=generation.attempts[-1].words_asked,
+        prompt_tokens=prompt_tokens,
+        retries=generation.retries,
+        truncated=generation.truncated,
+        attempts=generation.attempts,
+        compression=compression,
+    )
+
+
+def _update_cap(max_summary_tokens: int, max_output_tokens: int | None) -> int:
+    """``max_tokens`` of an update call, within the model's output limit."""
+    cap = inc_update_max_tokens(max_summary_tokens=max_summary_tokens)
+    if max_output_tokens is None:
+        return cap
+    if max_summary_tokens > max_output_tokens:
+        raise ConfigError(
+            f"--max-summary-len {max_summary_tokens} exceeds the model's {max_output_tokens}-token output "
+            "limit; lower it"
+        )
+    return min(cap, max_output_tokens)
+
+
+def _compress(
+    running: str, target: int, *, node: str, model: ChatModel, prompts: PromptBundle, cfg: StrategyConfig
+) -> tuple[str, int, CompressionInfo, tuple[CallEntry, ...]]:
+    """Compress an update past G to its target: ``(text, tokens, what was done, calls)``."""
+    result = compress_to_budget(
+        running,
+        model=model,
+        max_tokens=target,
+        template=prompts["compress"],
+        lang=cfg.lang,
+        max_tries=cfg.max_tries,
+        node=node,
+        temperature=cfg.compression_temperature,
+        top_p=cfg.top_p,
+    )
+    info = CompressionInfo(
+        input_tokens=result.input_tokens,
+        output_tokens=result.output_tokens,
+        target_tokens=target,
+        truncated=result.truncated,
+        attempts=result.attempts,
+        text_before=running,
+    )
+    return result.text, result.output_tokens, info, tuple(result.calls)
 
 
 __all__ = ["Incremental"]

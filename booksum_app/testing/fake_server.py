@@ -25,7 +25,6 @@ import random
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,6 +33,13 @@ from typing import Any, Self
 from booksum_app.errors import BooksumError
 from booksum_app.llm.base import Request
 from booksum_app.testing.fake_replies import default_reply
+from booksum_app.testing.fake_wire import (
+    anthropic_body,
+    openai_body,
+    parse_anthropic,
+    parse_openai,
+    seconds_text,
+)
 
 FAULT_KINDS = (
     "429",
@@ -137,7 +143,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault in ("notjson", "echokey"):
             self._send_hostile(api, fault)
             return
-        request = _parse_openai(payload) if api == "openai" else _parse_anthropic(payload)
+        request = parse_openai(payload) if api == "openai" else parse_anthropic(payload)
         if fault == "echo":
             text = "\n\n".join(part for part in (request.system, request.user_text) if part)
         else:
@@ -152,12 +158,12 @@ class _Handler(BaseHTTPRequestHandler):
         if delay > 0:
             fake._stopping.wait(delay)
         if api == "openai":
-            body = _openai_body(payload, text, finish, _count_tokens(prompt_text), n_out)
+            body = openai_body(payload, text, finish, _count_tokens(prompt_text), n_out)
         else:
             prefix = request.shared_prefix
             cached = fake._prefix_seen(prefix) if prefix else False
             n_prefix = _count_tokens(prefix) if prefix else 0
-            body = _anthropic_body(
+            body = anthropic_body(
                 payload,
                 text,
                 "max_tokens" if finish == "length" else "end_turn",
@@ -171,7 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_fault(self, api: str, fault: str, retry_after_s: float) -> None:
         if fault == "429":
-            headers = {"retry-after": _fmt(retry_after_s)}
+            headers = {"retry-after": seconds_text(retry_after_s)}
             self._send_error(api, 429, "rate_limit_error", "rate limited (fake)", headers)
         elif fault == "500":
             self._send_error(api, 500, "api_error", "internal error (fake)")
@@ -258,111 +264,6 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Connection errors from clients that hung up are expected here; stay quiet."""
-
-
-def _fmt(seconds: float) -> str:
-    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return ""
-
-
-def _parse_openai(payload: dict[str, Any]) -> Request:
-    messages = payload.get("messages") or []
-    system = "".join(
-        _text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer")
-    )
-    user = "".join(_text_of(m.get("content")) for m in messages if m.get("role") == "user")
-    max_tokens = payload.get("max_completion_tokens") or payload.get("max_tokens") or 4096
-    stop = payload.get("stop") or ()
-    return Request(
-        prompt=user,
-        max_tokens=int(max_tokens),
-        temperature=float(payload.get("temperature", 1.0)),
-        top_p=float(payload.get("top_p", 1.0)),
-        system=system or None,
-        stop=(stop,) if isinstance(stop, str) else tuple(stop),
-    )
-
-
-def _parse_anthropic(payload: dict[str, Any]) -> Request:
-    prefix, rest = "", ""
-    for message in payload.get("messages") or []:
-        content = message.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict) and block.get("cache_control") and not rest:
-                    prefix += block.get("text", "")
-                elif isinstance(block, dict):
-                    rest += block.get("text", "")
-        else:
-            rest += _text_of(content)
-    return Request(
-        prompt=rest,
-        shared_prefix=prefix,
-        max_tokens=int(payload.get("max_tokens") or 4096),
-        temperature=float(payload.get("temperature", 1.0)),
-        top_p=float(payload.get("top_p", 1.0)),
-        system=_text_of(payload.get("system")) or None,
-        stop=tuple(payload.get("stop_sequences") or ()),
-    )
-
-
-def _openai_body(
-    payload: dict[str, Any], text: str, finish: str, n_in: int, n_out: int
-) -> dict[str, Any]:
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": payload.get("model", "fake"),
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": finish,
-                "logprobs": None,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": n_in,
-            "completion_tokens": n_out,
-            "total_tokens": n_in + n_out,
-            "prompt_tokens_details": {"cached_tokens": 0},
-        },
-    }
-
-
-def _anthropic_body(
-    payload: dict[str, Any],
-    text: str,
-    stop_reason: str,
-    *,
-    input_tokens: int,
-    output_tokens: int,
-    cache_read: int,
-    cache_write: int,
-) -> dict[str, Any]:
-    return {
-        "id": f"msg_{uuid.uuid4().hex[:24]}",
-        "type": "message",
-        "role": "assistant",
-        "model": payload.get("model", "fake"),
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": stop_reason,
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "cache_creation_input_tokens": cache_write,
-            "cache_read_input_tokens": cache_read,
-        },
-    }
 
 
 class FakeServer:
