@@ -222,7 +222,7 @@ def _split(model: str, table: _Table) -> tuple[str, str]:
     if model == "local":
         return "local", ""
     provider, sep, model_id = model.partition(":")
-    if sep and provider in PROVIDERS:
+    if sep and (provider in PROVIDERS or _plugin_provider(provider)):
         if not model_id and provider != "local":
             raise ConfigError(f"model string {model!r} names no model; use e.g. {provider}:<model>")
         return provider, model_id
@@ -236,6 +236,18 @@ def _split(model: str, table: _Table) -> tuple[str, str]:
     )
 
 
+def _plugin_provider(name: str) -> bool:
+    from booksum_app.llm.backends import BACKENDS
+
+    return BACKENDS.is_provider(name)
+
+
+def _plugin_defaults(name: str) -> Mapping[str, Any]:
+    from booksum_app.llm.backends import BACKENDS
+
+    return BACKENDS.plugin_defaults(name)
+
+
 def _spec_from(
     provider: str, model_id: str, table: _Table, *, base_url: str | None, n_ctx: int | None
 ) -> ModelSpec:
@@ -243,15 +255,16 @@ def _spec_from(
     entry = table.models.get(name)
     defaults_key = "openai-compatible" if provider == "openai" and base_url else provider
     note = None
+    provider_defaults = table.providers.get(defaults_key) or _plugin_defaults(provider)
     if entry is None:
-        entry = dict(table.providers[defaults_key])
+        entry = dict(provider_defaults)
         note = str(entry.pop("note", "")) or None
         # a typo (openai:gpt-4o-mni) would silently plan with conservative prices: say so
         close = difflib.get_close_matches(name, [*table.models, *table.aliases], n=1, cutoff=0.85)
         if close and note and defaults_key != "openai-compatible":
             note += f"; did you mean {close[0]!r}?"
     else:  # a config entry may set only some fields: the provider's defaults fill the rest
-        defaults = {k: v for k, v in table.providers[defaults_key].items() if k != "note"}
+        defaults = {k: v for k, v in provider_defaults.items() if k != "note"}
         entry = {**defaults, **entry}
     context = int(entry["context_window"])
     if provider == "local" and n_ctx is not None:
@@ -388,11 +401,16 @@ def list_models(*, settings: LLMSettings = LLMSettings(), env: Mapping[str, str]
 
 
 def installed_backends() -> dict[str, bool]:
-    """Provider -> whether its package can be imported here (checked without importing it)."""
+    """Provider -> whether it can be used here: built-ins whose package imports (checked without
+    importing it), plugins of the ``booksum.backends`` group (False when one failed to load)."""
     import importlib.util
 
-    return {provider: importlib.util.find_spec(BACKEND_PACKAGES.get(provider, provider)) is not None
-            for provider in PROVIDERS}
+    from booksum_app.llm.backends import BACKENDS
+
+    builtin = {provider: importlib.util.find_spec(BACKEND_PACKAGES.get(provider, provider)) is not None
+               for provider in PROVIDERS}
+    plugins = {provider: True for provider in BACKENDS.providers() if provider not in builtin}
+    return {**builtin, **plugins, **{provider: False for provider in BACKENDS.broken()}}
 
 
 def resolve_model(
@@ -406,51 +424,9 @@ def resolve_model(
 
 
 def _build_backend(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
-    if spec.provider == "openai":
-        from booksum_app.llm.openai_backend import OpenAIBackend
+    from booksum_app.llm.backends import BACKENDS  # built-ins and booksum.backends plugins
 
-        return OpenAIBackend(
-            spec.info,
-            model_id=spec.model_id,
-            api_key=env.get("OPENAI_API_KEY") or None,
-            base_url=spec.base_url,
-            timeout_s=settings.timeout_s,
-            reasoning=spec.reasoning,
-        )
-    if spec.provider == "anthropic":
-        from booksum_app.llm.anthropic_backend import AnthropicBackend
-
-        return AnthropicBackend(
-            spec.info,
-            model_id=spec.model_id,
-            api_key=env.get("ANTHROPIC_API_KEY") or None,
-            base_url=settings.base_url if settings.base_url else env.get("ANTHROPIC_BASE_URL"),
-            timeout_s=settings.timeout_s,
-        )
-    if spec.provider == "ollama":
-        from booksum_app.llm.ollama_backend import OllamaBackend
-
-        return OllamaBackend(
-            spec.info,
-            model_id=spec.model_id,
-            host=settings.base_url or env.get("OLLAMA_HOST") or None,
-            timeout_s=settings.timeout_s,
-            known_context=spec.known,
-        )
-    if spec.provider == "vllm":
-        from booksum_app.llm.vllm_backend import VLLMBackend
-
-        # engine arguments pass through untouched: config [vllm_engine], then --engine-arg k=v
-        engine = {**load_table(settings.config_path or config_path(env)).vllm_engine, **dict(settings.engine_args)}
-        engine.setdefault("tensor_parallel_size", settings.tensor_parallel_size)
-        return VLLMBackend(spec.info, model_id=spec.model_id, known_context=spec.known, **engine)
-    from booksum_app.llm.local_backend import LocalBackend
-
-    return LocalBackend(
-        spec.info,
-        model_path=Path(spec.model_id).expanduser() if spec.model_id else None,
-        n_ctx=settings.n_ctx,
-    )
+    return BACKENDS.factory(spec.provider)(spec, settings, env)
 
 
 def get_model(

@@ -1,0 +1,143 @@
+"""Which backend serves a provider: built-in factories and the ``booksum.backends`` entry points.
+
+A provider is the part of a model string before the first colon (``openai:gpt-4o``). Each maps
+to a factory ``(spec, settings, env) -> Backend``; a built-in factory imports its SDK only when
+called, so ``vllm`` (CUDA only) and ``llama_cpp`` stay optional. A third-party package adds a
+provider the way strategies are added (docs/architecture.md)::
+
+    [project.entry-points."booksum.backends"]
+    myprov = "booksum_myprov:make_backend"
+
+The factory receives the resolved :class:`~booksum_app.llm.registry.ModelSpec` (``model_id``,
+``info``), the :class:`~booksum_app.llm.registry.LLMSettings` and the environment, and returns
+an object with the :class:`~booksum_app.llm.base.Backend` protocol. It may carry a
+``MODEL_DEFAULTS`` mapping (``context_window``, ``tokenizer``, prices, ``note``) for models the
+table does not list; else booksum plans with an 8192-token context, estimated token counts and
+no price, and says so. A plugin cannot take a built-in provider's name; one that fails to load
+is reported by name when asked for, without breaking the others.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from booksum_app.errors import ConfigError
+
+if TYPE_CHECKING:
+    from booksum_app.llm.base import Backend
+    from booksum_app.llm.registry import LLMSettings, ModelSpec
+
+ENTRY_POINT_GROUP = "booksum.backends"
+Factory = Callable[["ModelSpec", "LLMSettings", Mapping[str, str]], "Backend"]
+PLUGIN_DEFAULTS: Mapping[str, Any] = {
+    "context_window": 8192,
+    "tokenizer": "estimate",
+    "input_usd_per_mtok": 0.0,
+    "output_usd_per_mtok": 0.0,
+}
+
+
+def _openai(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
+    from booksum_app.llm.openai_backend import OpenAIBackend
+
+    return OpenAIBackend(spec.info, model_id=spec.model_id, api_key=env.get("OPENAI_API_KEY") or None,
+                         base_url=spec.base_url, timeout_s=settings.timeout_s, reasoning=spec.reasoning)
+
+
+def _anthropic(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
+    from booksum_app.llm.anthropic_backend import AnthropicBackend
+
+    return AnthropicBackend(spec.info, model_id=spec.model_id, api_key=env.get("ANTHROPIC_API_KEY") or None,
+                            base_url=settings.base_url if settings.base_url else env.get("ANTHROPIC_BASE_URL"),
+                            timeout_s=settings.timeout_s)
+
+
+def _ollama(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
+    from booksum_app.llm.ollama_backend import OllamaBackend
+
+    return OllamaBackend(spec.info, model_id=spec.model_id, host=settings.base_url or env.get("OLLAMA_HOST") or None,
+                         timeout_s=settings.timeout_s, known_context=spec.known)
+
+
+def _vllm(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
+    from booksum_app.llm.registry import config_path, load_table
+    from booksum_app.llm.vllm_backend import VLLMBackend
+
+    # engine arguments pass through untouched: config [vllm_engine], then --engine-arg k=v
+    engine = {**load_table(settings.config_path or config_path(env)).vllm_engine, **dict(settings.engine_args)}
+    engine.setdefault("tensor_parallel_size", settings.tensor_parallel_size)
+    return VLLMBackend(spec.info, model_id=spec.model_id, known_context=spec.known, **engine)
+
+
+def _local(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
+    from booksum_app.llm.local_backend import LocalBackend
+
+    return LocalBackend(spec.info, model_path=Path(spec.model_id).expanduser() if spec.model_id else None,
+                        n_ctx=settings.n_ctx)
+
+
+BUILTIN: Mapping[str, Factory] = {
+    "openai": _openai, "anthropic": _anthropic, "vllm": _vllm, "ollama": _ollama, "local": _local,
+}
+
+
+class BackendRegistry:
+    """Built-in providers plus the installed plugins', loaded on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._plugins: dict[str, Any] | None = None
+        self._broken: dict[str, str] = {}
+
+    def _discover(self) -> dict[str, Any]:
+        with self._lock:
+            if self._plugins is None:
+                found: dict[str, Any] = {}
+                for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+                    if entry.name in BUILTIN:
+                        self._broken[entry.name] = f"{entry.value} cannot replace the built-in {entry.name!r}"
+                        continue
+                    try:
+                        found[entry.name] = entry.load()
+                    except Exception as exc:  # noqa: BLE001 -- one broken plugin must not break the rest
+                        self._broken[entry.name] = f"{type(exc).__name__}: {exc}"
+                self._plugins = found
+            return self._plugins
+
+    def providers(self) -> tuple[str, ...]:
+        """Built-in providers, then plugin providers that loaded."""
+        return (*BUILTIN, *sorted(self._discover()))
+
+    def is_provider(self, name: str) -> bool:
+        return name in BUILTIN or name in self._discover() or name in self._broken
+
+    def plugin_defaults(self, name: str) -> Mapping[str, Any]:
+        """Planning defaults of a plugin provider's models the table does not list."""
+        declared = getattr(self._discover().get(name), "MODEL_DEFAULTS", None)
+        note = (f"model of the {name!r} backend plugin: assuming an 8192-token context, estimated token "
+                "counts and no price; add it under [models] in config.toml")
+        return {**PLUGIN_DEFAULTS, "note": note, **(declared if isinstance(declared, Mapping) else {})}
+
+    def factory(self, name: str) -> Factory:
+        """The factory of ``name``; ConfigError with the reason for a broken or unknown plugin."""
+        if name in BUILTIN:
+            return BUILTIN[name]
+        plugins = self._discover()
+        if name in plugins and callable(plugins[name]):
+            return plugins[name]  # type: ignore[no-any-return]
+        reason = self._broken.get(name) or ("it is not callable" if name in plugins else "it is not installed")
+        raise ConfigError(f"backend {name!r} cannot be used: {reason}")
+
+    def broken(self) -> Mapping[str, str]:
+        """Plugins that failed to load, with why."""
+        self._discover()
+        return dict(self._broken)
+
+
+BACKENDS = BackendRegistry()
+
+__all__ = ["BACKENDS", "BUILTIN", "ENTRY_POINT_GROUP", "BackendRegistry", "Factory"]
