@@ -35,7 +35,7 @@ from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.progress import RunProgress
-from booksum_app.signature import make_signature
+from booksum_app.signature import evidence_signature, make_signature
 from booksum_app.strategies import Strategy, StrategyConfig, StrategyJob, get_strategy, load_prompts
 from booksum_app.strategies.base import ProgressFn, PromptBundle, StrategyResult
 from booksum_app.strategies.record import BookInfo, SummaryRecord, Totals
@@ -82,6 +82,7 @@ def summarize_book(
     temperature: float = DEFAULT_TEMPERATURE,
     compression_temperature: float = COMPRESSION_TEMPERATURE,
     top_p: float = DEFAULT_TOP_P,
+    evidence_tokens: int | None = None,
     llm_settings: LLMSettings | None = None,
     on_progress: ProgressFn | None = None,
     on_call: Callable[[CallRecord], None] | None = None,
@@ -101,6 +102,8 @@ def summarize_book(
         clean: run artifact removal (LLM pass + deterministic cleanup) on the final summary.
         chapters: hier only: also one summary per chapter, taken from the tree where it can be
             (``record.extra["chapters"]``); implies chapter-aware chunking.
+        evidence_tokens: hier-evidence only: source tokens of evidence per merged summary
+            (None: each summary's own budget).
 
     Raises:
         ConfigError, BookFormatError, PromptError, ModelError, CostLimitExceeded.
@@ -123,7 +126,10 @@ def summarize_book(
         prompts=prompts,
         lang=resolve_lang(lang, book),
         direct_template=direct_template,
+        evidence_tokens=evidence_tokens,
     )
+    if evidence_tokens is not None and "evidence_tokens" not in impl.record_fields(config):
+        raise ConfigError(f"--evidence-tokens needs --strategy hier-evidence; not {impl.name}")
     owned: Client | None = None
     chat: ChatModel
     if model is None or isinstance(model, str):
@@ -207,12 +213,13 @@ def _run(
     )
     clean = clean and impl.calls_model  # an extractive strategy has no LLM artifacts to remove
 
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = dict(result.extra)  # hier-evidence: the evidence of every merge
     if chapters:
         per_chapter, chapter_calls = chapter_summaries(book, chunks, result, model=chat, prompts=bundle, config=config)
         result = dataclasses.replace(result, calls=result.calls + chapter_calls)
         extra["chapters"] = [dataclasses.asdict(c) for c in per_chapter]
     summary, calls, cleaning = _clean(result, chat=chat, config=config, bundle=bundle, clean=clean)
+    fields = impl.record_fields(config)
     signature = make_signature(
         impl.name,
         model=chat.info.name,
@@ -222,6 +229,7 @@ def _run(
         lang=lang,
         temp=temperature,
         clean="on" if clean else "off",
+        evidence=evidence_signature(fields),
     )
     record_config = {
         "strategy": impl.name,
@@ -241,7 +249,7 @@ def _run(
         "chapter_aware": chapter_aware,
         "include_front_matter": include_front_matter,
         "max_tries": config.max_tries,
-        **impl.record_fields(config),
+        **fields,
     }
     return SummaryRecord(
         strategy=impl.name,
