@@ -31,11 +31,12 @@ from booksum_app.testing.fake_replies import requested_word_limit
 def echo(request: Request) -> str:
     """The first words of the prompt's first block (the chunk, or the summaries), tagged with the
     prompt's hash so that every summary is unique (and a merge prompt is found by its inputs)."""
-    first = request.prompt.split("\n---\n")[1]
-    words = re.sub(r"Summary \d+:", " ", first).split()
-    limit = requested_word_limit(request.prompt) or 50
+    first = re.sub(r"Summary \d+:", " ", request.prompt.split("\n---\n")[1])
+    limit = max(2, (requested_word_limit(request.prompt) or 50) // 2)
     tag = hashlib.sha256(request.prompt.encode()).hexdigest()[:8]
-    return " ".join(words[: max(1, limit // 2)]).rstrip(".") + f". Tag {tag}."
+    if re.search("[\u4e00-\u9fff]", first):  # Chinese: the limit counts characters
+        return "".join(first.split())[:limit].rstrip("。，") + f"。标记{tag}。"
+    return " ".join(first.split()[:limit]).rstrip(".") + f". Tag {tag}."
 
 
 def index_of(paragraphs: list[str], *, lang: str = "en") -> PassageIndex:
@@ -189,6 +190,33 @@ def test_hier_without_evidence_sends_the_same_requests_as_before() -> None:
         assert result.extra == {}
 
 
+def test_a_chinese_book_gets_chinese_prompts_and_evidence_from_its_own_span() -> None:
+    names = ["宋江", "武松", "林冲", "鲁智深", "李逵", "吴用", "花荣", "杨志"]
+    places = ["梁山泊", "景阳冈", "沧州", "五台山", "江州", "东京", "清风寨", "大名府"]
+    text = "\n\n".join(
+        "".join(f"{names[(p + k) % 8]}在{places[(p * 3 + k) % 8]}遇见了{names[(p + 2 * k + 1) % 8]}，两人谈起第{p}-{k}封书信。"
+                for k in range(6))
+        for p in range(120)
+    )
+    chunks = tuple(chunk_text(text, chunk_size=256, tokenizer=TOK, lang="zh"))
+    the_job = StrategyJob(chunks, text, StrategyConfig(chunk_size=256, max_summary_tokens=300, lang="zh"))
+    backend = FakeBackend(SMALL, reply=echo)
+    result = run("hier-evidence", the_job, backend, concurrency=16)
+    assert_fits(backend)
+    merges = [r.prompt for r in backend.calls if r.purpose == "merge"]
+    assert merges and all("请先根据摘录的原文核对它们" in p for p in merges)
+    nodes = {n.id: n for n in result.nodes}
+    items = [item for merge in result.extra["evidence"]["merges"] for item in merge["items"]]
+    assert result.extra["evidence"]["words"] == "jieba"
+    assert sum(1 for item in items if item["passages"]) > len(items) * 0.9
+    index = PassageIndex(chunks, count_tokens=TOK.count, lang="zh")
+    for item in items:
+        first, last = nodes[item["summary"]].chunk_span
+        assert all(first <= c <= last for c in item["chunks"]) and item["tokens"] <= item["budget"]
+        if nodes[item["summary"]].level == 0:  # a leaf's summary is its chunk's opening: that passage wins
+            assert index.first[first] in item["passages"]
+
+
 def test_one_chunk_needs_no_index_and_no_merge() -> None:
     backend = FakeBackend(SMALL, reply=echo)
     result = run("hier-evidence", job(2, max_summary_tokens=300), backend)
@@ -259,3 +287,66 @@ def test_a_repeated_text_still_gives_each_summary_passages_of_its_own_chunks() -
     for item in items:
         first, last = nodes[item["summary"]].chunk_span
         assert all(first <= c <= last for c in item["chunks"]), item
+
+
+def test_compare_runs_hier_and_hier_evidence_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_compare import write_book
+
+    from booksum_app.testing.fake_server import FakeServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    book = write_book(tmp_path / "book.txt", seed=3, chapters=4)
+    out = tmp_path / "out"
+    with FakeServer() as server:
+        args = ["compare", str(book), "--strategies", "hier,hier-evidence", "--models", "openai:gpt-4o-mini",
+                "--chunk-sizes", "256", "--max-summary-len", "120", "--base-url", server.openai_base_url,
+                "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--no-plots"]
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        calls = server.call_count
+        again = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert again.exit_code == 0 and server.call_count == calls, "a rerun reuses both records"
+    records = {p.parent.name: read_record(p) for p in (out / "records").glob("*/book.json")}
+    plain = next(r for name, r in records.items() if name.endswith("-hier"))
+    evidence = next(r for name, r in records.items() if name.endswith("-hier-evidence"))
+    assert "evidence" not in plain.extra and evidence.extra["evidence"]["merges"]
+    assert plain.extra["compare"]["job_key"] != evidence.extra["compare"]["job_key"]
+    assert plain.signature.replace("hier|", "", 1) != evidence.signature.replace("hier-evidence|", "", 1)
+
+
+# ---- the embedded model -------------------------------------------------------------------------
+
+
+@pytest.mark.local_model
+@pytest.mark.slow
+def test_end_to_end_with_the_embedded_model(tmp_path: Path) -> None:
+    """SmolLM2-135M through llama.cpp: 4 chunks, one merge with evidence (2.5 minutes on 2 shared cores)."""
+    from test_strategies import book_text
+
+    from booksum_app.errors import ModelUnavailable
+    from booksum_app.llm.registry import LLMSettings, get_model
+
+    pytest.importorskip("llama_cpp", reason="the embedded model needs the 'local' extra (llama-cpp-python)")
+    try:
+        model = get_model("local", settings=LLMSettings(cache_dir=tmp_path / "cache", config_path=tmp_path / "no.toml"))
+    except ModelUnavailable as exc:
+        pytest.skip(f"embedded model not available: {exc}")
+    path = tmp_path / "story.txt"
+    path.write_text(book_text(4), encoding="utf-8")
+    try:
+        record = summarize_book(path, strategy="hier-evidence", model=model, chunk_size=256,
+                                max_summary_tokens=160, clean=False)
+    finally:
+        model.close()
+    window = record.config["context_window"]
+    assert record.book.n_chunks == 4 and record.raw_summary.strip()
+    assert all(c.input_tokens + c.max_tokens <= window for c in record.calls)
+    nodes = {n.id: n for n in record.nodes}
+    merges = record.extra["evidence"]["merges"]
+    assert merges and merges[-1]["node"] == record.nodes[-1].id
+    for merge in merges:
+        node = nodes[merge["node"]]
+        assert node.prompt_tokens + node.budget_tokens <= window
+        for item in merge["items"]:
+            first, last = nodes[item["summary"]].chunk_span
+            assert item["tokens"] <= item["budget"] and all(first <= c <= last for c in item["chunks"])

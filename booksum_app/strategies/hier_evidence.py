@@ -50,7 +50,7 @@ from booksum_app.strategies.hierarchical import ITEM_SEPARATOR, Hierarchical, _R
 
 EVIDENCE_TEMPLATES = ("merge_evidence", "merge_with_context_evidence")
 EVIDENCE_HEADER = "Evidence for summary {k}:\n\n"
-EVIDENCE_OVERHEAD_TOKENS = 12  # plans: header and separator around one summary's passages (measured: 9)
+EVIDENCE_OVERHEAD_TOKENS = 12  # plans: header, separator and join of one summary's passages (measured: 7-10)
 
 
 def evidence_budget(config: StrategyConfig, summary_budget: int) -> int:
