@@ -217,6 +217,22 @@ def test_a_chinese_book_gets_chinese_prompts_and_evidence_from_its_own_span() ->
             assert index.first[first] in item["passages"]
 
 
+def test_summaries_sharing_no_word_with_the_book_get_no_evidence_and_the_run_goes_on() -> None:
+    """A model that answers off-topic ("Okay.") or with stopwords only ("It is."): nothing to retrieve."""
+    def reply(request: Request) -> str:
+        if request.purpose == "merge":
+            return echo(request)
+        return "It is." if "day 1" in request.prompt else "Okay, understood."
+
+    backend = FakeBackend(SMALL, reply=reply)
+    result = run("hier-evidence", job(120, max_summary_tokens=300), backend, concurrency=16)
+    assert_fits(backend)
+    leaf_items = [item for merge in result.extra["evidence"]["merges"] for item in merge["items"]
+                  if item["summary"].startswith("L0.")]
+    assert leaf_items and all(item["passages"] == [] and item["tokens"] == 0 for item in leaf_items)
+    assert result.summary
+
+
 def test_one_chunk_needs_no_index_and_no_merge() -> None:
     backend = FakeBackend(SMALL, reply=echo)
     result = run("hier-evidence", job(2, max_summary_tokens=300), backend)

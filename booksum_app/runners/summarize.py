@@ -109,8 +109,7 @@ def summarize_book(
         ConfigError, BookFormatError, PromptError, ModelError, CostLimitExceeded.
     """
     impl = get_strategy(strategy)  # ConfigError naming the installed ones (or why a plugin failed)
-    if chapters and impl.name != "hier":
-        raise ConfigError(f"--chapters needs --strategy hier (its tree holds the chapters); not {impl.name}")
+    _check_options(impl, chapters=chapters, evidence_tokens=evidence_tokens)
     chapter_aware = chapter_aware or chapters
     book = (
         path_or_book
@@ -128,8 +127,6 @@ def summarize_book(
         direct_template=direct_template,
         evidence_tokens=evidence_tokens,
     )
-    if evidence_tokens is not None and "evidence_tokens" not in impl.record_fields(config):
-        raise ConfigError(f"--evidence-tokens needs --strategy hier-evidence; not {impl.name}")
     owned: Client | None = None
     chat: ChatModel
     if model is None or isinstance(model, str):
@@ -169,6 +166,14 @@ def summarize_book(
     finally:
         if owned is not None:
             owned.close()
+
+
+def _check_options(impl: Strategy, *, chapters: bool, evidence_tokens: int | None) -> None:
+    """Options only some strategies take: a one-line ConfigError for the others."""
+    if chapters and impl.name != "hier":
+        raise ConfigError(f"--chapters needs --strategy hier (its tree holds the chapters); not {impl.name}")
+    if evidence_tokens is not None and "evidence_tokens" not in impl.record_fields(StrategyConfig()):
+        raise ConfigError(f"--evidence-tokens needs --strategy hier-evidence; not {impl.name}")
 
 
 def _run(
@@ -219,7 +224,6 @@ def _run(
         result = dataclasses.replace(result, calls=result.calls + chapter_calls)
         extra["chapters"] = [dataclasses.asdict(c) for c in per_chapter]
     summary, calls, cleaning = _clean(result, chat=chat, config=config, bundle=bundle, clean=clean)
-    fields = impl.record_fields(config)
     signature = make_signature(
         impl.name,
         model=chat.info.name,
@@ -229,7 +233,7 @@ def _run(
         lang=lang,
         temp=temperature,
         clean="on" if clean else "off",
-        evidence=evidence_signature(fields),
+        evidence=evidence_signature(impl.record_fields(config)),
     )
     record_config = {
         "strategy": impl.name,
@@ -249,7 +253,7 @@ def _run(
         "chapter_aware": chapter_aware,
         "include_front_matter": include_front_matter,
         "max_tries": config.max_tries,
-        **fields,
+        **impl.record_fields(config),
     }
     return SummaryRecord(
         strategy=impl.name,
