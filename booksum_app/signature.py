@@ -7,6 +7,7 @@ Two numbers are comparable only when their signatures match.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 
 
@@ -32,6 +33,19 @@ def make_signature(kind: str, **fields: object) -> str:
         parts.append(f"{key}:{value}")
     parts.append(f"v:{package_version()}")
     return "|".join(parts)
+
+
+def evidence_signature(fields: Mapping[str, object]) -> str | None:
+    """``bm25-auto-p100`` from a strategy's record fields (None without evidence: no signature field).
+
+    Retriever, evidence tokens per merged summary (``auto``: each summary's own budget) and
+    passage size, so runs with other evidence never sign alike.
+    """
+    method = fields.get("evidence")
+    if method is None:
+        return None
+    tokens = fields.get("evidence_tokens")
+    return f"{method}-{tokens if tokens is not None else 'auto'}-p{fields.get('evidence_passage_tokens')}"
 
 
 def parse_signature(signature: str) -> dict[str, str]:

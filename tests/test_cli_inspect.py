@@ -152,7 +152,8 @@ def test_pride_and_prejudice_json_lists_61_chapters_within_budget() -> None:
     assert excluded and all(s["reason"] for s in excluded)
     assert report["chunks"]["within_budget"] and report["chunks"]["max_tokens"] <= 2048
     plans = {p["strategy"]: p for p in report["plans"]}
-    assert set(plans) == {"hier", "inc", "direct"}
+    assert set(plans) == {"hier", "inc", "direct", "hier-evidence"}
+    assert plans["hier-evidence"]["calls"] >= plans["hier"]["calls"], "evidence: fewer summaries per merge"
     # hier: one call per chunk, then merges, then the cleaning pass
     assert plans["hier"]["calls"] > report["chunks"]["count"]
     assert plans["hier"]["cost_usd"] > 0

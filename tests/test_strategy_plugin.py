@@ -122,7 +122,7 @@ def test_broken_and_impostor_plugins_are_reported_not_fatal(monkeypatch: pytest.
     ]
     monkeypatch.setattr(registry_module.importlib.metadata, "entry_points", lambda group: points)
     registry = StrategyRegistry()
-    assert list(registry) == ["hier", "inc", "direct", "echo"]
+    assert list(registry) == ["hier", "inc", "direct", "hier-evidence", "echo"]
     assert type(registry["hier"]).__name__ == "Hierarchical", "a plugin cannot replace a built-in"
     broken = registry.broken
     assert "cannot replace the built-in" in broken["hier"]

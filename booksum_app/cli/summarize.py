@@ -41,6 +41,8 @@ def _strategies_help() -> str:
 @click.option("--lang", type=click.Choice(["auto", "en", "zh"]), default="auto", show_default=True)
 @click.option("--direct-template", type=click.Choice(["ib", "ie"]), default="ib", show_default=True,
               help="direct: instruction before (ib) or after (ie) the book (CNNSum Prompt-IB/IE).")
+@click.option("--evidence-tokens", type=click.IntRange(min=1), default=None,
+              help="hier-evidence: source tokens of evidence per merged summary (default: that summary's own budget).")
 @click.option("--no-clean", is_flag=True, help="Skip artifact removal (keep the raw summary).")
 @click.option("--include-front-matter", is_flag=True, help="Also summarize title page, contents, colophon, ...")
 @click.option("--chapter-aware", is_flag=True, help="Never let a chunk straddle two chapters.")
@@ -55,8 +57,8 @@ def _strategies_help() -> str:
 @handle_errors
 def summarize_command(
     book: Path, strategy: str, model_name: str | None, chunk_size: int, max_summary_len: int, prompts: str,
-    lang: str, direct_template: str, no_clean: bool, include_front_matter: bool, chapter_aware: bool, per_chapter: bool,
-    length_policy: str | None, output: Path | None, **llm: Any,
+    lang: str, direct_template: str, evidence_tokens: int | None, no_clean: bool, include_front_matter: bool,
+    chapter_aware: bool, per_chapter: bool, length_policy: str | None, output: Path | None, **llm: Any,
 ) -> None:
     """Summarize BOOK (.epub, .txt, .html, .md) and write the summary and its full record."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -92,7 +94,7 @@ def summarize_command(
             book, strategy=strategy, model=model_name, chunk_size=chunk_size,
             max_summary_tokens=max_summary_len, prompts=prompts, lang=lang, clean=not no_clean,
             chapter_aware=chapter_aware, include_front_matter=include_front_matter,
-            direct_template=direct_template, chapters=per_chapter, llm_settings=settings, progress=tracker,
+            direct_template=direct_template, evidence_tokens=evidence_tokens, chapters=per_chapter, llm_settings=settings, progress=tracker,
             on_call=call_printer(),
         )
     markdown = record.summary + "\n"

@@ -16,6 +16,8 @@ real token counts, which are never larger, so the real tree is never deeper than
 Packing rule (App. A.1, §2): ``prompt + context + inputs + G_l + margin <= W`` where the
 context (the previous merged summary of the same level, App. J.2) is capped at 20 % of what
 is left after the prompt and G_l (the reference code's ``0.2 * num_tokens``) and at G_l.
+A strategy that sends more with every merged summary (``hier-evidence``: source passages)
+passes ``item_extra_tokens``, the worst case it adds per summary of a given budget.
 
 Incremental updating (App. A.2): the running summary's hard cap is G; it is compressed
 whenever it exceeds G. The length the prompts ask for grows with progress through the book,
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from booksum_app.errors import ContextTooLong
@@ -104,8 +107,12 @@ def plan_hier(
     max_summary_tokens: int,
     merge_overhead_tokens: int,
     item_overhead_tokens: int,
+    item_extra_tokens: Callable[[int], int] | None = None,
 ) -> HierPlan:
     """The smallest tree whose worst-case packing ends in one summary (see module docstring).
+
+    ``item_extra_tokens(G_l)``: tokens sent beside each merged summary of budget G_l (none when
+    None).
 
     Raises:
         ContextTooLong: a merge call cannot hold two summaries of the level below.
@@ -123,12 +130,15 @@ def plan_hier(
                 overhead_tokens=merge_overhead_tokens,
                 budget_tokens=budgets[level],
             )
-            per_group = room.inputs_tokens // (budgets[level - 1] + item_overhead_tokens)
+            extra = item_extra_tokens(budgets[level - 1]) if item_extra_tokens else 0
+            per_group = room.inputs_tokens // (budgets[level - 1] + item_overhead_tokens + extra)
             if per_group < 2:
+                with_extra = f" with {extra} tokens of evidence each" if extra else ""
+                lower = "--evidence-tokens or --max-summary-len" if extra else "--max-summary-len"
                 raise ContextTooLong(
                     f"a {context_window}-token context cannot merge two {budgets[level - 1]}-token "
-                    f"summaries into a {budgets[level]}-token one; lower --max-summary-len or use a "
-                    "model with a larger context window"
+                    f"summaries{with_extra} into a {budgets[level]}-token one; lower {lower} or use "
+                    "a model with a larger context window"
                 )
             counts.append(math.ceil(counts[-1] / per_group))
             if counts[-1] == 1:

@@ -8,7 +8,8 @@ named fields only (``{text}``, ``{word_limit}``, ...; literal braces doubled).
 Sets (see ``README.md`` in this directory):
 
 - ``paper``: BooookScore App. J wording (J.1 incremental updating, J.2 hierarchical
-  merging, J.3 artifact removal), English and Chinese (our translation).
+  merging, J.3 artifact removal), English and Chinese (our translation); the J.2 merge
+  prompts with source evidence and a refine step for ``hier-evidence`` (Ou & Lapata 2025).
 - ``simple``: App. J.2.1 LLaMA-2 wording for the three hierarchical prompts; the paper
   has no simple inc/compress/clean prompts, so those fall back to ``paper``.
 - ``direct``: CNNSum App. F.1 Prompt-IB (``ib``) and Prompt-IE (``ie``), English and Chinese.
@@ -39,6 +40,11 @@ TEMPLATE_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "summarize_chunk": (frozenset({"text", "word_limit"}), frozenset()),
     "merge": (frozenset({"summaries", "word_limit"}), frozenset()),
     "merge_with_context": (frozenset({"context", "summaries", "word_limit"}), frozenset()),
+    "merge_evidence": (frozenset({"summaries", "evidence", "word_limit"}), frozenset()),
+    "merge_with_context_evidence": (
+        frozenset({"context", "summaries", "evidence", "word_limit"}),
+        frozenset(),
+    ),
     "inc_init": (frozenset({"text", "word_limit"}), frozenset()),
     "inc_update": (frozenset({"text", "summary", "word_limit"}), frozenset()),
     "compress": (frozenset({"summary", "word_limit"}), frozenset({"current_words"})),

@@ -36,7 +36,7 @@ from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.progress import RunProgress
-from booksum_app.signature import make_signature
+from booksum_app.signature import evidence_signature, make_signature
 from booksum_app.strategies import Strategy, StrategyConfig, StrategyJob, get_strategy, load_prompts
 from booksum_app.strategies.base import ProgressFn, PromptBundle, StrategyResult
 from booksum_app.strategies.record import BookInfo, SummaryRecord, Totals
@@ -83,6 +83,7 @@ def summarize_book(
     temperature: float = DEFAULT_TEMPERATURE,
     compression_temperature: float = COMPRESSION_TEMPERATURE,
     top_p: float = DEFAULT_TOP_P,
+    evidence_tokens: int | None = None,
     llm_settings: LLMSettings | None = None,
     on_progress: ProgressFn | None = None,
     on_call: Callable[[CallRecord], None] | None = None,
@@ -102,19 +103,17 @@ def summarize_book(
         clean: run artifact removal (LLM pass + deterministic cleanup) on the final summary.
         chapters: hier only: also one summary per chapter, taken from the tree where it can be
             (``record.extra["chapters"]``); implies chapter-aware chunking.
+        evidence_tokens: hier-evidence only: source tokens of evidence per merged summary
+            (None: each summary's own budget).
 
     Raises:
         ConfigError, BookFormatError, PromptError, ModelError, CostLimitExceeded.
     """
     impl = get_strategy(strategy)  # ConfigError naming the installed ones (or why a plugin failed)
-    if chapters and impl.name != "hier":
-        raise ConfigError(f"--chapters needs --strategy hier (its tree holds the chapters); not {impl.name}")
+    _check_options(impl, chapters=chapters, evidence_tokens=evidence_tokens)
     chapter_aware = chapter_aware or chapters
-    book = (
-        path_or_book
-        if isinstance(path_or_book, Book)
-        else open_book(path_or_book, include_front_matter=include_front_matter)
-    )
+    book = path_or_book if isinstance(path_or_book, Book) else open_book(
+        path_or_book, include_front_matter=include_front_matter)
     config = StrategyConfig(  # validated before any model is loaded
         chunk_size=chunk_size,
         max_summary_tokens=max_summary_tokens,
@@ -124,6 +123,7 @@ def summarize_book(
         prompts=prompts,
         lang=resolve_lang(lang, book),
         direct_template=direct_template,
+        evidence_tokens=evidence_tokens,
     )
     chat, owned = _chat_model(model, llm_settings, on_call=on_call, progress=progress)
     notify = _fan_out([f for f in (on_progress, progress.on_event if progress else None) if f is not None])
@@ -131,16 +131,9 @@ def summarize_book(
     try:
         with default_context(book=label):  # ``booksum logs --run/--book`` find these calls
             return _run(
-                book,
-                impl=impl,
-                chat=chat,
-                config=config,
-                clean=clean,
-                chapter_aware=chapter_aware,
-                include_front_matter=include_front_matter,
-                on_progress=notify,
-                on_plan=progress.set_planned_calls if progress is not None else None,
-                chapters=chapters,
+                book, impl=impl, chat=chat, config=config, clean=clean, chapter_aware=chapter_aware,
+                include_front_matter=include_front_matter, on_progress=notify,
+                on_plan=progress.set_planned_calls if progress is not None else None, chapters=chapters,
             )
     finally:
         if owned is not None:
@@ -174,6 +167,14 @@ def _fan_out(hooks: list[Callable[[Any], None]]) -> Callable[[Any], None] | None
             hook(item)
 
     return call_all
+
+
+def _check_options(impl: Strategy, *, chapters: bool, evidence_tokens: int | None) -> None:
+    """Options only some strategies take: a one-line ConfigError for the others."""
+    if chapters and impl.name != "hier":
+        raise ConfigError(f"--chapters needs --strategy hier (its tree holds the chapters); not {impl.name}")
+    if evidence_tokens is not None and "evidence_tokens" not in impl.record_fields(StrategyConfig()):
+        raise ConfigError(f"--evidence-tokens needs --strategy hier-evidence; not {impl.name}")
 
 
 def _run(
@@ -217,7 +218,7 @@ def _run(
     )
     clean = clean and impl.calls_model  # an extractive strategy has no LLM artifacts to remove
 
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = dict(result.extra)  # hier-evidence: the evidence of every merge
     if chapters:
         per_chapter, chapter_calls = chapter_summaries(book, chunks, result, model=chat, prompts=bundle, config=config)
         result = dataclasses.replace(result, calls=result.calls + chapter_calls)
@@ -255,6 +256,7 @@ def _signature(impl: Strategy, info: ModelInfo, config: StrategyConfig, bundle: 
         temp=config.temperature,
         clean="on" if clean else "off",
         length="truncate" if info.length_policy == "truncate" else None,  # absent: the paper's rule
+        evidence=evidence_signature(impl.record_fields(config)),
     )
 
 

@@ -27,6 +27,7 @@ from booksum_app.llm.base import ChatModel
 from booksum_app.prompts import PROMPT_SETS, Template, load_template, templates_signature
 
 DEFAULT_MAX_TRIES = 4  # one try + 3 regenerations (App. A.1 "a fixed number of times")
+MIN_EVIDENCE_TOKENS = 128  # hier-evidence: room for one whole passage (at most 100 tokens) and its separators
 DIRECT_TEMPLATE_CHOICES = ("ib", "ie")
 
 
@@ -43,6 +44,7 @@ class StrategyConfig:
     lang: str = "en"  # "en" or "zh": prompt language and sentence splitting
     direct_template: str = "ib"  # CNNSum Prompt-IB or Prompt-IE
     max_tries: int = DEFAULT_MAX_TRIES
+    evidence_tokens: int | None = None  # hier-evidence: per merged summary; None = its own budget
 
     def __post_init__(self) -> None:
         if self.chunk_size < 64:
@@ -57,6 +59,11 @@ class StrategyConfig:
             raise ConfigError(f"--direct-template must be one of {DIRECT_TEMPLATE_CHOICES}")
         if self.max_tries < 1:
             raise ConfigError("max_tries must be at least 1")
+        if self.evidence_tokens is not None and self.evidence_tokens < MIN_EVIDENCE_TOKENS:
+            raise ConfigError(
+                f"--evidence-tokens {self.evidence_tokens} is too small; use at least "
+                f"{MIN_EVIDENCE_TOKENS} (one source passage is up to 100 tokens)"
+            )
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,7 @@ class StrategyResult:
     calls: tuple[CallEntry, ...]
     level_budgets: tuple[int, ...] = ()  # hier: the planned G_l
     truncation: DirectTruncation | None = None
+    extra: Mapping[str, object] = field(default_factory=dict)  # goes to the record's ``extra``
 
 
 @dataclass(frozen=True)

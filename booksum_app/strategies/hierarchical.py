@@ -23,10 +23,16 @@ previous group of its level has finished (the prior-context chain). Levels there
 and the wall time approaches the critical path (longest dependency chain), not the sum of
 per-level rounds. Deviation from App. A.1 step 1: level-0 calls summarize one chunk each (the
 reference code does too); the chunk size already fills the budgeted context.
+
+``hier-evidence`` (:mod:`.hier_evidence`) is this run with other merge templates and source
+passages beside each merged summary, through four hooks of ``_Run`` (``item_extra_budget``,
+``item_extra``, ``group_fields``, ``result_extra``) that add nothing here.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 
@@ -59,7 +65,6 @@ from booksum_app.strategies.base import (
     notify,
 )
 
-TEMPLATES = ("summarize_chunk", "merge", "merge_with_context")
 ITEM_HEADER = "Summary {k}:\n\n"
 ITEM_SEPARATOR = "\n\n"
 ITEM_OVERHEAD_TOKENS = 8  # plans: numbering and separators around each merged summary (measured: 5-6)
@@ -106,10 +111,15 @@ class Hierarchical:
     description = "hierarchical merging: summarize chunks, then merge summaries level by level"
     uses_chunks = True
     calls_model = True
+    merge_templates = ("merge", "merge_with_context")  # first group of a level, later groups
 
     def template_names(self, config: StrategyConfig) -> tuple[str, ...]:
         """Templates this strategy renders."""
-        return TEMPLATES
+        return ("summarize_chunk", *self.merge_templates)
+
+    def item_extra_budget(self, config: StrategyConfig, budget: int) -> int:
+        """Worst-case tokens a merge prompt carries beside each summary of ``budget`` (none here)."""
+        return 0
 
     def base_prompt_set(self, config: StrategyConfig) -> str | None:
         """None: the configured summarization set."""
@@ -119,12 +129,18 @@ class Hierarchical:
         """One call per chunk, then per level the worst-case merge groups (every summary exactly G_l)."""
         overhead, config, n = plan_input.overhead_tokens, plan_input.config, len(plan_input.chunk_tokens)
         window = plan_input.context_window
+        first, later = self.merge_templates
+
+        def extra(budget: int) -> int:
+            return self.item_extra_budget(config, budget)
+
         plan = plan_hier(
             n_leaves=n,
             context_window=window,
             max_summary_tokens=config.max_summary_tokens,
-            merge_overhead_tokens=max(overhead["merge"], overhead["merge_with_context"]),
+            merge_overhead_tokens=max(overhead[first], overhead[later]),
             item_overhead_tokens=ITEM_OVERHEAD_TOKENS,
+            item_extra_tokens=extra,
         )
         calls = n
         input_tokens = sum(plan_input.chunk_tokens) + n * overhead["summarize_chunk"]
@@ -134,12 +150,13 @@ class Hierarchical:
             below = plan.nodes_per_level[level - 1]
             room = merge_room(
                 context_window=window,
-                overhead_tokens=overhead["merge_with_context"],
+                overhead_tokens=overhead[later],
                 budget_tokens=plan.budget(level),
             )
             calls += groups
-            input_tokens += groups * overhead["merge_with_context"]
-            input_tokens += below * (plan.budget(level - 1) + ITEM_OVERHEAD_TOKENS)
+            input_tokens += groups * overhead[later]
+            item = plan.budget(level - 1) + ITEM_OVERHEAD_TOKENS + extra(plan.budget(level - 1))
+            input_tokens += below * item
             input_tokens += (groups - 1) * room.context_tokens  # prior context from the 2nd group on
             output_tokens += groups * plan.budget(level)
         return StrategyPlan(calls, input_tokens, output_tokens, levels=plan.levels)
@@ -163,6 +180,8 @@ class Hierarchical:
 class _Run:
     """One hierarchical merging run: planning, the event loop, and the result."""
 
+    first_template, later_template = Hierarchical.merge_templates
+
     def __init__(
         self,
         job: StrategyJob,
@@ -185,9 +204,9 @@ class _Run:
             raise ConfigError(
                 f"--max-summary-len {self.G} exceeds the model's {max_out}-token output limit; lower it"
             )
-        ctx_overhead = self.count(prompts["merge_with_context"].skeleton())
+        ctx_overhead = self.count(prompts[self.later_template].skeleton())
         self.merge_overhead = ctx_overhead
-        self.plain_overhead = self.count(prompts["merge"].skeleton())
+        self.plain_overhead = self.count(prompts[self.first_template].skeleton())
         self.item_overhead = self.count(ITEM_HEADER.format(k=999) + ITEM_SEPARATOR)
         self.plan: HierPlan = plan_hier(
             n_leaves=len(job.chunks),
@@ -195,6 +214,7 @@ class _Run:
             max_summary_tokens=self.G,
             merge_overhead_tokens=ctx_overhead,
             item_overhead_tokens=self.item_overhead,
+            item_extra_tokens=self.item_extra_budget,
         )
         self.levels: list[_Level] = [_Level()]
         self.futures: dict[Future[Completion], _Pending] = {}
@@ -202,6 +222,24 @@ class _Run:
         self.root: SummaryNode | None = None
         self.total_nodes = sum(self.plan.nodes_per_level)
         self.done_nodes = 0
+
+    # ---- hooks (hier-evidence) ---------------------------------------------------------
+
+    def item_extra_budget(self, budget: int) -> int:
+        """Worst-case tokens sent beside each merged summary of ``budget`` (plan_hier's packing)."""
+        return 0
+
+    def item_extra(self, node: SummaryNode) -> int:
+        """Tokens actually sent beside ``node`` when it is merged (an upper bound, like its header's)."""
+        return 0
+
+    def group_fields(self, node_id: str, nodes: Sequence[SummaryNode]) -> dict[str, str]:
+        """Template fields beyond summaries, context and word_limit for the merge ``node_id``."""
+        return {}
+
+    def result_extra(self) -> dict[str, object]:
+        """What the run adds to the record's ``extra``."""
+        return {}
 
     # ---- planning helpers ------------------------------------------------------------
 
@@ -285,7 +323,7 @@ class _Run:
                     if pending.regenerator.feed(pending.request, completion):
                         self.finish(pending, pending.regenerator.result())
                     else:
-                        self.submit(_replace_request(pending, pending.regenerator.request()))
+                        self.submit(dataclasses.replace(pending, request=pending.regenerator.request()))
                 self.schedule()
         except BaseException:
             for future in self.futures:
@@ -299,6 +337,7 @@ class _Run:
             nodes=nodes,
             calls=tuple(self.calls),
             level_budgets=self.plan.budgets,
+            extra=self.result_extra(),
         )
 
     def finish(self, pending: _Pending, generation: Generation) -> None:
@@ -371,7 +410,7 @@ class _Run:
         used = 0
         end = start
         while end in below.nodes:
-            tokens = below.nodes[end].tokens + self.item_overhead + 1
+            tokens = below.nodes[end].tokens + self.item_overhead + 1 + self.item_extra(below.nodes[end])
             if used + tokens > room.inputs_tokens and end > start:
                 break  # the next summary overflows: the group is [start, end)
             used += tokens
@@ -389,18 +428,18 @@ class _Run:
         self, level: int, state: _Level, below: _Level, start: int, end: int, used: int
     ) -> None:
         index = state.count
-        texts = [below.nodes[i].text for i in range(start, end)]
-        summaries = format_group(texts)
+        merged = [below.nodes[i] for i in range(start, end)]
+        summaries = format_group([node.text for node in merged])
         covers_all = index == 0 and below.complete and start == 0 and end == len(below.nodes)
         budget = self.plan.budget(level)
         context_text, context_node, context_tokens = "", None, 0
         if index == 0:
-            template = self.prompts["merge"]
+            template = self.prompts[self.first_template]
             overhead = self.plain_overhead
             if covers_all and overhead + used + PROMPT_MARGIN_TOKENS + self.G <= self.window:
                 budget = self.G  # the root: the final summary gets the full budget G
         else:
-            template = self.prompts["merge_with_context"]
+            template = self.prompts[self.later_template]
             overhead = self.merge_overhead
             previous = state.nodes[index - 1]
             room = self.room(level)
@@ -416,10 +455,12 @@ class _Run:
                 )
                 context_tokens = self.count(context_text) if context_text else 0
 
+        fields = self.group_fields(f"L{level}.{index}", merged)
+
         def render(words: int) -> str:
             if index == 0:
-                return template.render(summaries=summaries, word_limit=words)
-            return template.render(context=context_text, summaries=summaries, word_limit=words)
+                return template.render(summaries=summaries, word_limit=words, **fields)
+            return template.render(context=context_text, summaries=summaries, word_limit=words, **fields)
 
         regen = self._regenerator(render, budget, purpose="merge", node=f"L{level}.{index}")
         request = regen.request()
@@ -449,22 +490,6 @@ class _Run:
                 context_tokens,
             )
         )
-
-
-def _replace_request(pending: _Pending, request: Request) -> _Pending:
-    """The same node with its next try's request (a regeneration asks for fewer words: no larger)."""
-    return _Pending(
-        pending.regenerator,
-        request,
-        pending.level,
-        pending.index,
-        pending.children,
-        pending.chunk_span,
-        pending.budget,
-        pending.prompt_tokens,
-        pending.context_node,
-        pending.context_tokens,
-    )
 
 
 __all__ = ["Hierarchical", "format_group"]

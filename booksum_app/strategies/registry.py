@@ -29,6 +29,7 @@ BUILTIN = {
     "hier": "booksum_app.strategies.hierarchical:Hierarchical",
     "inc": "booksum_app.strategies.incremental:Incremental",
     "direct": "booksum_app.strategies.direct:Direct",
+    "hier-evidence": "booksum_app.strategies.hier_evidence:HierEvidence",
 }
 REQUIRED = ("name", "description", "uses_chunks", "calls_model", "template_names", "base_prompt_set",
             "plan", "record_fields", "run")
