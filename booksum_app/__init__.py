@@ -29,7 +29,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "LLMSettings": ("booksum_app.llm.registry", "LLMSettings"),
     "inspect": ("booksum_app.runners.inspect", "inspect_book"),
     "summarize": ("booksum_app.runners.summarize", "summarize_book"),
-    "score": ("booksum_app.scoring.results", "score_summaries"),
+    "score": ("booksum_app.runners.score", "score_texts"),
+    "score_summaries": ("booksum_app.scoring.results", "score_summaries"),
     "score_summary": ("booksum_app.scoring.results", "score_summary"),
     "score_annotations": ("booksum_app.scoring.results", "score_annotations"),
     "SummaryRecord": ("booksum_app.strategies.record", "SummaryRecord"),
@@ -52,6 +53,7 @@ __all__ = [
     "read_record",
     "score",
     "score_annotations",
+    "score_summaries",
     "score_summary",
     "split_sentences",
     "summarize",
@@ -62,9 +64,9 @@ if TYPE_CHECKING:
     from booksum_app.chunking import chunk_book, get_tokenizer, split_sentences
     from booksum_app.llm.registry import LLMSettings, get_model
     from booksum_app.runners.inspect import inspect_book as inspect
+    from booksum_app.runners.score import score_texts as score
     from booksum_app.runners.summarize import summarize_book as summarize
-    from booksum_app.scoring.results import score_annotations, score_summary
-    from booksum_app.scoring.results import score_summaries as score
+    from booksum_app.scoring.results import score_annotations, score_summaries, score_summary
     from booksum_app.strategies import STRATEGIES
     from booksum_app.strategies.record import SummaryRecord, read_record
 

@@ -11,7 +11,7 @@ from booksum_app.testing.fake_backend import FakeBackend
 PUBLIC = {
     "Book", "Chapter", "LLMSettings", "STRATEGIES", "SummaryRecord", "__version__", "chunk_book",
     "get_model", "get_tokenizer", "inspect", "open_book", "read_record", "score",
-    "score_annotations", "score_summary", "split_sentences", "summarize",
+    "score_annotations", "score_summaries", "score_summary", "split_sentences", "summarize",
 }
 
 
@@ -39,6 +39,49 @@ def test_summarize_then_score_through_the_library(tmp_path) -> None:  # type: ig
     with Client(FakeBackend()) as model:
         record = booksum_app.summarize(text, strategy="hier", model=model, chunk_size=256)
         assert record.summary.strip() and record.raw_summary.strip()
-        result = booksum_app.score({"story": record.summary}, judge=model)
-    assert 0.0 <= result.system.score <= 1.0
-    assert "booookscore|" in result.signature
+        result = booksum_app.score({"story": record.summary}, judge=model, sources=text)
+        judge_only = booksum_app.score_summaries({"story": record.summary}, judge=model)
+    assert result.booookscore is not None and 0.0 <= result.booookscore.system.score <= 1.0
+    assert result.booookscore.system.score == judge_only.system.score
+    assert "booookscore|" in result.booookscore.signature
+    assert result.ngrams.novel_pct is not None, "the source was matched by file stem"
+    assert result.failures is not None and result.failures.n_with_source == 1
+    assert result.rows[0].book == "story" and result.rows[0].failures is not None
+
+
+def test_library_score_takes_the_cli_settings_and_gives_the_cli_numbers(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import warnings
+
+    from click.testing import CliRunner
+
+    from booksum_app.cli import cli
+    from booksum_app.testing.fake_server import FakeServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    summaries = {"a.epub": "Anna walks to the mill. She meets Tom. Tom sells the mill.",
+                 "b.epub": "Tom leaves the town. Anna runs the mill alone, and the story explores her grief."}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(summaries), encoding="utf-8")
+    references = {"a.epub": "Anna meets Tom at the mill, which he sells."}
+    (tmp_path / "refs.json").write_text(json.dumps(references), encoding="utf-8")
+    with FakeServer() as server:
+        settings = booksum_app.LLMSettings(base_url=server.openai_base_url, concurrency=2, cache_dir=tmp_path / "c",
+                                           timeout_s=30, max_cost_usd=1.0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib = booksum_app.score(summaries, judge="openai:gpt-4o-mini", references=references, llm_settings=settings)
+        cli_run = CliRunner().invoke(cli, ["score", str(path), "--judge", "openai:gpt-4o-mini", "--base-url",
+                                           server.openai_base_url, "--cache-dir", str(tmp_path / "c"),
+                                           "--references", str(tmp_path / "refs.json"), "--json", "-"])
+    assert cli_run.exit_code == 0, cli_run.output
+    system = json.loads(cli_run.stdout)["systems"][0]
+    assert lib.booookscore is not None
+    assert round(100 * lib.booookscore.system.score, 4) == round(system["booookscore"]["score"], 4)
+    assert lib.ngrams.avg_tokens == system["ngrams"]["avg_tokens"]
+    assert lib.rouge_l is not None and lib.n_with_reference == 1
+    assert lib.failures is not None and lib.failures.counts["subjective"] == 1
+    assert lib.totals.calls > 0, "the judge's calls are counted"
+    assert not caught, [str(w.message) for w in caught]
+    without = booksum_app.score(summaries)  # no judge named: everything but BooookScore, no model chosen
+    assert without.booookscore is None and without.totals.calls == 0

@@ -14,13 +14,16 @@ returned :class:`ScoreRun`.
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from booksum_app.errors import BooksumError, InputError
+from booksum_app.llm.base import ChatModel
 from booksum_app.llm.calls import CallRecord
 from booksum_app.llm.context import default_context
 from booksum_app.llm.registry import (
@@ -304,32 +307,91 @@ def run_score(
                     booookscore = score_annotations(annotations[n], summaries=summaries, seed=settings.seed)
                 elif judge_model is not None:
                     stage(f"{name}: judging {len(summaries)} summaries")
-                    before = (
-                        judge_model.n_calls,
-                        judge_model.n_cache_hits,
-                        judge_model.usage.input_tokens,
-                        judge_model.usage.output_tokens,
-                        judge_model.cost_usd,
-                    ) if hasattr(judge_model, "n_calls") else None
-                    start = time.perf_counter()
-                    judge = BooookScoreJudge(
-                        judge_model, mode=settings.mode, batch_size=settings.batch_size, max_attempts=settings.max_attempts
-                    )
-                    judgements = judge.judge(summaries)
-                    booookscore = BooookScoreResult(
-                        signature=judge.signature() + ("|warning:demo-judge" if demo_judge else ""),
-                        mode=settings.mode,
-                        summaries=tuple(judgements),
-                        system=aggregate(judgements, seed=settings.seed),
-                    )
-                    if before is not None:
-                        totals = _totals(before, judge_model, time.perf_counter() - start)
+                    booookscore, totals = _judge_system(judge_model, summaries, settings, demo_judge=demo_judge)
                 stage(f"{name}: n-gram statistics")
                 systems.append(_statistics(name, path, summaries, booookscore, totals, index, references, notes))
     finally:
         if judge_model is not None and model is None:
             judge_model.close()  # we built it: release its connections
     return ScoreRun(systems=tuple(systems), notes=tuple(notes), judge_notice=notice)
+
+
+def _judge_system(
+    judge_model: Any, summaries: Mapping[str, str], settings: ScoreSettings, *, demo_judge: bool = False
+) -> tuple[BooookScoreResult, CallTotals]:
+    """BooookScore of one system's summaries, and what its judge calls cost."""
+    counters = ("n_calls", "n_cache_hits")
+    before = (judge_model.n_calls, judge_model.n_cache_hits, judge_model.usage.input_tokens,
+              judge_model.usage.output_tokens, judge_model.cost_usd) if all(hasattr(judge_model, c) for c in counters) else None
+    start = time.perf_counter()
+    judge = BooookScoreJudge(judge_model, mode=settings.mode, batch_size=settings.batch_size,
+                             max_attempts=settings.max_attempts)
+    judgements = judge.judge(summaries)
+    result = BooookScoreResult(
+        signature=judge.signature() + ("|warning:demo-judge" if demo_judge else ""),
+        mode=settings.mode,
+        summaries=tuple(judgements),
+        system=aggregate(judgements, seed=settings.seed),
+    )
+    totals = _totals(before, judge_model, time.perf_counter() - start) if before is not None else CallTotals()
+    return result, totals
+
+
+def score_texts(
+    summaries: Mapping[str, str] | str | os.PathLike[str],
+    *,
+    judge: str | ChatModel | None = None,
+    mode: JudgeMode = "sentence",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    sources: str | os.PathLike[str] | None = None,
+    references: Mapping[str, str] | str | os.PathLike[str] | None = None,
+    llm_settings: LLMSettings | None = None,
+    seed: int = DEFAULT_BOOTSTRAP_SEED,
+    name: str = "summaries",
+) -> SystemScores:
+    """Every statistic ``booksum score`` computes, for one set of summaries, from Python.
+
+    Args:
+        summaries: ``{book: summary}``, or a path ``booksum score`` reads (release JSON,
+            records, a directory of text files).
+        judge: the BooookScore judge (a model string or a ready ChatModel); None computes
+            everything but BooookScore (no model is chosen for you).
+        mode: ``"sentence"`` (one call per sentence, the paper's method) or ``"batched"``.
+        batch_size: sentences per call in batched mode.
+        sources: a book file or a directory of them, matched to summaries by file stem: % novel
+            3-grams and the copying detector.
+        references: ``{book: reference}`` or a JSON/text path, for ROUGE-L.
+        llm_settings: how calls are made, as on the command line: ``base_url``, ``concurrency``,
+            ``cache_dir``/``use_cache``, ``timeout_s``, ``max_cost_usd``.
+        seed: bootstrap seed of the 95% CI.
+        name: the system's name in the result.
+
+    Returns:
+        :class:`SystemScores`: ``booookscore`` (None without a judge), ``ngrams``, ``rouge_l``,
+        ``failures``, ``totals`` (the judge's calls and cost), and one row per summary. Notes
+        (unmatched sources, no reference found) are issued as :class:`UserWarning`.
+
+    Raises:
+        InputError, ConfigError, ModelError, CostLimitExceeded.
+    """
+    path = None if isinstance(summaries, Mapping) else Path(summaries)
+    texts = dict(summaries) if isinstance(summaries, Mapping) else load_summaries(Path(summaries))
+    settings = ScoreSettings(mode=mode, batch_size=batch_size, llm=llm_settings or LLMSettings(), seed=seed)
+    refs = dict(references) if isinstance(references, Mapping) else _references(Path(references)) if references else None
+    index = _source_index(Path(sources)) if sources is not None else None
+    built = get_model(judge, settings=settings.llm) if isinstance(judge, str) else None
+    booookscore, totals = None, CallTotals()
+    try:
+        if judge is not None:
+            booookscore, totals = _judge_system(built or judge, texts, settings)
+    finally:
+        if built is not None:
+            built.close()
+    notes: list[str] = []
+    result = _statistics(name, path or Path(name), texts, booookscore, totals, index, refs, notes)
+    for note in notes:
+        warnings.warn(note, UserWarning, stacklevel=2)
+    return result
 
 
 def _statistics(
