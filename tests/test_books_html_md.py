@@ -144,6 +144,9 @@ def test_markdown_chapters_and_inline_markup(tmp_path: Path) -> None:
         ("file_name_here", "file_name_here"),
         ("~~gone~~ kept", "gone kept"),
         (r"\*literal\*", "*literal*"),
+        ("see [the map](https://en.wikipedia.org/wiki/Lisk_(town)) now", "see the map now"),
+        ("an ![image](a.png) gone", "an  gone"),
+        ("`code # here` stays", "code # here stays"),
     ],
 )
 def test_strip_inline(marked: str, plain: str) -> None:
@@ -219,3 +222,28 @@ def test_html_is_sniffed_without_extension(tmp_path: Path) -> None:
     path = tmp_path / "page"
     path.write_text("<!DOCTYPE html><html><body><p>Hello there.</p></body></html>")
     assert open_book(path).format == "html"
+
+
+def test_markdown_code_is_never_a_heading_and_links_with_parentheses_survive(tmp_path: Path) -> None:
+    path = tmp_path / "b.md"
+    path.write_text(
+        "# One\n\nMara went to [Lisk](https://en.wikipedia.org/wiki/Lisk_(town)) at dawn.\n\n"
+        "    # not a heading, an indented code line\n\n"
+        "```\n# not a heading either\n```\n\n"
+        "Two\n===\n\n"
+        "- a list item with *emphasis*\n  - a nested item\n\n"
+        "> a quote\n\n"
+        "| who | where |\n|---|---|\n| Mara | Lisk |\n\n"
+        "<div>kept <b>text</b></div>\n\n"
+        "<script>alert('no')</script>\n",
+        encoding="utf-8",
+    )
+    book = open_book(path)
+    assert [c.title for c in book.chapters] == ["One", "Two"], "code lines starting with # are not chapters"
+    one, two = book.chapters
+    assert one.paragraphs[0] == "Mara went to Lisk at dawn."
+    assert "# not a heading, an indented code line" in one.paragraphs[1]
+    assert one.paragraphs[2] == "# not a heading either"
+    assert two.paragraphs[:3] == ("a list item with emphasis", "a nested item", "a quote")
+    assert "Mara | Lisk" in two.paragraphs and "kept text" in two.paragraphs
+    assert not any("alert" in p for p in two.paragraphs)

@@ -1,19 +1,22 @@
-"""Markdown reader without a Markdown dependency: a line-based parse that is enough for books.
+"""Markdown reader: markdown-it-py's CommonMark token stream (plus GFM tables and strikethrough).
 
 ATX (``#``, ``##``) and setext (``===``, ``---`` underlines) headings of level 1-2
 open chapters; with exactly one level-1 heading and some level-2 ones, the level-1
 heading is the book title and chapters start at level 2 (as in HTML). Deeper
-headings stay as paragraphs. A YAML front-matter block supplies ``title`` and
-``author``. Inline markup is stripped reasonably: emphasis markers, links (text
-kept), images (dropped), inline code, raw HTML tags (``<script>``, ``<style>`` and ``<template>`` bodies and
-HTML comments are dropped whole, as the HTML reader does), footnote references and
-definitions, blockquote and list markers; thematic breaks end a paragraph.
+headings stay as paragraphs. A ``#`` inside a fenced or indented code block is code, not a
+heading. A YAML front-matter block supplies ``title`` and ``author``. Inline markup is
+dropped by the parser's own rules: emphasis, links (text kept, whatever the URL holds,
+parentheses included), images (dropped), inline code (kept as text), raw HTML
+(``<script>``, ``<style>`` and ``<template>`` bodies and HTML comments are dropped whole, as
+the HTML reader does; other tags are stripped, their text kept), footnote references and
+definitions; list items, blockquote paragraphs, table rows and code blocks are paragraphs.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from booksum_app.books.encoding import decode_text
 from booksum_app.books.language import detect_language
@@ -21,29 +24,10 @@ from booksum_app.books.matter import check_has_text, classify_leading, classify_
 from booksum_app.books.model import Book, Chapter
 from booksum_app.books.text import join_lines, read_book_bytes
 
-_ATX = re.compile(r"^(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
-_SETEXT = re.compile(r"^(=+|-+)\s*$")
-_RULE = re.compile(r"^(?:(?:\*\s*){3,}|(?:-\s*){3,}|(?:_\s*){3,})$")
 _FENCE = re.compile(r"^(```|~~~)")
-_LIST = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
 _FOOTDEF = re.compile(r"^\[\^[^\]]+\]:")
-_LINKDEF = re.compile(r"^\[[^\]]+\]:\s+\S+")
-_INLINE = (
-    (re.compile(r"!\[[^\]]*\]\([^)]*\)"), ""),
-    (re.compile(r"\[\^[^\]]+\]"), ""),
-    (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),
-    (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),
-    (re.compile(r"<(https?://[^>]+)>"), r"\1"),
-    (re.compile(r"<[^>\n]+>"), ""),
-    (re.compile(r"`([^`]+)`"), r"\1"),
-    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),
-    (re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"), r"\1"),
-    (re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"), r"\1"),
-    (re.compile(r"~~(.+?)~~"), r"\1"),
-)
-_ESCAPABLE = "\\`*_{}[]()#+-.!>~|"
-_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!>~|])")
-_PROTECTED = re.compile("[\ue000-\ue0ff]")
+_FOOTREF = re.compile(r"\[\^[^\]\s]+\]")  # footnote references: not part of CommonMark, dropped
+_TAG = re.compile(r"<[^>\n]+>")
 _RAW_ELEMENT = re.compile(
     r"<(script|style|template)\b[^>]*>.*?(?:</\1\s*>|\Z)|<!--.*?(?:-->|\Z)",
     re.IGNORECASE | re.DOTALL,
@@ -51,11 +35,8 @@ _RAW_ELEMENT = re.compile(
 
 
 def strip_inline(text: str) -> str:
-    """Remove inline Markdown markup, keeping the words."""
-    text = _ESCAPE.sub(lambda m: chr(0xE000 + _ESCAPABLE.index(m.group(1))), text)
-    for pattern, repl in _INLINE:
-        text = pattern.sub(repl, text)
-    return _PROTECTED.sub(lambda m: _ESCAPABLE[ord(m.group(0)) - 0xE000], text)
+    """Remove inline Markdown markup, keeping the words (CommonMark's inline rules)."""
+    return " ".join(_inline_text(token) for token in _parser().parseInline(text))
 
 
 def drop_raw_html(lines: list[str]) -> list[str]:
@@ -102,61 +83,57 @@ def _front_matter(lines: list[str]) -> tuple[dict[str, str], list[str]]:
     return {}, lines
 
 
+def _parser() -> Any:
+    from markdown_it import MarkdownIt
+
+    # CommonMark, plus the GFM tables and strikethrough books written in Markdown use
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def _inline_text(token: Any) -> str:
+    """The words of an inline token: markup dropped, link text kept, images and raw HTML dropped."""
+    parts: list[str] = []
+    for child in token.children or ():
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append("\n")
+    return _FOOTREF.sub("", join_lines([line.strip() for line in "".join(parts).split("\n")]))
+
+
 def _parse(lines: list[str]) -> list[tuple[int, str, list[str], int]]:
-    """Items (level or 0, heading text, paragraph lines, line number)."""
+    """Items (heading level or 0, heading text, paragraph lines, line number), from markdown-it's tokens.
+
+    Headings of any level come as items with their level; every paragraph, list item,
+    blockquote paragraph, table row and code block is one paragraph item.
+    """
     items: list[tuple[int, str, list[str], int]] = []
-    block: list[str] = []
-    start = 0
-    fence = False
-
-    def flush() -> None:
-        if block:
-            items.append((0, "", list(block), start))
-            block.clear()
-
-    for i, raw in enumerate(lines):
-        line = raw.rstrip()
-        if _FENCE.match(line.strip()):
-            fence = not fence
-            flush()
-            continue
-        if fence:
-            if not block:
-                start = i + 1
-            block.append(line)
-            continue
-        stripped = line.strip()
-        atx = _ATX.match(stripped)
-        if atx:
-            flush()
-            items.append((len(atx.group(1)), strip_inline(atx.group(2)), [], i + 1))
-            continue
-        if (
-            _SETEXT.match(stripped)
-            and len(block) == 1
-            and not _LIST.match(block[0])
-            and (stripped[0] == "=" or len(stripped) >= 2)
-        ):
-            level = 1 if stripped[0] == "=" else 2
-            items.append((level, strip_inline(block[0]), [], start))
-            block.clear()
-            continue
-        if (
-            not stripped
-            or _RULE.match(stripped)
-            or _FOOTDEF.match(stripped)
-            or _LINKDEF.match(stripped)
-        ):
-            flush()
-            continue
-        stripped = re.sub(r"^(?:>\s?)+", "", stripped)
-        if _LIST.match(stripped):
-            flush()
-            stripped = _LIST.sub("", stripped)
-        if not block:
-            start = i + 1
-        block.append(stripped)
-    flush()
+    tokens = _parser().parse("\n".join(lines))
+    heading_level = 0
+    row: list[str] = []
+    for i, token in enumerate(tokens):
+        line = token.map[0] + 1 if token.map else (items[-1][3] if items else 1)
+        if token.type == "heading_open":
+            heading_level = int(token.tag[1])
+        elif token.type == "inline" and heading_level:
+            items.append((heading_level, _inline_text(token), [], line))
+            heading_level = 0
+        elif token.type == "inline" and tokens[i - 1].type in ("th_open", "td_open"):
+            row.append(_inline_text(token))
+        elif token.type == "tr_close":
+            if any(row):
+                items.append((0, "", [" | ".join(row)], line))
+            row = []
+        elif token.type == "inline" and not _FOOTDEF.match(token.content.strip()):  # footnote bodies: dropped
+            text = _inline_text(token)
+            if text:
+                items.append((0, "", [text], line))
+        elif token.type in ("fence", "code_block") and token.content.strip():
+            items.append((0, "", [token.content.rstrip("\n")], line))
+        elif token.type == "html_block":
+            text = _TAG.sub("", _RAW_ELEMENT.sub("", token.content)).strip()
+            if text:
+                items.append((0, "", [join_lines(text.split("\n"))], line))
     return items
 
 
@@ -188,8 +165,7 @@ def read_markdown(
         elif level:
             chapters_raw[-1][1].append(heading)
         elif block:
-            joined = "\n".join(block) if block[0].startswith(" ") else join_lines(block)
-            chapters_raw[-1][1].append(strip_inline(joined).strip())
+            chapters_raw[-1][1].append(block[0].strip())
     has_headings = len(chapters_raw) > 1
     chapters = []
     for title, paragraphs, line, leading in chapters_raw:
