@@ -139,3 +139,18 @@ def test_inspect_reports_the_encoding_used(tmp_path: Path) -> None:
     report = inspect_book(path, model="gpt-4o-mini")
     assert (report.encoding, report.language) == ("big5", "zh")
     assert report.to_dict()["encoding"] == "big5"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_binary_with_nul_bytes_is_never_read_as_utf16_text(tmp_path: Path, seed: int) -> None:
+    import random
+
+    from booksum_app.books import open_book
+
+    rng = random.Random(seed)
+    # ASCII-heavy binary: its byte pairs decode to plausible ideographs, its NULs betray it
+    data = bytes(rng.choice(b"\x00\x01\x02garbageGARBAGE \xff") for _ in range(4000))
+    path = tmp_path / "blob.txt"
+    path.write_bytes(data)
+    with pytest.raises(BookFormatError, match="binary"):
+        open_book(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -70,6 +71,32 @@ def sniff_format(path: Path, head: bytes) -> str:
         f"{path.name}: unknown book format '{ext or 'no extension'}'; {_SUPPORTED} "
         "(rename a plain-text book to .txt)"
     )
+
+
+_MD_HEADING = re.compile(rb"(?m)^#{1,6}[ \t]+\S")
+_MD_FRONT_MATTER = re.compile(rb"\A(?:\xef\xbb\xbf)?---[ \t]*\r?\n(?:.*\r?\n){0,40}?(?:title|author)[ \t]*:", re.IGNORECASE)
+
+
+def sniff_suffix(head: bytes) -> str:
+    """The file suffix a book of unknown name should get from its leading bytes (a book on stdin).
+
+    A zip is an EPUB, a document opening with ``<html``/``<!doctype html`` is HTML, text with
+    an ATX heading line (``# Title``) or YAML front matter naming a title or author is
+    Markdown, anything else plain text (whose own readers refuse binary data). PDF and MOBI
+    keep their signatures so :func:`sniff_format` refuses them by name.
+    """
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return ".epub"
+    if head.startswith(b"%PDF"):
+        return ".pdf"
+    if head[60:68] in (b"BOOKMOBI", b"TEXtREAd"):
+        return ".mobi"
+    lowered = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if lowered.startswith((b"<!doctype html", b"<html", b"<?xml")) and b"<html" in head.lower():
+        return ".html"
+    if _MD_HEADING.search(head) or _MD_FRONT_MATTER.match(head):
+        return ".md"
+    return ".txt"
 
 
 def open_book(

@@ -247,12 +247,28 @@ def _decode_utf16_without_bom(data: bytes, name: str) -> tuple[str, str]:
                 best = (score, text, encoding)
     if best is not None:
         score, text, encoding = best
-        if score >= 0.05 * min(len(text), 65536) and not _too_many_controls(text):
+        if score >= 0.05 * min(len(text), 65536) and not _too_many_controls(text) and _nul_characters_plausible(text):
             return text, encoding
     raise BookFormatError(
         f"{name}: looks like a binary file, not text (it contains NUL bytes); "
         "give booksum an .epub, .txt, .html or .md book"
     )
+
+
+def _nul_characters_plausible(text: str) -> bool:
+    """Binary data pairs its bytes into plausible-looking ideographs, so look where its NULs go.
+
+    In UTF-16 text a NUL byte belongs to an ASCII or Latin-1 character (U+00xx), or to one of
+    the form U+xx00 that text uses (U+3000 the ideographic space, U+4E00 一, ...). Binary
+    data puts NULs anywhere: U+0100, U+0200, U+0000, ... Refused when more than 2% of the
+    characters holding a NUL byte are none of those.
+    """
+    holding = [c for c in text[:65536] if ord(c) < 0x100 or ord(c) & 0xFF == 0]
+    odd = sum(
+        1 for c in holding
+        if (0x100 <= ord(c) < 0x3000) or (ord(c) < 0x100 and not (c.isprintable() or c in "\t\n\r"))
+    )
+    return odd <= 0.02 * len(holding)
 
 
 def _too_many_controls(text: str) -> bool:

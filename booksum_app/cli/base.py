@@ -179,6 +179,37 @@ def _engine_args(items: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
     return tuple(parsed)
 
 
+STDIN_MAX_BYTES = 1 << 30  # a book piped in is read into memory: a gigabyte is far past any book
+
+
+def book_from_arg(book: Path, *, include_front_matter: bool) -> Any:
+    """BOOK as given, or for ``-`` the book read from standard input (format sniffed from its bytes).
+
+    The bytes are spooled to a temporary file only while the reader runs; the book then
+    carries the name ``stdin.<format>`` (its records and logs say so).
+    """
+    if str(book) != "-":
+        return book
+    import dataclasses
+    import tempfile
+
+    from booksum_app.books import open_book
+    from booksum_app.books.detect import sniff_suffix
+    from booksum_app.errors import InputError
+
+    data = sys.stdin.buffer.read(STDIN_MAX_BYTES + 1)
+    if not data.strip():
+        raise InputError("no book on standard input; pipe one in, e.g. booksum summarize - < book.epub")
+    if len(data) > STDIN_MAX_BYTES:
+        raise InputError(f"the book on standard input is over {STDIN_MAX_BYTES >> 20} MiB; pass it as a file")
+    name = "stdin" + sniff_suffix(data[:4096])
+    with tempfile.TemporaryDirectory(prefix="booksum-stdin-") as folder:
+        path = Path(folder) / name
+        path.write_bytes(data)
+        opened = open_book(path, include_front_matter=include_front_matter)
+    return dataclasses.replace(opened, source_path=name)
+
+
 def plan_options(func: F) -> F:
     """``--max-plan-cost`` and ``-y/--yes``: ask before a run whose upper-bound cost is above a threshold."""
     from booksum_app.runners.judge_plan import DEFAULT_MAX_PLAN_COST_USD

@@ -8,12 +8,12 @@ from typing import Any
 
 import click
 
-from booksum_app.cli.base import console, err_console, esc, handle_errors
+from booksum_app.cli.base import book_from_arg, console, err_console, esc, handle_errors
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, DEFAULT_TIMEOUT_S
 
 
 @click.command("inspect")
-@click.argument("book", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("book", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @click.option("--model", "-m", default=None, help="Model whose tokenizer, context and prices to plan with.")
 @click.option("--chunk-size", type=click.IntRange(min=64), default=DEFAULT_CHUNK_SIZE, show_default=True,
               help="Tokens per chunk.")
@@ -40,12 +40,12 @@ def inspect_command(
     include_front_matter: bool,
     as_json: bool,
 ) -> None:
-    """Show a book's sections, tokens, chunks and what each strategy would cost; calls no LLM."""
+    """Show a book's sections, tokens, chunks and what each strategy would cost; calls no LLM (- reads BOOK from stdin)."""
     from booksum_app.llm.registry import LLMSettings
     from booksum_app.runners.inspect import inspect_book
 
     report = inspect_book(
-        book,
+        book_from_arg(book, include_front_matter=include_front_matter),
         model=model,
         chunk_size=chunk_size,
         max_summary_tokens=max_summary_len,

@@ -10,6 +10,7 @@ import click
 
 from booksum_app.cli.base import (
     Heartbeat,
+    book_from_arg,
     call_printer,
     console,
     err_console,
@@ -31,7 +32,7 @@ def _strategies_help() -> str:
 
 
 @click.command("summarize")
-@click.argument("book", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("book", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path))
 @click.option("--strategy", default="hier", show_default=True, help=_strategies_help())
 @click.option("--model", "-m", "model_name", default=None, help="Model string, e.g. openai:gpt-4o (default: configured or local).")
 @click.option("--chunk-size", type=click.IntRange(min=64), default=DEFAULT_CHUNK_SIZE, show_default=True, help="Tokens per chunk.")
@@ -60,7 +61,7 @@ def summarize_command(
     lang: str, direct_template: str, evidence_tokens: int | None, no_clean: bool, include_front_matter: bool,
     chapter_aware: bool, per_chapter: bool, length_policy: str | None, output: Path | None, **llm: Any,
 ) -> None:
-    """Summarize BOOK (.epub, .txt, .html, .md) and write the summary and its full record."""
+    """Summarize BOOK (.epub, .txt, .html, .md; - reads it from standard input) and write the summary and its full record."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from booksum_app.files import atomic_write_texts, check_writable, json_text
@@ -69,10 +70,11 @@ def summarize_command(
     from booksum_app.runners.summarize import default_record_path, summarize_book
 
     # where the outputs go is checked before the first paid call, not after the last one
-    record_path = check_writable(default_record_path(str(book), strategy, output))
+    record_path = check_writable(default_record_path("stdin" if str(book) == "-" else str(book), strategy, output))
     summary_path = None
     if output is not None:
         summary_path = check_writable(output if output.suffix == ".md" else output.with_suffix(".md"))
+    source = book_from_arg(book, include_front_matter=include_front_matter)  # "-": read stdin now, before any call
     settings = dataclasses.replace(llm_settings(**llm), length_policy=length_policy)
     notice = choose_model(model_name, settings=settings).notice
     if notice:
@@ -91,7 +93,7 @@ def summarize_command(
     tracker.listeners.append(draw)
     with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
         record = summarize_book(
-            book, strategy=strategy, model=model_name, chunk_size=chunk_size,
+            source, strategy=strategy, model=model_name, chunk_size=chunk_size,
             max_summary_tokens=max_summary_len, prompts=prompts, lang=lang, clean=not no_clean,
             chapter_aware=chapter_aware, include_front_matter=include_front_matter,
             direct_template=direct_template, evidence_tokens=evidence_tokens, chapters=per_chapter, llm_settings=settings, progress=tracker,
