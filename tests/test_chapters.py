@@ -54,3 +54,34 @@ def test_cli_writes_a_heading_per_chapter(tmp_path: Path) -> None:
     markdown = (tmp_path / "out.md").read_text(encoding="utf-8")
     assert markdown.count("### Chapter") == 3 and "## The book" in markdown
     assert len(json.loads((tmp_path / "out.json").read_text())["extra"]["chapters"]) == 3
+
+
+@pytest.mark.slow
+def test_chapters_of_a_sample_book_against_the_fake_server(tmp_path: Path) -> None:
+    from conftest import book_path
+
+    from booksum_app.books import open_book
+
+    path = book_path("time-machine")
+    record = summarize_book(path, strategy="hier", model=Client(FakeBackend(), concurrency=16), chapters=True)
+    chapters = record.extra["chapters"]
+    kept = [c.title for c in open_book(path).selected_chapters(include_front_matter=False)]
+    assert [c["title"] for c in chapters] == kept, "one summary per chapter, in order (13 for The Time Machine)"
+    assert all(c["text"].strip() for c in chapters)
+
+
+@pytest.mark.local_model
+@pytest.mark.slow
+def test_chapters_with_the_embedded_model(tmp_path: Path) -> None:
+    from test_llm_local import needs_local_model
+
+    if needs_local_model.args and needs_local_model.args[0]:
+        pytest.skip("the embedded model needs the 'local' extra")
+    from booksum_app.llm.registry import LLMSettings
+
+    record = summarize_book(_book(tmp_path), strategy="hier", model="local", chunk_size=512, max_summary_tokens=120,
+                            chapters=True, llm_settings=LLMSettings(cache_dir=tmp_path / "cache",
+                                                                    config_path=tmp_path / "none.toml"))
+    chapters = record.extra["chapters"]
+    assert [c["title"] for c in chapters] == ["Chapter 1: Bread", "Chapter 2: Storm", "Chapter 3: Coda"]
+    assert all(c["text"].strip() for c in chapters), "a real model's chapter summaries, each non-empty"
