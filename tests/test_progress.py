@@ -77,3 +77,26 @@ def test_compare_with_empty_summaries_exits_non_zero(tmp_path: Path, monkeypatch
     assert result.exit_code == 1, result.output
     assert "1 final summaries are empty" in result.stderr and "openai-gpt-4o-mini-direct: book-1.txt" in result.stderr
     assert (tmp_path / "out" / "results.json").is_file(), "the table and records are still written"
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_every_progress_figure_is_visible_from_60_columns(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from booksum_app.cli import base
+
+    snap = ProgressSnapshot("merges", 3, 7, 120, 4, 8, 1234567, 23456, 1.2345, 65.0, 200, 16)
+    out = io.StringIO()
+    monkeypatch.setattr(base, "err_console", Console(file=out, width=width, force_terminal=True, color_system=None))
+    bar = base.progress_bar("{task.description}", "{task.fields[count]}")
+    task = bar.add_task("merges", total=7, count="3/7", stats=stats_text(snap))
+    bar.update(task, completed=3)
+    base.err_console.print(bar.get_renderable())
+    lines = out.getvalue().splitlines()
+    text = " ".join(" ".join(lines).split())
+    assert all(len(line) <= width for line in lines)
+    for figure in ("merges", "3/7", "calls 120 (4 cached)", "8 in flight (limit 16)", "1,234,567+23,456 tok", "$1.2345",
+                   "ETA"):
+        assert figure in text, (figure, lines)

@@ -116,6 +116,23 @@ def stats_text(snap: Any) -> str:
             f"{snap.input_tokens:,}+{snap.output_tokens:,} tok · ${snap.cost_usd:.4f}{eta_text}")
 
 
+def progress_bar(label: str, count: str, *, running: bool = False) -> Any:
+    """The live display: label, bar, done/total, elapsed, then the figures of :func:`stats_text`.
+
+    The figures wrap under themselves instead of being cut: at 60 columns every figure (calls,
+    in flight, tokens, dollars, ETA) stays visible on two to four lines.
+    """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Column
+
+    wrapping = Column(ratio=1, no_wrap=False, overflow="fold")
+    columns = [TextColumn(label, table_column=Column(no_wrap=True, max_width=28)), BarColumn(bar_width=10),
+               TextColumn(count), TimeElapsedColumn(), TextColumn("{task.fields[stats]}", table_column=wrapping)]
+    if running:  # compare: what the workers are doing, also wrapped
+        columns.append(TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=False, overflow="fold")))
+    return Progress(*columns, console=err_console, transient=True, expand=True)
+
+
 def snapshot_line(snap: Any) -> str:
     """The heartbeat's line: stage, done/total and :func:`stats_text`."""
     done = f" {snap.done}/{snap.total}" if getattr(snap, "total", 0) else ""
@@ -250,5 +267,6 @@ __all__ = [
     "handle_errors",
     "llm_options",
     "llm_settings",
+    "progress_bar",
     "snapshot_line",
 ]

@@ -18,6 +18,7 @@ from booksum_app.cli.base import (
     llm_options,
     llm_settings,
     plan_options,
+    progress_bar,
     snapshot_line,
     stats_text,
 )
@@ -201,14 +202,12 @@ def _render_plan(plan: Any) -> None:
 
 
 def _run_compare_with_progress(exp: Any, settings: Any, run: Any, *, plots: bool) -> Any:
-    from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+    from rich.progress import TaskID
 
     from booksum_app.runners.compare import GridProgress
 
     tracker = GridProgress()
-    bar = Progress(TextColumn("{task.fields[label]}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                   TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TextColumn("{task.description}"),
-                   console=err_console, transient=True)
+    bar = progress_bar("{task.fields[label]}", "{task.completed}/{task.total}", running=True)
     task = bar.add_task("", total=None, stats="", label="summaries")
     per_config: dict[str, TaskID] = {}
 

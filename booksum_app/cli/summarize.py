@@ -18,6 +18,7 @@ from booksum_app.cli.base import (
     handle_errors,
     llm_options,
     llm_settings,
+    progress_bar,
     snapshot_line,
     stats_text,
 )
@@ -62,7 +63,6 @@ def summarize_command(
     chapter_aware: bool, per_chapter: bool, length_policy: str | None, output: Path | None, **llm: Any,
 ) -> None:
     """Summarize BOOK (.epub, .txt, .html, .md; - reads it from standard input) and write the summary and its full record."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from booksum_app.files import atomic_write_texts, check_writable, json_text
     from booksum_app.llm.registry import choose_model
@@ -80,8 +80,7 @@ def summarize_command(
     if notice:
         err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
     tracker = RunProgress()
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}"),
-                   TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err_console, transient=True)
+    bar = progress_bar("{task.description}", "{task.fields[count]}")
     task = bar.add_task("starting", total=None, count="", stats="")
 
     def draw(snap: Any) -> None:
