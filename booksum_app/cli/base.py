@@ -214,6 +214,8 @@ def book_from_arg(book: Path, *, include_front_matter: bool) -> Any:
     from booksum_app.books.detect import sniff_suffix
     from booksum_app.errors import InputError
 
+    if sys.stdin.isatty():  # nothing piped in: waiting for typed bytes would look like a hang
+        raise InputError("BOOK is - but standard input is a terminal; pipe a book in: booksum summarize - < book.epub")
     data = sys.stdin.buffer.read(STDIN_MAX_BYTES + 1)
     if not data.strip():
         raise InputError("no book on standard input; pipe one in, e.g. booksum summarize - < book.epub")
