@@ -204,7 +204,7 @@ def _render_plan(plan: Any) -> None:
 def _run_compare_with_progress(exp: Any, settings: Any, run: Any, *, plots: bool) -> Any:
     from rich.progress import TaskID
 
-    from booksum_app.runners.compare import GridProgress
+    from booksum_app.runners.progress import GridProgress
 
     tracker = GridProgress()
     bar = progress_bar("{task.fields[label]}", "{task.completed}/{task.total}", running=True)

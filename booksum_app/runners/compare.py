@@ -24,16 +24,14 @@ import dataclasses
 import multiprocessing
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from booksum_app.files import available_cores
 from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request
 from booksum_app.llm.base import Usage as TokenUsage
-from booksum_app.llm.calls import CallRecord
 from booksum_app.llm.context import call_context, default_context
 from booksum_app.llm.registry import DEMO_JUDGE_WARNING, NO_JUDGE_NOTE, LLMSettings, get_model
 from booksum_app.runners.compare_plan import (
@@ -56,7 +54,7 @@ from booksum_app.runners.compare_results import (
 )
 from booksum_app.runners.datasets import Sample, load_samples, score_sample
 from booksum_app.runners.experiment import Experiment, GridConfig, PrecomputedSet
-from booksum_app.runners.progress import RunProgress
+from booksum_app.runners.progress import GridProgress, GridSnapshot
 from booksum_app.runners.summarize import summarize_book
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
 from booksum_app.scoring.booookscore import BooookScoreJudge, split_summary
@@ -68,87 +66,6 @@ from booksum_app.scoring.release import read_summaries
 from booksum_app.scoring.results import score_annotations
 from booksum_app.scoring.words import resolve_lang
 from booksum_app.strategies.record import SummaryRecord, write_record
-
-# ---- progress ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GridSnapshot:
-    """What the whole-set progress display shows."""
-
-    done: int
-    total: int
-    reused: int
-    running: tuple[str, ...]
-    calls: int
-    cache_hits: int
-    in_flight: int
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-    elapsed_s: float
-    configs: tuple[tuple[str, int, int], ...] = ()  # (configuration, summaries done, summaries in all)
-
-
-class GridProgress:
-    """Progress of a whole comparison: summaries done, what runs now, and every call (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._calls = RunProgress()  # reused for call accounting across all models
-        self._lock = threading.Lock()
-        self._done = self._total = self._reused = 0
-        self._running: dict[str, str] = {}
-        self._configs: dict[str, list[int]] = {}  # configuration -> [done, total], in grid order
-        self._models: list[Any] = []
-        self.listeners: list[Callable[[GridSnapshot], None]] = []
-
-    def on_call(self, record: CallRecord) -> None:
-        """Call-layer hook of every client."""
-        self._calls.on_call(record)
-        self._notify()
-
-    def attach(self, model: Any) -> None:
-        with self._lock:
-            self._models.append(model)
-
-    def start(self, total: int, configs: Mapping[str, int] | None = None) -> None:
-        """The grid's size: summaries in all and, per configuration, how many it makes."""
-        with self._lock:
-            self._total = total
-            self._configs = {name: [0, n] for name, n in (configs or {}).items()}
-        self._notify()
-
-    def stage(self, job: str, text: str) -> None:
-        with self._lock:
-            self._running[job] = text
-        self._notify()
-
-    def finish(self, job: str, *, reused: bool, config: str | None = None) -> None:
-        with self._lock:
-            self._running.pop(job, None)
-            self._done += 1
-            self._reused += int(reused)
-            if config in self._configs:
-                self._configs[config][0] += 1
-        self._notify()
-
-    def _notify(self) -> None:
-        snap = self.snapshot()
-        for listener in list(self.listeners):
-            listener(snap)
-
-    def snapshot(self) -> GridSnapshot:
-        calls = self._calls.snapshot()
-        with self._lock:
-            in_flight = sum(int(getattr(m, "in_flight", 0) or 0) for m in self._models)
-            return GridSnapshot(
-                self._done, self._total, self._reused,
-                tuple(f"{k}: {v}" for k, v in self._running.items()),
-                calls.calls, calls.cache_hits, in_flight, calls.input_tokens, calls.output_tokens,
-                calls.cost_usd, calls.elapsed_s,
-                tuple((name, done, total) for name, (done, total) in self._configs.items()),
-            )
-
 
 # ---- metering ------------------------------------------------------------------------------
 

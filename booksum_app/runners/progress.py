@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,4 +103,85 @@ class RunProgress:
             )
 
 
-__all__ = ["ProgressSnapshot", "RunProgress"]
+# ---- a whole comparison ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GridSnapshot:
+    """What the whole-set progress display shows."""
+
+    done: int
+    total: int
+    reused: int
+    running: tuple[str, ...]
+    calls: int
+    cache_hits: int
+    in_flight: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    elapsed_s: float
+    configs: tuple[tuple[str, int, int], ...] = ()  # (configuration, summaries done, summaries in all)
+
+
+class GridProgress:
+    """Progress of a whole comparison: summaries done, what runs now, and every call (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._calls = RunProgress()  # reused for call accounting across all models
+        self._lock = threading.Lock()
+        self._done = self._total = self._reused = 0
+        self._running: dict[str, str] = {}
+        self._configs: dict[str, list[int]] = {}  # configuration -> [done, total], in grid order
+        self._models: list[Any] = []
+        self.listeners: list[Callable[[GridSnapshot], None]] = []
+
+    def on_call(self, record: CallRecord) -> None:
+        """Call-layer hook of every client."""
+        self._calls.on_call(record)
+        self._notify()
+
+    def attach(self, model: Any) -> None:
+        with self._lock:
+            self._models.append(model)
+
+    def start(self, total: int, configs: Mapping[str, int] | None = None) -> None:
+        """The grid's size: summaries in all and, per configuration, how many it makes."""
+        with self._lock:
+            self._total = total
+            self._configs = {name: [0, n] for name, n in (configs or {}).items()}
+        self._notify()
+
+    def stage(self, job: str, text: str) -> None:
+        with self._lock:
+            self._running[job] = text
+        self._notify()
+
+    def finish(self, job: str, *, reused: bool, config: str | None = None) -> None:
+        with self._lock:
+            self._running.pop(job, None)
+            self._done += 1
+            self._reused += int(reused)
+            if config in self._configs:
+                self._configs[config][0] += 1
+        self._notify()
+
+    def _notify(self) -> None:
+        snap = self.snapshot()
+        for listener in list(self.listeners):
+            listener(snap)
+
+    def snapshot(self) -> GridSnapshot:
+        calls = self._calls.snapshot()
+        with self._lock:
+            in_flight = sum(int(getattr(m, "in_flight", 0) or 0) for m in self._models)
+            return GridSnapshot(
+                self._done, self._total, self._reused,
+                tuple(f"{k}: {v}" for k, v in self._running.items()),
+                calls.calls, calls.cache_hits, in_flight, calls.input_tokens, calls.output_tokens,
+                calls.cost_usd, calls.elapsed_s,
+                tuple((name, done, total) for name, (done, total) in self._configs.items()),
+            )
+
+
+__all__ = ["GridProgress", "GridSnapshot", "ProgressSnapshot", "RunProgress"]
