@@ -137,10 +137,15 @@ def _m003_create_leases(db: sqlite3.Connection) -> None:
     )
 
 
+def _m004_add_cache_writes(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE calls ADD COLUMN cache_write_input_tokens INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_create_calls,
     _m002_add_purpose,
     _m003_create_leases,
+    _m004_add_cache_writes,
 ]
 
 
@@ -240,17 +245,17 @@ class CallCache:
     @staticmethod
     def _get(db: sqlite3.Connection, key: str) -> Completion | None:
         row = db.execute(
-            "SELECT text, finish_reason, input_tokens, output_tokens, cached_input_tokens, model, "
-            "latency_s FROM calls WHERE key = ?",
+            "SELECT text, finish_reason, input_tokens, output_tokens, cached_input_tokens, "
+            "cache_write_input_tokens, model, latency_s FROM calls WHERE key = ?",
             (key,),
         ).fetchone()
         if row is None:
             return None
-        text, finish_reason, input_tokens, output_tokens, cached_input_tokens, model, latency = row
+        text, finish_reason, input_tokens, output_tokens, cached, written, model, latency = row
         return Completion(
             text=text,
             finish_reason=finish_reason,
-            usage=Usage(input_tokens, output_tokens, cached_input_tokens),
+            usage=Usage(input_tokens, output_tokens, cached, written),
             model=model,
             latency_s=latency,
             cost_usd=0.0,
@@ -366,8 +371,8 @@ class CallCache:
         try:
             db.execute(
                 "INSERT OR REPLACE INTO calls (key, text, finish_reason, input_tokens, "
-                "output_tokens, cached_input_tokens, model, created, latency_s, purpose) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "output_tokens, cached_input_tokens, cache_write_input_tokens, model, created, "
+                "latency_s, purpose) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     key,
                     completion.text,
@@ -375,6 +380,7 @@ class CallCache:
                     usage.input_tokens,
                     usage.output_tokens,
                     usage.cached_input_tokens,
+                    usage.cache_write_input_tokens,
                     completion.model,
                     time.time(),
                     completion.latency_s,
