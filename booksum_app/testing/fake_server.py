@@ -6,6 +6,11 @@ Speaks ``POST /v1/chat/completions`` (OpenAI, non-streaming) and ``POST /v1/mess
 Latency (per call and per output token) and faults are configurable: a deterministic
 ``script`` of fault kinds for the next calls, and/or a seeded random ``fault_rate``.
 
+``prompt_caching=True`` reports prompt-cache usage as the providers do
+(:mod:`booksum_app.testing.fake_prompt_cache`: OpenAI's automatic prefix cache, Anthropic's
+``cache_control`` breakpoints); off by default, every prompt token is then uncached.
+Wire formats (parsing, reply bodies) are in :mod:`booksum_app.testing.fake_wire`.
+
 ``rate_limit_in_flight=N`` answers 429 (with Retry-After) to every request above N in flight,
 as a provider's concurrency limit does. Fault kinds: ``429`` (with Retry-After), ``500``, ``503``, ``timeout`` (hang past the client's
 timeout), ``drop`` (close the socket without a response), ``empty`` (content ""),
@@ -25,15 +30,21 @@ import random
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from booksum_app.errors import BooksumError
 from booksum_app.llm.base import Request
+from booksum_app.testing.fake_prompt_cache import BreakpointCache, PrefixCache, count_tokens, encode
 from booksum_app.testing.fake_replies import default_reply
+from booksum_app.testing.fake_wire import (
+    anthropic_body,
+    anthropic_breakpoints,
+    openai_body,
+    parse_anthropic,
+    parse_openai,
+)
 
 FAULT_KINDS = (
     "429",
@@ -52,15 +63,6 @@ FAULT_KINDS = (
 )
 RETRYABLE_FAULTS = ("429", "500", "503", "timeout", "drop", "empty")
 ReplyFn = Callable[[Request], str]
-
-
-def _count_tokens(text: str) -> int:
-    try:
-        from booksum_app.chunking import get_tokenizer
-
-        return get_tokenizer("cl100k_base").count(text)
-    except (ImportError, BooksumError):
-        return max(1, len(text) // 4) if text else 0
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault in ("notjson", "echokey"):
             self._send_hostile(api, fault)
             return
-        request = _parse_openai(payload) if api == "openai" else _parse_anthropic(payload)
+        request = parse_openai(payload) if api == "openai" else parse_anthropic(payload)
         if fault == "echo":
             text = "\n\n".join(part for part in (request.system, request.user_text) if part)
         else:
@@ -147,25 +149,25 @@ class _Handler(BaseHTTPRequestHandler):
             words = text.split()
             text, finish = " ".join(words[: max(1, len(words) // 2)]), "length"
         prompt_text = (request.system or "") + request.user_text
-        n_out = _count_tokens(text)
+        n_out = count_tokens(text)
+        caching = _Caching(fake, api, payload, prompt_text)  # looked up now, stored when answered
         delay = fake.latency_s + fake.latency_per_token_s * n_out
         if delay > 0:
             fake._stopping.wait(delay)
+        n_in = count_tokens(prompt_text)
         if api == "openai":
-            body = _openai_body(payload, text, finish, _count_tokens(prompt_text), n_out)
+            body = openai_body(payload, text, finish, n_in, n_out, cached=caching.read)
         else:
-            prefix = request.shared_prefix
-            cached = fake._prefix_seen(prefix) if prefix else False
-            n_prefix = _count_tokens(prefix) if prefix else 0
-            body = _anthropic_body(
+            body = anthropic_body(
                 payload,
                 text,
                 "max_tokens" if finish == "length" else "end_turn",
-                input_tokens=_count_tokens(prompt_text) - n_prefix,
+                input_tokens=max(0, n_in - caching.read - caching.written),
                 output_tokens=n_out,
-                cache_read=n_prefix if cached else 0,
-                cache_write=0 if cached else n_prefix,
+                cache_read=caching.read,
+                cache_write=caching.written,
             )
+        caching.store()
         fake._completed()  # counted before sending, so a client that has its answer sees the count
         self._send_json(200, body)
 
@@ -264,105 +266,25 @@ def _fmt(seconds: float) -> str:
     return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return ""
+class _Caching:
+    """One request's prompt-cache lookup (at arrival) and store (when answered); no-op when caching is off."""
 
-
-def _parse_openai(payload: dict[str, Any]) -> Request:
-    messages = payload.get("messages") or []
-    system = "".join(
-        _text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer")
-    )
-    user = "".join(_text_of(m.get("content")) for m in messages if m.get("role") == "user")
-    max_tokens = payload.get("max_completion_tokens") or payload.get("max_tokens") or 4096
-    stop = payload.get("stop") or ()
-    return Request(
-        prompt=user,
-        max_tokens=int(max_tokens),
-        temperature=float(payload.get("temperature", 1.0)),
-        top_p=float(payload.get("top_p", 1.0)),
-        system=system or None,
-        stop=(stop,) if isinstance(stop, str) else tuple(stop),
-    )
-
-
-def _parse_anthropic(payload: dict[str, Any]) -> Request:
-    prefix, rest = "", ""
-    for message in payload.get("messages") or []:
-        content = message.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict) and block.get("cache_control") and not rest:
-                    prefix += block.get("text", "")
-                elif isinstance(block, dict):
-                    rest += block.get("text", "")
+    def __init__(self, fake: FakeServer, api: str, payload: dict[str, Any], prompt_text: str) -> None:
+        self.read = self.written = 0
+        self._store: Callable[[], None] = lambda: None
+        if not fake.prompt_caching:
+            return
+        if api == "openai":
+            openai_points = fake._prefix_cache.points(encode(prompt_text))
+            self.read = fake._prefix_cache.lookup(openai_points)
+            self._store = lambda: fake._prefix_cache.store(openai_points)
         else:
-            rest += _text_of(content)
-    return Request(
-        prompt=rest,
-        shared_prefix=prefix,
-        max_tokens=int(payload.get("max_tokens") or 4096),
-        temperature=float(payload.get("temperature", 1.0)),
-        top_p=float(payload.get("top_p", 1.0)),
-        system=_text_of(payload.get("system")) or None,
-        stop=tuple(payload.get("stop_sequences") or ()),
-    )
+            points = fake._breakpoint_cache.points(anthropic_breakpoints(payload))
+            self.read, self.written = fake._breakpoint_cache.lookup(points)
+            self._store = lambda: fake._breakpoint_cache.store(points)
 
-
-def _openai_body(
-    payload: dict[str, Any], text: str, finish: str, n_in: int, n_out: int
-) -> dict[str, Any]:
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": payload.get("model", "fake"),
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": finish,
-                "logprobs": None,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": n_in,
-            "completion_tokens": n_out,
-            "total_tokens": n_in + n_out,
-            "prompt_tokens_details": {"cached_tokens": 0},
-        },
-    }
-
-
-def _anthropic_body(
-    payload: dict[str, Any],
-    text: str,
-    stop_reason: str,
-    *,
-    input_tokens: int,
-    output_tokens: int,
-    cache_read: int,
-    cache_write: int,
-) -> dict[str, Any]:
-    return {
-        "id": f"msg_{uuid.uuid4().hex[:24]}",
-        "type": "message",
-        "role": "assistant",
-        "model": payload.get("model", "fake"),
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": stop_reason,
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "cache_creation_input_tokens": cache_write,
-            "cache_read_input_tokens": cache_read,
-        },
-    }
+    def store(self) -> None:
+        self._store()
 
 
 class FakeServer:
@@ -383,8 +305,10 @@ class FakeServer:
         retry_after_s: float = 1.0,
         hang_s: float = 5.0,
         rate_limit_in_flight: int | None = None,
+        prompt_caching: bool = False,
     ) -> None:
         self.reply: ReplyFn = reply or default_reply
+        self.prompt_caching = prompt_caching  # simulate providers' prompt caches (fake_prompt_cache.py)
         self.latency_s = latency_s
         self.latency_per_token_s = latency_per_token_s
         self.fault_rate = fault_rate
@@ -404,7 +328,8 @@ class FakeServer:
         self._completed_count = 0
         self._in_flight = 0
         self.max_in_flight = 0
-        self._prefixes: set[str] = set()
+        self._prefix_cache = PrefixCache()
+        self._breakpoint_cache = BreakpointCache()
         self._httpd = _Server((host, port), _Handler)
         self._httpd.fake = self
         self._thread: threading.Thread | None = None
@@ -514,12 +439,6 @@ class FakeServer:
         with self._lock:
             self._completed_count += 1
 
-    def _prefix_seen(self, prefix: str) -> bool:
-        with self._lock:
-            seen = prefix in self._prefixes
-            self._prefixes.add(prefix)
-            return seen
-
 
 def main(argv: list[str] | None = None) -> None:
     """Run the fake server in the foreground (Ctrl-C to stop)."""
@@ -535,6 +454,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rate-limit-in-flight", type=int, default=None,
                         help="answer 429 to requests above this many in flight")
+    parser.add_argument("--prompt-caching", action="store_true",
+                        help="simulate OpenAI prefix caching and Anthropic cache_control in usage")
     args = parser.parse_args(argv)
     server = FakeServer(
         host=args.host,
@@ -544,6 +465,7 @@ def main(argv: list[str] | None = None) -> None:
         fault_rate=args.fault_rate,
         seed=args.seed,
         rate_limit_in_flight=args.rate_limit_in_flight,
+        prompt_caching=args.prompt_caching,
     )
     with server:
         print(f"OpenAI-compatible:  --model openai:gpt-4o --base-url {server.openai_base_url}")
