@@ -166,12 +166,14 @@ def compare_command(
 def _render_plan(plan: Any) -> None:
     from rich.table import Table
 
-    table = Table(title="Pre-flight plan (upper bounds; finished records excluded)", title_justify="left")
-    for column in ("configuration", "summaries to run", "calls", "input tokens", "output tokens", "cost"):
+    table = Table(title="Pre-flight plan (upper bounds; the judge's prompt-cache reads predicted)",
+                  title_justify="left")
+    for column in ("configuration", "summaries", "calls", "input tokens (cached)", "output tokens", "cost"):
         table.add_column(column, justify="left" if column == "configuration" else "right")
     for line in plan.lines:
         name = f"judge ({plan.judge})" if line.name == "judge" else line.name
-        table.add_row(esc(name), f"{line.remaining}", f"{line.calls:,}", f"{line.input_tokens:,}",
+        cached = f" ({line.cached_input_tokens:,})" if line.cached_input_tokens else ""
+        table.add_row(esc(name), f"{line.remaining}", f"{line.calls:,}", f"{line.input_tokens:,}{cached}",
                       f"{line.output_tokens:,}", f"${line.cost_usd:.2f}")
     table.add_row("[bold]total[/]", "", f"{plan.calls:,}", f"{plan.input_tokens:,}", f"{plan.output_tokens:,}",
                   f"[bold]${plan.cost_usd:.2f}[/]")
@@ -206,7 +208,7 @@ def _render_compare(result: Any) -> None:
         err_console.print(f"[yellow]note:[/] {esc(result.judge_notice)}", highlight=False, soft_wrap=True)
     table = Table(title="BooookScore comparison (Table 2 shape)", title_justify="left")
     columns = ("Model", "Strategy", "Chunk", "Books", "BooookScore (95% CI)", "Avg. len", "% novel 3-g",
-               "% rep. 3-g", "Calls (cached)", "In tok", "Out tok", "Cost", "Judge $", "Wall s")
+               "% rep. 3-g", "Calls (cached)", "In tok", "Out tok", "Cost", "Judge $", "Judge in/sent.", "Wall s")
     for column in columns:
         table.add_column(column, justify="left" if column in ("Model", "Strategy") else "right")
 
@@ -219,9 +221,11 @@ def _render_compare(result: Any) -> None:
         if b is not None and b.score is not None:
             score = f"{100 * b.score:.1f} ({100 * (b.ci_low or 0):.1f}–{100 * (b.ci_high or 0):.1f})"
         usage, judge = row.usage, row.judge_usage
+        per = row.judge_billed_input_per_sentence  # billed input-token equivalents (docs/scoring.md)
+        judge_cells = [f"${judge.cost_usd:.4f}" if judge.calls or row.kind == "run" else "–", f1(per)]
         cost_cells = [f"{usage.calls} ({usage.cache_hits})", f"{usage.input_tokens:,}", f"{usage.output_tokens:,}",
-                      f"${usage.cost_usd:.4f}", f"${judge.cost_usd:.4f}", f"{row.wall_s:.1f}"] \
-            if row.kind == "run" else (["–"] * 4 + ([f"${judge.cost_usd:.4f}"] if judge.calls else ["–"]) + ["–"])
+                      f"${usage.cost_usd:.4f}", *judge_cells, f"{row.wall_s:.1f}"] \
+            if row.kind == "run" else (["–"] * 4 + judge_cells + ["–"])
         strategy = f"{row.strategy or '–'}{' ' + row.template if row.template else ''}"
         name = row.model if row.kind == "run" else f"{row.model} (released)" if row.strategy else row.name
         table.add_row(esc(name), esc(strategy), str(row.chunk_size or "–"), str(len(row.books)), score, f1(row.ngrams.avg_tokens),
