@@ -198,9 +198,10 @@ def test_score_shows_billed_input_per_judged_sentence(tmp_path: Path, monkeypatc
     with FakeServer(prompt_caching=True) as server:
         args = ["score", str(summaries), "--judge", "openai:gpt-5-mini", "--base-url", server.openai_base_url,
                 "--cache-dir", str(tmp_path / "cache"), "--yes"]
-        table = CliRunner().invoke(cli, [*args, "--json", str(tmp_path / "s.json")], catch_exceptions=False)
+        table = CliRunner().invoke(cli, ["-v", *args, "--json", str(tmp_path / "s.json")], catch_exceptions=False)
     assert table.exit_code == 0, table.output
     assert "In/sent." in table.output and "read from the prompt cache" in table.output
+    assert " cached) + " in table.output, "-v: each call line says how much was read from the cache"
     calls = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))["systems"][0]["calls"]
     assert calls["judged_sentences"] == N_SENTENCES and calls["cached_input_tokens"] > 0
     per = calls["billed_input_per_sentence"]
