@@ -148,15 +148,16 @@ def test_server_sees_at_most_the_concurrency_bound(api: str, tmp_path: Path) -> 
     assert server.max_in_flight == 3
 
 
-def test_anthropic_shared_prefix_uses_prompt_caching(server: FakeServer, tmp_path: Path) -> None:
-    client = client_for("anthropic", server, tmp_path)
-    prefix = "Instructions and a long summary shared by many judge calls. " * 20
-    first = client.complete(Request(prompt="Sentence 1.", shared_prefix=prefix, max_tokens=50))
-    second = client.complete(Request(prompt="Sentence 2.", shared_prefix=prefix, max_tokens=50))
+def test_anthropic_shared_prefix_uses_prompt_caching(tmp_path: Path) -> None:
+    prefix = "Instructions and a long summary shared by many judge calls. " * 100  # > 1,024 tokens
+    with FakeServer(prompt_caching=True) as server:
+        client = client_for("anthropic", server, tmp_path)
+        first = client.complete(Request(prompt="Sentence 1.", shared_prefix=prefix, max_tokens=50))
+        second = client.complete(Request(prompt="Sentence 2.", shared_prefix=prefix, max_tokens=50))
     block = server.requests[0].payload["messages"][0]["content"][0]
     assert block["cache_control"] == {"type": "ephemeral"} and block["text"] == prefix
-    assert first.usage.cached_input_tokens == 0
-    assert second.usage.cached_input_tokens > 100
+    assert first.usage.cached_input_tokens == 0 and first.usage.cache_write_input_tokens > 1000
+    assert second.usage.cached_input_tokens > 1000 and second.usage.cache_write_input_tokens == 0
     assert second.usage.input_tokens > second.usage.cached_input_tokens
     assert second.cost_usd < first.cost_usd
 

@@ -17,12 +17,8 @@ from booksum_app.cli import cli
 from booksum_app.errors import CostLimitExceeded
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 from booksum_app.llm.calls import Client
-from booksum_app.scoring.booookscore import (
-    BATCH_WINDOW,
-    BooookScoreJudge,
-    answer_in_order,
-    request_window,
-)
+from booksum_app.scoring.booookscore import BooookScoreJudge
+from booksum_app.scoring.dispatch import BATCH_WINDOW, answer_in_order, request_window
 from booksum_app.testing.fake_backend import FakeBackend
 from booksum_app.testing.fake_judge import (
     BATCH_MARKER,

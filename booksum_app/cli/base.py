@@ -56,8 +56,11 @@ def call_printer() -> Callable[[Any], None] | None:
 
     def show(record: Any) -> None:
         source = "cache" if record.cache_hit else f"{record.latency_s:.1f}s, ${record.cost_usd:.4f}"
+        u = record.usage  # prompt-cache reads / writes, when the provider reported any
+        cached = f" ({u.cached_input_tokens:,} cached)" if u.cached_input_tokens else ""
+        cached += f" ({u.cache_write_input_tokens:,} written to cache)" if u.cache_write_input_tokens else ""
         err_console.print(
-            f"call {record.purpose} {record.model}: {record.usage.input_tokens:,} in + "
+            f"call {record.purpose} {record.model}: {record.usage.input_tokens:,} in{cached} + "
             f"{record.usage.output_tokens:,} out tokens ({source}), finish {record.finish_reason}, "
             f"{record.attempts} attempt(s)", markup=False, highlight=False, soft_wrap=True)
 

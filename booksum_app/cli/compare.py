@@ -189,12 +189,14 @@ def _refuse_empty_summaries(result: Any) -> None:
 def _render_plan(plan: Any) -> None:
     from rich.table import Table
 
-    table = Table(title="Pre-flight plan (upper bounds; finished records excluded)", title_justify="left")
-    for column in ("configuration", "summaries to run", "calls", "input tokens", "output tokens", "cost"):
+    table = Table(title="Pre-flight plan (upper bounds; the judge's prompt-cache reads predicted)",
+                  title_justify="left")
+    for column in ("configuration", "summaries", "calls", "input tokens (cached)", "output tokens", "cost"):
         table.add_column(column, justify="left" if column == "configuration" else "right")
     for line in plan.lines:
         name = f"judge ({plan.judge})" if line.name == "judge" else line.name
-        table.add_row(esc(name), f"{line.remaining}", f"{line.calls:,}", f"{line.input_tokens:,}",
+        cached = f" ({line.cached_input_tokens:,})" if line.cached_input_tokens else ""
+        table.add_row(esc(name), f"{line.remaining}", f"{line.calls:,}", f"{line.input_tokens:,}{cached}",
                       f"{line.output_tokens:,}", f"${line.cost_usd:.2f}")
     table.add_row("[bold]total[/]", "", f"{plan.calls:,}", f"{plan.input_tokens:,}", f"{plan.output_tokens:,}",
                   f"[bold]${plan.cost_usd:.2f}[/]")
@@ -233,6 +235,9 @@ def _heartbeat_line(snap: Any) -> str:
     return snapshot_line(snap) + (f" · {', '.join(open_configs[:3])}{more}" if open_configs else "")
 
 
+WIDE_TABLE = 260  # the comparison has 16 columns: on a pipe, wide enough that no header wraps
+
+
 def _render_compare(result: Any) -> None:
     from rich.table import Table
 
@@ -242,7 +247,7 @@ def _render_compare(result: Any) -> None:
     show_failures = any(any(row.failures.counts.values()) for row in result.rows)
     columns = ("Model", "Strategy", "Chunk", "Books", "BooookScore (95% CI)", "Avg. len", "% novel 3-g",
                "% rep. 3-g", *(("Failure modes",) if show_failures else ()), "Calls (cached)", "In tok", "Out tok",
-               "Cost", "Judge $", "Wall s")
+               "Cost", "Judge $", "Judge in/sent.", "Wall s")
     for column in columns:
         table.add_column(column, justify="left" if column in ("Model", "Strategy") else "right")
 
@@ -255,9 +260,11 @@ def _render_compare(result: Any) -> None:
         if b is not None and b.score is not None:
             score = f"{100 * b.score:.1f} ({100 * (b.ci_low or 0):.1f}–{100 * (b.ci_high or 0):.1f})"
         usage, judge = row.usage, row.judge_usage
+        per = row.judge_billed_input_per_sentence  # billed input-token equivalents (docs/scoring.md)
+        judge_cells = [f"${judge.cost_usd:.4f}" if judge.calls or row.kind == "run" else "–", f1(per)]
         cost_cells = [f"{usage.calls} ({usage.cache_hits})", f"{usage.input_tokens:,}", f"{usage.output_tokens:,}",
-                      f"${usage.cost_usd:.4f}", f"${judge.cost_usd:.4f}", f"{row.wall_s:.1f}"] \
-            if row.kind == "run" else (["–"] * 4 + ([f"${judge.cost_usd:.4f}"] if judge.calls else ["–"]) + ["–"])
+                      f"${usage.cost_usd:.4f}", *judge_cells, f"{row.wall_s:.1f}"] \
+            if row.kind == "run" else (["–"] * 4 + judge_cells + ["–"])
         strategy = f"{row.strategy or '–'}{' ' + row.template if row.template else ''}"
         name = row.model if row.kind == "run" else f"{row.model} (released)" if row.strategy else row.name
         # summaries showing each mode, e.g. "subjective 2, repetition 1" (definitions in docs/scoring.md)
@@ -265,7 +272,7 @@ def _render_compare(result: Any) -> None:
         table.add_row(esc(name), esc(strategy), str(row.chunk_size or "–"), str(len(row.books)), score, f1(row.ngrams.avg_tokens),
                       f1(row.ngrams.novel_pct), f1(row.ngrams.repeated_pct), *((failures,) if show_failures else ()),
                       *cost_cells)
-    (console if console.is_terminal else Console(width=200)).print(table)
+    (console if console.is_terminal else Console(width=WIDE_TABLE)).print(table)
     signatures = dict.fromkeys(r.booookscore_signature for r in result.rows if r.booookscore_signature)
     for signature in signatures:
         console.print(f"BooookScore: {signature}", highlight=False, soft_wrap=True, markup=False)

@@ -82,9 +82,14 @@ def score_command(
                              seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
     plan = plan_score(list(summaries), settings)
     if plan is not None:  # the judge is paid: say how much at most, and ask above the threshold
+        cached = (f" ({plan.cached_input_tokens:,} read from the prompt cache; "
+                  f"${plan.uncached_cost_usd:.2f} if it misses)") if plan.cached_input_tokens else ""
+        per = plan.billed_input_per_sentence
         err_console.print(
             f"judge plan ({esc(plan.judge)}, upper bound): {plan.calls:,} calls, {plan.input_tokens:,} in + "
-            f"{plan.output_tokens:,} out tokens, ${plan.cost_usd:.2f}", highlight=False, soft_wrap=True)
+            f"{plan.output_tokens:,} out tokens, ${plan.cost_usd:.2f}{cached}"
+            + ("" if per is None else f"; {per:,.0f} billed input tokens per sentence"),
+            highlight=False, soft_wrap=True)
         if not check_cost(plan.cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=sys.stdin.isatty()):
             click.confirm(f"Judging could cost up to ${plan.cost_usd:.2f}. Run it?", abort=True, err=True)
     calls = {"n": 0, "hits": 0}
@@ -170,6 +175,8 @@ def _render_scores(run: Any) -> None:
                                                          for s in run.systems)),
         ("Calls (cached) / cost",
          lambda s: f"{s.totals.calls} ({s.totals.cache_hits}) / ${s.totals.cost_usd:.4f}", any_calls),
+        # billed input-token equivalents per judged sentence: prompt-cache reads at their price
+        ("In/sent.", lambda s: f1(s.totals.billed_input_per_sentence), any_calls),
     ]
     shown = [(header, cell) for header, cell, show in columns if show]
     table = Table(title="booksum scores", title_justify="left")

@@ -171,6 +171,8 @@ class CallEntry:
     cost_usd: float
     cache_hit: bool
     finish_reason: str
+    cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
+    cache_write_input_tokens: int = 0  # of input_tokens, written to it
 
     @classmethod
     def of(cls, request: Request, completion: Completion, *, node: str, attempt: int = 0) -> CallEntry:
@@ -188,6 +190,8 @@ class CallEntry:
             cost_usd=completion.cost_usd,
             cache_hit=completion.cache_hit,
             finish_reason=completion.finish_reason,
+            cached_input_tokens=completion.usage.cached_input_tokens,
+            cache_write_input_tokens=completion.usage.cache_write_input_tokens,
         )
 
 

@@ -1,8 +1,10 @@
 """Anthropic Messages API through the ``anthropic`` SDK (the only module that imports it).
 
-``Request.shared_prefix`` goes in its own content block marked ``cache_control: ephemeral``
-so repeated judge prompts (instructions + demonstrations + summary) are read from
-Anthropic's prompt cache; ``usage.cache_read_input_tokens`` is reported as cached input.
+``Request.shared_prefix`` goes in content blocks marked ``cache_control: ephemeral``, one per
+cache breakpoint (``Request.prefix_blocks``: the judge's are after the demonstrations, shared
+by every summary, and after the summary), so repeated judge prompts are read from Anthropic's
+prompt cache. ``usage.cache_read_input_tokens`` is reported as cached input and
+``cache_creation_input_tokens`` as cache writes (billed 1.25x input).
 ``stop_reason`` "max_tokens" becomes finish reason "length". SDK retries are off; the
 call layer retries. The key never appears in a message.
 
@@ -66,15 +68,10 @@ class AnthropicBackend:
 
     def complete(self, request: Request) -> Completion:
         """Send one message; translate failures into booksum errors."""
-        content: list[dict[str, Any]] = []
-        if request.shared_prefix:
-            content.append(
-                {
-                    "type": "text",
-                    "text": request.shared_prefix,
-                    "cache_control": {"type": "ephemeral"},
-                }
-            )
+        content: list[dict[str, Any]] = [
+            {"type": "text", "text": block, "cache_control": {"type": "ephemeral"}}
+            for block in request.prefix_blocks()
+        ]
         if request.prompt or not content:
             content.append({"type": "text", "text": request.prompt})
         params: dict[str, Any] = {
@@ -110,13 +107,14 @@ class AnthropicBackend:
             block.text for block in message.content if getattr(block, "type", "") == "text"
         )
         u = message.usage
-        cache_read = getattr(u, "cache_read_input_tokens", None) or 0
-        cache_write = getattr(u, "cache_creation_input_tokens", None) or 0
+        cache_read = max(getattr(u, "cache_read_input_tokens", None) or 0, 0)
+        cache_write = max(getattr(u, "cache_creation_input_tokens", None) or 0, 0)
         usage = Usage(
             # Anthropic's input_tokens excludes cache reads and writes; ours is the total.
             input_tokens=(u.input_tokens or 0) + cache_read + cache_write,
             output_tokens=u.output_tokens or 0,
             cached_input_tokens=cache_read,
+            cache_write_input_tokens=cache_write,
         )
         return Completion(
             text=text,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -17,15 +18,25 @@ from typing import Any, Protocol, runtime_checkable
 class Usage:
     """Token usage of one call (or a sum of calls)."""
 
-    input_tokens: int = 0
+    input_tokens: int = 0  # every prompt token, cached or not
     output_tokens: int = 0
-    cached_input_tokens: int = 0  # part of input_tokens served from a provider prompt cache
+    cached_input_tokens: int = 0  # part of input_tokens read from a provider prompt cache
+    cache_write_input_tokens: int = 0  # part of input_tokens written to it (Anthropic bills 1.25x)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cached_input_tokens + other.cached_input_tokens,
+            self.cache_write_input_tokens + other.cache_write_input_tokens,
+        )
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.cached_input_tokens - other.cached_input_tokens,
+            self.cache_write_input_tokens - other.cache_write_input_tokens,
         )
 
 
@@ -36,7 +47,10 @@ class Request:
     ``shared_prefix`` is text placed before ``prompt`` in the user message that many
     calls share (judge instructions + demonstrations + the summary); backends that
     support prompt caching mark it cacheable (Anthropic ``cache_control``), others simply
-    concatenate. ``purpose`` labels the call in records ("summarize", "merge", "judge", ...)
+    concatenate. ``prefix_breaks`` are character offsets inside ``shared_prefix`` where an
+    earlier cache breakpoint falls (the judge's: after the demonstrations, shared by every
+    summary); the end of ``shared_prefix`` is always one. They change no text, so they are
+    not part of the call cache key. ``purpose`` labels the call in records ("summarize", "merge", "judge", ...)
     and is not part of the cache key; ``sample_index`` is, so deliberate resampling
     (regenerating an invalid summary) gets a fresh answer instead of the cached one.
     """
@@ -50,10 +64,25 @@ class Request:
     stop: tuple[str, ...] = ()
     sample_index: int = 0
     purpose: str = ""
+    prefix_breaks: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        last = 0
+        for offset in self.prefix_breaks:
+            if not last < offset < len(self.shared_prefix):
+                raise ValueError("prefix_breaks must be increasing offsets strictly inside shared_prefix")
+            last = offset
 
     @property
     def user_text(self) -> str:
         return self.shared_prefix + self.prompt
+
+    def prefix_blocks(self) -> list[str]:
+        """``shared_prefix`` cut at ``prefix_breaks``: one block per cache breakpoint (none if no prefix)."""
+        if not self.shared_prefix:
+            return []
+        cuts = [0, *self.prefix_breaks, len(self.shared_prefix)]
+        return [self.shared_prefix[a:b] for a, b in pairwise(cuts)]
 
 
 @dataclass(frozen=True)
@@ -82,26 +111,47 @@ class ModelInfo:
     tokenizer: str  # "cl100k_base", "o200k_base", "estimate", or "native"
     input_usd_per_mtok: float = 0.0
     output_usd_per_mtok: float = 0.0
-    cached_input_usd_per_mtok: float | None = None
+    cached_input_usd_per_mtok: float | None = None  # None: cache reads at the input price
     max_output_tokens: int | None = None
+    cache_write_usd_per_mtok: float | None = None  # None: cache writes at the input price
     # "regenerate" (the paper's rule) or "truncate": an answer past its length limit is cut
     # at its last sentence end at once, for models that run past word limits whatever they
     # are asked (the embedded SmolLM2-135M)
     length_policy: str = "regenerate"
 
+    @property
+    def cached_price(self) -> float:
+        """USD per Mtok of prompt-cache reads (the input price when none is known)."""
+        p = self.cached_input_usd_per_mtok
+        return self.input_usd_per_mtok if p is None else p
+
+    @property
+    def write_price(self) -> float:
+        """USD per Mtok of prompt-cache writes (the input price when none is known)."""
+        p = self.cache_write_usd_per_mtok
+        return self.input_usd_per_mtok if p is None else p
+
+    def input_usd(self, usage: Usage) -> float:
+        """Dollars for the prompt tokens of ``usage``: plain, cache reads and cache writes each at their price."""
+        plain = max(0, usage.input_tokens - usage.cached_input_tokens - usage.cache_write_input_tokens)
+        return (
+            plain * self.input_usd_per_mtok
+            + usage.cached_input_tokens * self.cached_price
+            + usage.cache_write_input_tokens * self.write_price
+        ) / 1_000_000
+
     def cost_usd(self, usage: Usage) -> float:
         """Dollars for one call's usage under this model's prices."""
-        cached_price = (
-            self.input_usd_per_mtok
-            if self.cached_input_usd_per_mtok is None
-            else self.cached_input_usd_per_mtok
-        )
-        uncached = usage.input_tokens - usage.cached_input_tokens
-        return (
-            uncached * self.input_usd_per_mtok
-            + usage.cached_input_tokens * cached_price
-            + usage.output_tokens * self.output_usd_per_mtok
-        ) / 1_000_000
+        return self.input_usd(usage) + usage.output_tokens * self.output_usd_per_mtok / 1_000_000
+
+    def billed_input_tokens(self, usage: Usage) -> float:
+        """Prompt tokens as billed, in input-token equivalents (a cache read at 10% counts 0.1).
+
+        A model without an input price (local, self-hosted) counts every token once.
+        """
+        if self.input_usd_per_mtok <= 0:
+            return float(usage.input_tokens)
+        return self.input_usd(usage) * 1_000_000 / self.input_usd_per_mtok
 
 
 @runtime_checkable

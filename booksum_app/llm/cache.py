@@ -168,11 +168,16 @@ def _m004_add_call_log(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX calls_created ON calls (created)")  # logs read newest first
 
 
+def _m005_add_cache_writes(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE calls ADD COLUMN cache_write_input_tokens INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_create_calls,
     _m002_add_purpose,
     _m003_create_leases,
     _m004_add_call_log,
+    _m005_add_cache_writes,
 ]
 
 
@@ -272,17 +277,17 @@ class CallCache:
     @staticmethod
     def _get(db: sqlite3.Connection, key: str) -> Completion | None:
         row = db.execute(
-            "SELECT text, finish_reason, input_tokens, output_tokens, cached_input_tokens, model, "
-            "latency_s FROM calls WHERE key = ?",
+            "SELECT text, finish_reason, input_tokens, output_tokens, cached_input_tokens, "
+            "cache_write_input_tokens, model, latency_s FROM calls WHERE key = ?",
             (key,),
         ).fetchone()
         if row is None:
             return None
-        text, finish_reason, input_tokens, output_tokens, cached_input_tokens, model, latency = row
+        text, finish_reason, input_tokens, output_tokens, cached, written, model, latency = row
         return Completion(
             text=text,
             finish_reason=finish_reason,
-            usage=Usage(input_tokens, output_tokens, cached_input_tokens),
+            usage=Usage(input_tokens, output_tokens, cached, written),
             model=model,
             latency_s=latency,
             cost_usd=0.0,
@@ -400,8 +405,8 @@ class CallCache:
         try:
             db.execute(
                 "INSERT OR REPLACE INTO calls (key, text, finish_reason, input_tokens, "
-                "output_tokens, cached_input_tokens, model, created, latency_s, purpose, "
-                "request, model_string, run, book) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "output_tokens, cached_input_tokens, cache_write_input_tokens, model, created, latency_s, purpose, "
+                "request, model_string, run, book) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     key,
                     completion.text,
@@ -409,6 +414,7 @@ class CallCache:
                     usage.input_tokens,
                     usage.output_tokens,
                     usage.cached_input_tokens,
+                    usage.cache_write_input_tokens,
                     completion.model,
                     time.time(),
                     completion.latency_s,

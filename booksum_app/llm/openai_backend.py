@@ -123,9 +123,11 @@ class OpenAIBackend:
         usage = Usage()
         if response.usage is not None:
             details = getattr(response.usage, "prompt_tokens_details", None)
-            cached = getattr(details, "cached_tokens", None) or 0
+            prompt_tokens = response.usage.prompt_tokens or 0
+            # a compatible server's odd count (over the prompt, negative) must not make cost negative
+            cached = min(max(getattr(details, "cached_tokens", None) or 0, 0), prompt_tokens)
             usage = Usage(
-                input_tokens=response.usage.prompt_tokens or 0,
+                input_tokens=prompt_tokens,
                 output_tokens=response.usage.completion_tokens or 0,
                 cached_input_tokens=cached,
             )

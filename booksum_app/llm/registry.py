@@ -64,6 +64,7 @@ _SPEC_FIELDS = (
     "input_usd_per_mtok",
     "output_usd_per_mtok",
     "cached_input_usd_per_mtok",
+    "cache_write_usd_per_mtok",
     "max_output_tokens",
     "reasoning",
     "length_policy",
@@ -248,6 +249,11 @@ def _plugin_defaults(name: str) -> Mapping[str, Any]:
     return BACKENDS.plugin_defaults(name)
 
 
+def _price_or_none(entry: Mapping[str, Any], key: str) -> float | None:
+    value = entry.get(key)
+    return None if value is None else float(value)
+
+
 def _spec_from(
     provider: str, model_id: str, table: _Table, *, base_url: str | None, n_ctx: int | None
 ) -> ModelSpec:
@@ -275,13 +281,10 @@ def _spec_from(
         tokenizer=str(entry["tokenizer"]),
         input_usd_per_mtok=float(entry.get("input_usd_per_mtok", 0.0)),
         output_usd_per_mtok=float(entry.get("output_usd_per_mtok", 0.0)),
-        cached_input_usd_per_mtok=(
-            None
-            if entry.get("cached_input_usd_per_mtok") is None
-            else float(entry["cached_input_usd_per_mtok"])
-        ),
+        cached_input_usd_per_mtok=_price_or_none(entry, "cached_input_usd_per_mtok"),
         max_output_tokens=entry.get("max_output_tokens"),
         length_policy=str(entry.get("length_policy") or "regenerate"),
+        cache_write_usd_per_mtok=_price_or_none(entry, "cache_write_usd_per_mtok"),
     )
     return ModelSpec(
         provider=provider,
@@ -368,6 +371,7 @@ class ModelEntry:
     output_usd_per_mtok: float
     cached_input_usd_per_mtok: float | None
     source: str  # "shipped" (booksum's table), "config" (the user's file) or "shipped+config"
+    cache_write_usd_per_mtok: float | None = None
 
 
 BACKEND_PACKAGES = {"openai": "openai", "anthropic": "anthropic", "vllm": "vllm", "ollama": "openai", "local": "llama_cpp"}
@@ -396,6 +400,7 @@ def list_models(*, settings: LLMSettings = LLMSettings(), env: Mapping[str, str]
             input_usd_per_mtok=float(entry.get("input_usd_per_mtok", 0.0)),
             output_usd_per_mtok=float(entry.get("output_usd_per_mtok", 0.0)),
             cached_input_usd_per_mtok=None if cached is None else float(cached), source=source,
+            cache_write_usd_per_mtok=_price_or_none(entry, "cache_write_usd_per_mtok"),
         ))
     return rows
 

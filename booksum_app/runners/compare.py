@@ -85,11 +85,20 @@ class _Metered:
     def count_tokens(self, text: str) -> int:
         return self._model.count_tokens(text)
 
+    @property
+    def backend(self) -> Any:
+        """The wrapped model's backend, so the judge streams through it (and warms its cache)."""
+        return getattr(self._model, "backend", None)
+
+    @property
+    def concurrency(self) -> Any:
+        return getattr(self._model, "concurrency", None)
+
     def _add(self, completion: Completion) -> Completion:
-        listed = self.info.cost_usd(completion.usage)
+        u = completion.usage
         spent = 0.0 if completion.cache_hit else completion.cost_usd
-        item = Usage(1, int(completion.cache_hit), completion.usage.input_tokens,
-                     completion.usage.output_tokens, listed, spent)
+        item = Usage(1, int(completion.cache_hit), u.input_tokens, u.output_tokens, self.info.cost_usd(u), spent,
+                     u.cached_input_tokens, u.cache_write_input_tokens, self.info.billed_input_tokens(u))
         with self._lock:
             self.usage = self.usage + item
         return completion
@@ -108,13 +117,18 @@ class _Metered:
 
 def _record_usage(record: SummaryRecord, info: ModelInfo) -> Usage:
     calls = record.calls
+    usages = [TokenUsage(c.input_tokens, c.output_tokens, c.cached_input_tokens, c.cache_write_input_tokens)
+              for c in calls]
     return Usage(
         calls=len(calls),
         cache_hits=sum(1 for c in calls if c.cache_hit),
         input_tokens=sum(c.input_tokens for c in calls),
         output_tokens=sum(c.output_tokens for c in calls),
-        cost_usd=sum(info.cost_usd(TokenUsage(c.input_tokens, c.output_tokens)) for c in calls),
+        cost_usd=sum(info.cost_usd(u) for u in usages),  # prompt-cache reads and writes at their prices
         spent_usd=sum(c.cost_usd for c in calls if not c.cache_hit),
+        cached_input_tokens=sum(u.cached_input_tokens for u in usages),
+        cache_write_input_tokens=sum(u.cache_write_input_tokens for u in usages),
+        billed_input_tokens=sum(info.billed_input_tokens(u) for u in usages),
     )
 
 

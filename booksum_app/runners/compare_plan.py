@@ -7,11 +7,12 @@
   call cache when its calls were made before).
 - Plan (:func:`plan_grid`): upper bounds from :func:`~booksum_app.runners.plan.plan_strategy`
   for every remaining (configuration, book), chunked with each model's tokenizer (no LLM
-  call), plus a judge estimate. Per-sentence mode makes one call per summary sentence; a
-  summary of G tokens is taken to have ``ceil(G / 20)`` sentences (an over-estimate for the
-  25-30-token sentences summaries usually have), each call carrying the judge prompt with a
-  G-token summary and paying up to its max_tokens of output. Batched mode divides the calls
-  by the batch size. For precomputed sets without annotations the real sentences are counted.
+  call), plus the judge's predicted bill (:mod:`~booksum_app.runners.judge_plan`): summaries
+  that exist (finished records, precomputed sets without annotations) are split and counted
+  as the judge will send them; a summary still to write is taken to have G tokens in
+  ``ceil(G / 20)`` sentences (an over-estimate for the 25-30-token sentences summaries
+  usually have). Provider prompt caching is accounted; judge calls the call cache will
+  replay (a finished record judged before by the same judge) are not subtracted.
 """
 
 from __future__ import annotations
@@ -27,15 +28,16 @@ from booksum_app.chunking import CallableTokenizer, chunk_book
 from booksum_app.config import DEFAULT_CHUNK_SIZE
 from booksum_app.errors import BooksumError
 from booksum_app.llm.base import ModelInfo
-from booksum_app.llm.base import Usage as TokenUsage
 from booksum_app.llm.registry import LLMSettings, choose_judge, choose_model
 from booksum_app.runners.datasets import load_samples
 from booksum_app.runners.experiment import Experiment, GridConfig
 from booksum_app.runners.judge_plan import (
     DEFAULT_MAX_PLAN_COST_USD,
     JUDGE_TOKENS_PER_SENTENCE_EST,
+    cache_style,
     check_cost,
     judge_estimate,
+    priced,
     token_counter,
 )
 from booksum_app.runners.plan import plan_strategy
@@ -120,11 +122,13 @@ class PlanLine:
     input_tokens: int
     output_tokens: int
     cost_usd: float
+    cached_input_tokens: int = 0  # of input_tokens, predicted to be read from a provider prompt cache
 
 
 @dataclass(frozen=True)
 class GridPlan:
-    """The pre-flight plan of a comparison (upper bounds; finished records excluded)."""
+    """The pre-flight plan of a comparison (summaries: upper bounds, finished records excluded; the judge's
+    predicted bill, finished records included)."""
 
     lines: tuple[PlanLine, ...]  # one per configuration, plus "judge" when a judge runs
     judge: str | None
@@ -180,6 +184,7 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
     by_name = {name: m for m, name in names.items()}
     totals: dict[GridConfig, list[int | float]] = {c: [0, 0, 0, 0, 0.0] for c in grid}
     remaining_summaries = 0
+    written: list[str] = []  # summaries of finished records: the judge judges them too
     samples = {s.key: s for s in load_samples(exp)}  # benchmark datasets: samples play the part of books
     contexts = itertools.chain((open_context(p, exp) for p in exp.books),
                                (BookContext(s.path, s.book, s.lang, s.sha256) for s in samples.values()))
@@ -188,7 +193,9 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
         sample = samples.get(ctx.key)
         for config in grid:
             job = exp.for_job(config, max_summary_tokens=sample.max_new_tokens if sample else None)
-            if finished_record(record_path(exp.out, config, ctx.path), job_key(config, job, ctx)) is not None:
+            finished = finished_record(record_path(exp.out, config, ctx.path), job_key(config, job, ctx))
+            if finished is not None:
+                written.append(finished.summary)
                 continue
             remaining_summaries += 1
             model = by_name[config.model]
@@ -216,12 +223,13 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
         judge_name = info.name
         count = counters.get(judge) or token_counter(info, settings, judge)
         texts = [t for p in exp.precomputed if p.annotations is None for t in read_summaries(p.summaries).values()]
-        calls, inp, outp = judge_estimate(
+        texts += written
+        j = priced(info, judge_estimate(
             count, mode=exp.judge_mode, batch_size=exp.batch_size, summaries=texts,  # type: ignore[arg-type]
-            n_estimated=remaining_summaries, max_summary_tokens=exp.max_summary_tokens,
-        )
-        cost = info.cost_usd(TokenUsage(inp, outp))
-        lines.append(PlanLine("judge", len(exp.books), remaining_summaries + len(texts), calls, inp, outp, cost))
+            n_estimated=remaining_summaries, max_summary_tokens=exp.max_summary_tokens, style=cache_style(info),
+        ))
+        lines.append(PlanLine("judge", len(exp.books), remaining_summaries + len(texts), j.calls, j.input_tokens,
+                              j.output_tokens, j.cost_usd, j.cached_input_tokens))
     return GridPlan(tuple(lines), judge_name)
 
 

@@ -9,6 +9,9 @@ wall time. Definitions:
   (so a resumed or replayed configuration shows what it costs, not what this run paid);
   ``spent_usd``: what calls that actually reached the provider cost in the runs that made
   the records. Judge calls are counted apart (``judge_*``).
+- ``billed_input_tokens``: prompt tokens as billed, in input-token equivalents (a prompt-cache
+  read at 10% of the input price counts 0.1, an Anthropic cache write 1.25);
+  ``judge_billed_input_per_sentence``: the judge's, divided by the sentences it judged.
 - ``wall_s``: the sum over books of each summary's wall time (books run concurrently, so
   the comparison's own elapsed time is shorter; it is ``CompareResult.wall_s``).
 """
@@ -53,6 +56,9 @@ class Usage:
     output_tokens: int = 0
     cost_usd: float = 0.0  # list price of all calls
     spent_usd: float = 0.0  # calls that reached the provider
+    cached_input_tokens: int = 0  # of input_tokens, read from a provider prompt cache
+    cache_write_input_tokens: int = 0  # of input_tokens, written to it
+    billed_input_tokens: float = 0.0  # input-token equivalents at the model's cache prices
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -62,6 +68,9 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cost_usd + other.cost_usd,
             self.spent_usd + other.spent_usd,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.cache_write_input_tokens + other.cache_write_input_tokens,
+            self.billed_input_tokens + other.billed_input_tokens,
         )
 
 
@@ -109,6 +118,17 @@ class ConfigResult:
     def judge_usage(self) -> Usage:
         """Judge calls of all books."""
         return sum((b.judge_usage for b in self.books), Usage())
+
+    @property
+    def judged_sentences(self) -> int:
+        """Sentences the judge was asked about (unparseable ones included)."""
+        return sum(j.n_sentences for j in self.judgements())
+
+    @property
+    def judge_billed_input_per_sentence(self) -> float | None:
+        """The judge's billed input tokens per judged sentence; None without judge calls."""
+        n, usage = self.judged_sentences, self.judge_usage
+        return usage.billed_input_tokens / n if n and usage.calls else None
 
     @property
     def wall_s(self) -> float:
@@ -201,6 +221,9 @@ def _usage_dict(usage: Usage) -> dict[str, Any]:
         "calls": usage.calls,
         "cache_hits": usage.cache_hits,
         "input_tokens": usage.input_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+        "cache_write_input_tokens": usage.cache_write_input_tokens,
+        "billed_input_tokens": round(usage.billed_input_tokens, 1),
         "output_tokens": usage.output_tokens,
         "cost_usd": round(usage.cost_usd, 6),
         "spent_usd": round(usage.spent_usd, 6),
@@ -241,7 +264,10 @@ def row_to_dict(row: ConfigResult) -> dict[str, Any]:
     out["failures"] = failure_summary_to_dict(row.failures)
     if row.has_usage:
         out["usage"] = {**_usage_dict(row.usage), "wall_s": round(row.wall_s, 3)}
-        out["judge_usage"] = _usage_dict(row.judge_usage)
+    if row.has_usage or row.judge_usage.calls:
+        per = row.judge_billed_input_per_sentence
+        out["judge_usage"] = {**_usage_dict(row.judge_usage), "judged_sentences": row.judged_sentences,
+                              "billed_input_per_sentence": None if per is None else round(per, 1)}
     out["books"] = [
         {
             "book": r.book,
@@ -331,6 +357,7 @@ CSV_COLUMNS = (
     "wall_s",
     "judge_calls",
     "judge_cost_usd",
+    "judge_billed_input_per_sentence",
     *(f"type_{t.replace(' ', '_')}" for t in ERROR_TYPES),
     *(f"failures_{m}" for m in FAILURE_MODES),  # summaries showing each failure mode
     "booookscore_signature",
@@ -353,10 +380,13 @@ def result_to_csv(result: CompareResult) -> str:
         counts = dict(b.type_counts) if b else {}
         usage_cells: list[Any] = (
             [u.calls, u.cache_hits, u.input_tokens, u.output_tokens, round(u.cost_usd, 6),
-             round(u.spent_usd, 6), round(row.wall_s, 3), j.calls, round(j.cost_usd, 6)]
+             round(u.spent_usd, 6), round(row.wall_s, 3)]
             if row.has_usage
-            else [""] * 9
+            else [""] * 7
         )
+        per = row.judge_billed_input_per_sentence
+        usage_cells += [j.calls, round(j.cost_usd, 6)] if row.has_usage or j.calls else ["", ""]
+        usage_cells.append("" if per is None else round(per, 1))
         writer.writerow(
             [
                 row.name, row.kind, row.model, _cell(row.strategy), _cell(row.chunk_size), len(row.books),

@@ -1,9 +1,19 @@
 """Pre-flight plan of a BooookScore judge run: calls, tokens and dollars before the first call.
 
-Shared by ``score`` (summaries known: sentences counted from them) and ``compare`` (summaries
-not written yet: G/20 sentences assumed per summary). Figures are upper bounds: every
-sentence asked once at its output ceiling, no cache hit subtracted, no provider prompt
-caching discounted; regenerations of unparseable answers are not counted.
+Shared by ``score`` and ``compare``. Summaries that exist (``score``'s inputs, ``compare``'s
+finished records and precomputed sets) are split with the judge's own sentence splitter and
+every prompt is counted as the judge will build it; summaries not written yet are taken to
+have ``ceil(G / 20)`` sentences of 20 tokens. Output is an upper bound (every call at its
+max_tokens); regenerations of unparseable answers and call-cache replays are not counted.
+
+Provider prompt caching (docs/scoring.md, "The judge's bill") is predicted from the prompt
+order and the warm-up (:mod:`booksum_app.scoring.dispatch`): OpenAI caches the longest
+prefix already seen, 1,024 tokens or more, in 128-token steps; Anthropic reads the
+breakpoints it has seen (after the demonstrations, after the summary) and writes the rest at
+1.25x. So the first call of the run pays everything, the first call on each later summary
+reads the constant part, and every other call reads the constant part and its summary. A
+model without a cached price (or not from these providers) gets no discount.
+:attr:`JudgePlan.uncached_cost_usd` is the bill if every cache lookup missed.
 """
 
 from __future__ import annotations
@@ -11,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ModelInfo, Usage
@@ -19,23 +30,138 @@ from booksum_app.scoring.booookscore import (
     BATCH_MAX_TOKENS_PER_SENTENCE,
     SENTENCE_MAX_TOKENS,
     JudgeMode,
+    JudgePrompt,
     load_judge_prompt,
     split_summary,
 )
 
 JUDGE_TOKENS_PER_SENTENCE_EST = 20  # summaries not written yet: G / 20 sentences each
 DEFAULT_MAX_PLAN_COST_USD = 1.0
+OPENAI_CACHE_MIN_TOKENS = 1024  # OpenAI caches prompts from 1,024 tokens on ...
+OPENAI_CACHE_STEP_TOKENS = 128  # ... in steps of 128 tokens
+CacheStyle = Literal["prefix", "breakpoints"]
 
 
 @dataclass(frozen=True)
 class JudgePlan:
-    """Upper bounds on one judge run."""
+    """The predicted bill of one judge run (output tokens: upper bound)."""
 
     judge: str
     calls: int
     input_tokens: int
     output_tokens: int
     cost_usd: float
+    cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
+    billed_input_tokens: float = 0.0  # input-token equivalents at the model's cache prices
+    sentences: int = 0
+    uncached_cost_usd: float = 0.0  # the same calls with no prompt-cache read
+
+    @property
+    def billed_input_per_sentence(self) -> float | None:
+        return self.billed_input_tokens / self.sentences if self.sentences else None
+
+
+@dataclass(frozen=True)
+class JudgeEstimate:
+    """Tokens of a judge run as :func:`judge_estimate` predicts them."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
+    sentences: int = 0
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(self.input_tokens, self.output_tokens, self.cached_input_tokens, self.cache_write_input_tokens)
+
+
+def cache_style(info: ModelInfo) -> CacheStyle | None:
+    """How ``info``'s provider caches prompts, when it bills cached tokens apart; None: no discount."""
+    if info.cached_input_usd_per_mtok is None:
+        return None
+    if info.name.startswith("anthropic:"):
+        return "breakpoints"
+    return "prefix" if info.name.startswith("openai:") else None
+
+
+def _openai_cached(tokens: int) -> int:
+    if tokens < OPENAI_CACHE_MIN_TOKENS:
+        return 0
+    return tokens // OPENAI_CACHE_STEP_TOKENS * OPENAI_CACHE_STEP_TOKENS
+
+
+@dataclass(frozen=True)
+class _Summary:
+    prefix_tokens: int  # constant part + summary: what every call on the summary shares
+    call_tokens: tuple[int, ...]  # the varying part (target template + sentences) of each call
+    sentences: int
+
+
+def _measured(prompt: JudgePrompt, count: Callable[[str], int], text: str, batch_size: int) -> _Summary:
+    sentences = split_summary(text)[0]
+    if prompt.mode == "batched":
+        batches = [sentences[i : i + batch_size] for i in range(0, len(sentences), batch_size)]
+        tails = tuple(count(prompt.batch_prompt(b)) for b in batches)
+    else:
+        tails = tuple(count(prompt.sentence_prompt(s)) for s in sentences)
+    return _Summary(count(prompt.shared_prefix(text)), tails, len(sentences))
+
+
+def _estimated(prompt: JudgePrompt, count: Callable[[str], int], tokens: int, batch_size: int) -> _Summary:
+    n = math.ceil(tokens / JUDGE_TOKENS_PER_SENTENCE_EST)
+    if prompt.mode == "batched":
+        sizes = [min(batch_size, n - i) for i in range(0, n, batch_size)]
+        empty = count(prompt.batch_prompt([]))
+    else:
+        sizes, empty = [1] * n, count(prompt.sentence_prompt(""))
+    tails = tuple(empty + k * JUDGE_TOKENS_PER_SENTENCE_EST for k in sizes)
+    return _Summary(count(prompt.shared_prefix("")) + tokens, tails, n)
+
+
+def _cached(style: CacheStyle | None, summary: _Summary, constant: int, *, first: bool) -> tuple[int, int]:
+    """``(cache reads, cache writes)`` of the calls on one summary, warmed up as the judge does."""
+    n, prefix = len(summary.call_tokens), summary.prefix_tokens
+    if style == "prefix":
+        opening = 0 if first else _openai_cached(constant)
+        return opening + (n - 1) * _openai_cached(prefix), 0
+    if style == "breakpoints":
+        opening = 0 if first else constant
+        return opening + (n - 1) * prefix, prefix - opening
+    return 0, 0
+
+
+def judge_estimate(
+    count: Callable[[str], int],
+    *,
+    mode: JudgeMode,
+    batch_size: int,
+    summaries: Sequence[str],
+    n_estimated: int = 0,
+    max_summary_tokens: int = 0,
+    style: CacheStyle | None = None,
+) -> JudgeEstimate:
+    """Tokens to judge ``summaries`` plus ``n_estimated`` unwritten ones of ``max_summary_tokens``."""
+    prompt = load_judge_prompt(mode)
+    constant = count(prompt.constant_prefix)
+    planned = [_measured(prompt, count, s, batch_size) for s in summaries]
+    if n_estimated:
+        planned += [_estimated(prompt, count, max_summary_tokens, batch_size)] * n_estimated
+    calls = inp = outp = reads = writes = sentences = 0
+    for k, summary in enumerate(s for s in planned if s.call_tokens):
+        n = len(summary.call_tokens)
+        calls += n
+        sentences += summary.sentences
+        inp += n * summary.prefix_tokens + sum(summary.call_tokens)
+        if mode == "batched":
+            outp += summary.sentences * BATCH_MAX_TOKENS_PER_SENTENCE + 50 * n
+        else:
+            outp += n * SENTENCE_MAX_TOKENS
+        read, written = _cached(style, summary, constant, first=k == 0)
+        reads, writes = reads + read, writes + written
+    return JudgeEstimate(calls, inp, outp, reads, writes, sentences)
 
 
 def token_counter(info: ModelInfo, settings: LLMSettings, model: str | None) -> Callable[[str], int]:
@@ -47,32 +173,16 @@ def token_counter(info: ModelInfo, settings: LLMSettings, model: str | None) -> 
     return get_tokenizer(info.tokenizer).count
 
 
-def judge_estimate(
-    count: Callable[[str], int],
-    *,
-    mode: JudgeMode,
-    batch_size: int,
-    summaries: Sequence[str],
-    n_estimated: int = 0,
-    max_summary_tokens: int = 0,
-) -> tuple[int, int, int]:
-    """``(calls, input tokens, output tokens)`` to judge ``summaries`` plus ``n_estimated`` unwritten ones of G tokens."""
-    prompt = load_judge_prompt(mode)
-    base = count(prompt.shared_prefix(""))
-    calls = inp = outp = 0
-    sizes = [(len(split_summary(s)[0]), count(s)) for s in summaries]
-    g_sentences = math.ceil(max_summary_tokens / JUDGE_TOKENS_PER_SENTENCE_EST)
-    sizes += [(g_sentences, max_summary_tokens)] * n_estimated
-    for n_sentences, tokens in sizes:
-        if mode == "batched":
-            n_calls = math.ceil(n_sentences / batch_size)
-            out_tokens = n_sentences * BATCH_MAX_TOKENS_PER_SENTENCE + 50 * n_calls
-        else:
-            n_calls, out_tokens = n_sentences, n_sentences * SENTENCE_MAX_TOKENS
-        calls += n_calls
-        inp += n_calls * (base + tokens) + tokens  # the sentences themselves, once over all calls
-        outp += out_tokens
-    return calls, inp, outp
+def priced(info: ModelInfo, estimate: JudgeEstimate) -> JudgePlan:
+    """The plan of ``estimate`` under ``info``'s prices."""
+    usage = estimate.usage
+    return JudgePlan(
+        judge=info.name, calls=estimate.calls, input_tokens=estimate.input_tokens,
+        output_tokens=estimate.output_tokens, cost_usd=info.cost_usd(usage),
+        cached_input_tokens=estimate.cached_input_tokens, cache_write_input_tokens=estimate.cache_write_input_tokens,
+        billed_input_tokens=info.billed_input_tokens(usage), sentences=estimate.sentences,
+        uncached_cost_usd=info.cost_usd(Usage(usage.input_tokens, usage.output_tokens, 0, usage.cache_write_input_tokens)),
+    )
 
 
 def plan_judge(
@@ -83,7 +193,7 @@ def plan_judge(
     batch_size: int,
     settings: LLMSettings | None = None,
 ) -> JudgePlan:
-    """Upper bounds on judging these summaries with ``judge``; calls no model.
+    """The predicted bill of judging these summaries with ``judge``; calls no model.
 
     Raises:
         ConfigError: bad model string.
@@ -91,8 +201,9 @@ def plan_judge(
     settings = settings or LLMSettings()
     info = choose_model(judge, settings=settings).info
     count = token_counter(info, settings, judge)
-    calls, inp, outp = judge_estimate(count, mode=mode, batch_size=batch_size, summaries=list(summaries.values()))
-    return JudgePlan(info.name, calls, inp, outp, info.cost_usd(Usage(inp, outp)))
+    estimate = judge_estimate(count, mode=mode, batch_size=batch_size, summaries=list(summaries.values()),
+                              style=cache_style(info))
+    return priced(info, estimate)
 
 
 def check_cost(cost_usd: float, *, max_cost_usd: float, confirmed: bool, interactive: bool) -> bool:
@@ -114,9 +225,12 @@ def check_cost(cost_usd: float, *, max_cost_usd: float, confirmed: bool, interac
 __all__ = [
     "DEFAULT_MAX_PLAN_COST_USD",
     "JUDGE_TOKENS_PER_SENTENCE_EST",
+    "JudgeEstimate",
     "JudgePlan",
+    "cache_style",
     "check_cost",
     "judge_estimate",
     "plan_judge",
+    "priced",
     "token_counter",
 ]

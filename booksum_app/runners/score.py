@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.errors import BooksumError, InputError
-from booksum_app.llm.base import ChatModel
+from booksum_app.llm.base import ChatModel, Usage
 from booksum_app.llm.calls import CallRecord
 from booksum_app.llm.context import default_context
 from booksum_app.llm.registry import (
@@ -217,15 +217,24 @@ def _system_name(path: Path) -> str:
     return name.removesuffix("-cleaned") if name.endswith("-cleaned") else name
 
 
-def _totals(before: tuple[int, int, int, int, float], model: Any, wall_s: float) -> CallTotals:
-    usage = model.usage
+def _snapshot(model: Any) -> tuple[int, int, Usage, float]:
+    return model.n_calls, model.n_cache_hits, model.usage, model.cost_usd
+
+
+def _totals(before: tuple[int, int, Usage, float], model: Any, wall_s: float, judged_sentences: int) -> CallTotals:
+    calls, hits, usage, cost = before
+    paid = model.usage - usage
     return CallTotals(
-        calls=model.n_calls - before[0],
-        cache_hits=model.n_cache_hits - before[1],
-        input_tokens=usage.input_tokens - before[2],
-        output_tokens=usage.output_tokens - before[3],
-        cost_usd=model.cost_usd - before[4],
+        calls=model.n_calls - calls,
+        cache_hits=model.n_cache_hits - hits,
+        input_tokens=paid.input_tokens,
+        output_tokens=paid.output_tokens,
+        cost_usd=model.cost_usd - cost,
         wall_s=wall_s,
+        cached_input_tokens=paid.cached_input_tokens,
+        cache_write_input_tokens=paid.cache_write_input_tokens,
+        billed_input_tokens=model.info.billed_input_tokens(paid),
+        judged_sentences=judged_sentences,
     )
 
 
@@ -320,9 +329,7 @@ def _judge_system(
     judge_model: Any, summaries: Mapping[str, str], settings: ScoreSettings, *, demo_judge: bool = False
 ) -> tuple[BooookScoreResult, CallTotals]:
     """BooookScore of one system's summaries, and what its judge calls cost."""
-    counters = ("n_calls", "n_cache_hits")
-    before = (judge_model.n_calls, judge_model.n_cache_hits, judge_model.usage.input_tokens,
-              judge_model.usage.output_tokens, judge_model.cost_usd) if all(hasattr(judge_model, c) for c in counters) else None
+    before = _snapshot(judge_model) if hasattr(judge_model, "n_calls") else None
     start = time.perf_counter()
     judge = BooookScoreJudge(judge_model, mode=settings.mode, batch_size=settings.batch_size,
                              max_attempts=settings.max_attempts)
@@ -333,7 +340,8 @@ def _judge_system(
         summaries=tuple(judgements),
         system=aggregate(judgements, seed=settings.seed),
     )
-    totals = _totals(before, judge_model, time.perf_counter() - start) if before is not None else CallTotals()
+    sentences = sum(j.n_sentences for j in judgements)
+    totals = _totals(before, judge_model, time.perf_counter() - start, sentences) if before is not None else CallTotals()
     return result, totals
 
 

@@ -325,6 +325,8 @@ def _totals(calls: tuple[CallEntry, ...], result: StrategyResult, *, wall_s: flo
         retries=sum(n.retries for n in result.nodes),
         truncations=sum(int(n.truncated) for n in result.nodes),
         compressions=sum(int(n.compression is not None) for n in result.nodes),
+        cached_input_tokens=sum(c.cached_input_tokens for c in calls),
+        cache_write_input_tokens=sum(c.cache_write_input_tokens for c in calls),
     )
 
 

@@ -44,8 +44,10 @@ _INSTRUCTION_PHRASES = (
     "given a book summary",
     "types of confusion include",
     "some examples are provided below",
-    "determine if the sentence above involves confusion",
+    "determine if the sentence above involves confusion",  # the earlier wording, still refused
     "for each numbered sentence above",
+    "determine if the sentence given after the summary",
+    "for each numbered sentence given after the summary",
     "answer in exactly two lines",
     "<your clarifying questions",
     "<the confusion types",

@@ -8,14 +8,22 @@ of its sentences with no confusion; see :mod:`booksum_app.scoring.aggregate`.
 
 Modes:
 
-- ``sentence`` (the paper's method): one call per sentence. The instructions, demonstrations
-  and summary go first, in ``Request.shared_prefix``, the target sentence last, so providers
-  with prompt caching bill the shared part once per summary.
+- ``sentence`` (the paper's method): one call per sentence.
 - ``batched`` (the release's "v2"): up to ``batch_size`` numbered sentences per call, a JSON
   list as answer. Cheaper; not the paper's setup, and the signature says which was used.
 
+Prompt order, for providers' prompt caches (docs/scoring.md, "The judge's bill"): what every
+call shares comes first and is byte-identical (instructions, demonstrations, answer format:
+:attr:`JudgePrompt.constant_prefix`), then the summary (shared by the calls on one summary),
+then the sentence(s). Both shared parts travel in ``Request.shared_prefix`` with a cache
+breakpoint between them (``Request.prefix_breaks``: Anthropic ``cache_control``); OpenAI
+caches such prefixes by itself. The first call on each summary is answered alone before the
+others are sent (:class:`~booksum_app.scoring.dispatch.WarmUp`), so they read its cache.
+
 Deviations, all deliberate: our own demonstrations (two made-up stories, 42 annotated
-sentences; the paper's are not reproduced); temperature 0 (``config.JUDGE_TEMPERATURE``);
+sentences; the paper's are not reproduced); the answer instructions App. J.4 gives after the
+sentence come before the summary (same words; see the template headers), so a call's
+uncached part is only its sentence(s); temperature 0 (``config.JUDGE_TEMPERATURE``);
 an answer that cannot be parsed is retried (``sample_index`` incremented, so the call cache
 does not replay it) up to ``max_attempts`` times, then the sentence is *unparseable*: left out
 of the denominator and reported (the original retries forever). Every call goes through
@@ -30,20 +38,20 @@ a cost ceiling (``CostLimitExceeded``) stops submission at the first call it ref
 from __future__ import annotations
 
 import json
-from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
+import string
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
-from itertools import islice
 from typing import Literal
 
 from booksum_app.chunking import SPLITTER_NAMES, detect_lang, split_sentences
 from booksum_app.config import JUDGE_TEMPERATURE
 from booksum_app.errors import ConfigError, JudgeParseError, PromptError
-from booksum_app.llm.base import Backend, BatchBackend, ChatModel, Completion, Request
+from booksum_app.llm.base import ChatModel, Completion, Request
 from booksum_app.prompts import Template, parse_template
 from booksum_app.scoring.answers import JudgeAnswer, parse_batch_answer, parse_sentence_answer
+from booksum_app.scoring.dispatch import WarmUp, answer_in_order, request_window
 from booksum_app.scoring.judgement import SentenceJudgement, SummaryJudgement
 from booksum_app.signature import make_signature, short_hash
 
@@ -59,11 +67,7 @@ BATCH_MARKER = "[Your sentences]"
 # A judge that runs on past its answer starts the next template block; cut it there (small
 # local models otherwise repeat "[Your response] ..." up to max_tokens).
 STOP_SEQUENCES = ("\n[Your", "\n[Example")
-# Requests built and not yet answered, per slot of the model's concurrency: enough to keep
-# every slot busy, small enough that memory does not grow with the number of sentences.
-WINDOW_PER_SLOT = 4
-DEFAULT_WINDOW_SLOTS = 8  # a model that does not say its concurrency
-BATCH_WINDOW = 256  # requests per complete_many batch (vLLM wants whole batches; opaque wrappers)
+_SUMMARY_SLOT = "\x00summary\x00"  # stands for the summary while the constant part is cut out
 
 
 def _resource(name: str) -> str:
@@ -152,10 +156,21 @@ class JudgePrompt:
         """Prompt id for signatures: ``j4-<hash>`` (App. J.4, our demonstrations)."""
         return f"j4-{self.version}"
 
+    @cached_property
+    def _around_summary(self) -> tuple[str, str]:
+        rendered = self.prefix.render(definitions=self.definitions, examples=self.examples, summary=_SUMMARY_SLOT)
+        head, _, tail = rendered.partition(_SUMMARY_SLOT)
+        return head, tail + "\n\n"
+
+    @property
+    def constant_prefix(self) -> str:
+        """Instructions, demonstrations and answer format: byte-identical for every call of the mode."""
+        return self._around_summary[0]
+
     def shared_prefix(self, summary: str) -> str:
-        """Instructions, demonstrations and the summary: identical for every call on one summary."""
-        text = self.prefix.render(definitions=self.definitions, examples=self.examples, summary=summary.strip())
-        return text + "\n\n"
+        """:attr:`constant_prefix` then the summary: identical for every call on one summary."""
+        head, tail = self._around_summary
+        return head + summary.strip() + tail
 
     def sentence_prompt(self, sentence: str) -> str:
         """The per-sentence part (per-sentence mode)."""
@@ -197,6 +212,10 @@ def load_judge_prompt(mode: JudgeMode = "sentence") -> JudgePrompt:
     expected = {"sentence": "sentence", "batched": "sentences"}[mode]
     if prefix.fields != {"definitions", "examples", "summary"} or target.fields != {expected}:
         raise PromptError(f"judge templates for mode {mode!r} have unexpected fields; fix {PROMPT_DIR}/*.txt")
+    order = [f for _, f, _, _ in string.Formatter().parse(prefix.text) if f is not None]
+    if order[-1] != "summary" or order.count("summary") != 1:
+        # providers cache prompt prefixes: what every call shares must come before the summary
+        raise PromptError(f"{PROMPT_DIR}/{mode}_prefix.txt must end with its one {{summary}} field")
     definitions = parse_template("definitions", _resource("definitions.txt")).text
     return JudgePrompt(
         mode=mode,
@@ -225,52 +244,6 @@ class _Pending:
     last_error: str | None = None
 
 
-def _streams(model: ChatModel) -> bool:
-    """Whether ``model`` is known to answer single submitted calls (not a batch engine).
-
-    A model that shows its backend (``Client``) is; an opaque wrapper is given batches
-    through ``complete_many``, which it routes as it likes.
-    """
-    backend = getattr(model, "backend", None)
-    return isinstance(backend, Backend) and not isinstance(backend, BatchBackend)
-
-
-def request_window(model: ChatModel) -> int:
-    """How many requests :func:`answer_in_order` keeps built and unanswered for ``model``."""
-    if not _streams(model):
-        return BATCH_WINDOW
-    slots = getattr(model, "concurrency", None)
-    return WINDOW_PER_SLOT * (slots if isinstance(slots, int) and slots > 0 else DEFAULT_WINDOW_SLOTS)
-
-
-def answer_in_order(model: ChatModel, requests: Iterable[Request], *, window: int) -> Iterator[Completion]:
-    """Answer ``requests`` in order, pulling at most ``window`` of them ahead of the answers.
-
-    Requests are taken from the iterable only as slots free up, so a lazy iterable is never
-    materialised; batch backends and opaque wrappers get ``complete_many`` batches of
-    ``window``. An error (``CostLimitExceeded``, a model failure) stops submission, cancels
-    what has not started, and propagates.
-    """
-    if window < 1:
-        raise ValueError("window must be at least 1")
-    source = iter(requests)
-    if not _streams(model):
-        while chunk := list(islice(source, window)):
-            yield from model.complete_many(chunk)
-        return
-    in_flight: deque[Future[Completion]] = deque()
-    try:
-        for request in source:
-            in_flight.append(model.submit(request))
-            if len(in_flight) >= window:
-                yield in_flight.popleft().result()
-        while in_flight:
-            yield in_flight.popleft().result()
-    finally:
-        for future in in_flight:
-            future.cancel()
-
-
 class BooookScoreJudge:
     """Runs the BooookScore judge over summaries with one :class:`ChatModel` (see module docstring)."""
 
@@ -283,6 +256,7 @@ class BooookScoreJudge:
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         lang: str | None = None,
         temperature: float = JUDGE_TEMPERATURE,
+        warm_up: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ConfigError("--batch-size must be at least 1")
@@ -298,6 +272,8 @@ class BooookScoreJudge:
         self.lang = lang
         self.temperature = temperature
         self._splitters: set[str] = set()
+        # the first call on each summary goes alone, so the others read the prefix it cached
+        self._warm_up = WarmUp(key=lambda r: r.shared_prefix) if warm_up else None
 
     def signature(self, splitters: Sequence[str] | None = None) -> str:
         """``booookscore|judge:...|prompt:j4-...|mode:...|split:...|temp:0|v:...``."""
@@ -367,6 +343,7 @@ class BooookScoreJudge:
         a request costs its own sentences, not a copy of the summary.
         """
         book, prefix = -1, ""
+        breaks = (len(self.prompt.constant_prefix),)  # a cache breakpoint after the demonstrations
         for unit in units:
             if unit[0].book != book:
                 book = unit[0].book
@@ -380,6 +357,7 @@ class BooookScoreJudge:
             yield Request(
                 prompt=prompt,
                 shared_prefix=prefix,
+                prefix_breaks=breaks if 0 < breaks[0] < len(prefix) else (),
                 max_tokens=max_tokens,
                 temperature=self.temperature,
                 sample_index=attempt,
@@ -396,7 +374,7 @@ class BooookScoreJudge:
         attempt: int,
     ) -> Iterator[tuple[Sequence[_Pending], Completion]]:
         requests = self._requests(units, summaries, books, split, attempt)
-        completions = answer_in_order(self.model, requests, window=request_window(self.model))
+        completions = answer_in_order(self.model, requests, window=request_window(self.model), warm_up=self._warm_up)
         return zip(units, completions, strict=True)
 
     def _sentence_round(

@@ -169,6 +169,17 @@ class CallTotals:
     output_tokens: int = 0
     cost_usd: float = 0.0
     wall_s: float = 0.0
+    cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
+    cache_write_input_tokens: int = 0  # of input_tokens, written to it
+    billed_input_tokens: float = 0.0  # input-token equivalents at the model's cache prices
+    judged_sentences: int = 0
+
+    @property
+    def billed_input_per_sentence(self) -> float | None:
+        """Billed input tokens per judged sentence (docs/scoring.md); None without paid calls."""
+        if not self.judged_sentences or self.calls == self.cache_hits:
+            return None
+        return self.billed_input_tokens / self.judged_sentences
 
 
 @dataclass(frozen=True)

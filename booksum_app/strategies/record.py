@@ -49,6 +49,8 @@ class Totals:
     retries: int
     truncations: int
     compressions: int
+    cached_input_tokens: int = 0  # of input_tokens, read from a provider prompt cache
+    cache_write_input_tokens: int = 0  # of input_tokens, written to it
 
 
 @dataclass(frozen=True)

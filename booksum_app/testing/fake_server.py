@@ -6,6 +6,11 @@ Speaks ``POST /v1/chat/completions`` (OpenAI, non-streaming) and ``POST /v1/mess
 Latency (per call and per output token) and faults are configurable: a deterministic
 ``script`` of fault kinds for the next calls, and/or a seeded random ``fault_rate``.
 
+``prompt_caching=True`` reports prompt-cache usage as the providers do
+(:mod:`booksum_app.testing.fake_prompt_cache`: OpenAI's automatic prefix cache, Anthropic's
+``cache_control`` breakpoints); off by default, every prompt token is then uncached.
+Wire formats (parsing, reply bodies) are in :mod:`booksum_app.testing.fake_wire`.
+
 ``rate_limit_in_flight=N`` answers 429 (with Retry-After) to every request above N in flight,
 as a provider's concurrency limit does. Fault kinds: ``429`` (with Retry-After), ``500``, ``503``, ``timeout`` (hang past the client's
 timeout), ``drop`` (close the socket without a response), ``empty`` (content ""),
@@ -30,15 +35,15 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from booksum_app.errors import BooksumError
 from booksum_app.llm.base import Request
+from booksum_app.testing.fake_prompt_cache import BreakpointCache, PrefixCache, count_tokens, encode
 from booksum_app.testing.fake_replies import default_reply
 from booksum_app.testing.fake_wire import (
     anthropic_body,
+    anthropic_breakpoints,
     openai_body,
     parse_anthropic,
     parse_openai,
-    seconds_text,
 )
 
 FAULT_KINDS = (
@@ -58,15 +63,6 @@ FAULT_KINDS = (
 )
 RETRYABLE_FAULTS = ("429", "500", "503", "timeout", "drop", "empty")
 ReplyFn = Callable[[Request], str]
-
-
-def _count_tokens(text: str) -> int:
-    try:
-        from booksum_app.chunking import get_tokenizer
-
-        return get_tokenizer("cl100k_base").count(text)
-    except (ImportError, BooksumError):
-        return max(1, len(text) // 4) if text else 0
 
 
 @dataclass(frozen=True)
@@ -153,31 +149,31 @@ class _Handler(BaseHTTPRequestHandler):
             words = text.split()
             text, finish = " ".join(words[: max(1, len(words) // 2)]), "length"
         prompt_text = (request.system or "") + request.user_text
-        n_out = _count_tokens(text)
+        n_out = count_tokens(text)
+        caching = _Caching(fake, api, payload, prompt_text)  # looked up now, stored when answered
         delay = fake.latency_s + fake.latency_per_token_s * n_out
         if delay > 0:
             fake._stopping.wait(delay)
+        n_in = count_tokens(prompt_text)
         if api == "openai":
-            body = openai_body(payload, text, finish, _count_tokens(prompt_text), n_out)
+            body = openai_body(payload, text, finish, n_in, n_out, cached=caching.read)
         else:
-            prefix = request.shared_prefix
-            cached = fake._prefix_seen(prefix) if prefix else False
-            n_prefix = _count_tokens(prefix) if prefix else 0
             body = anthropic_body(
                 payload,
                 text,
                 "max_tokens" if finish == "length" else "end_turn",
-                input_tokens=_count_tokens(prompt_text) - n_prefix,
+                input_tokens=max(0, n_in - caching.read - caching.written),
                 output_tokens=n_out,
-                cache_read=n_prefix if cached else 0,
-                cache_write=0 if cached else n_prefix,
+                cache_read=caching.read,
+                cache_write=caching.written,
             )
+        caching.store()
         fake._completed()  # counted before sending, so a client that has its answer sees the count
         self._send_json(200, body)
 
     def _send_fault(self, api: str, fault: str, retry_after_s: float) -> None:
         if fault == "429":
-            headers = {"retry-after": seconds_text(retry_after_s)}
+            headers = {"retry-after": _fmt(retry_after_s)}
             self._send_error(api, 429, "rate_limit_error", "rate limited (fake)", headers)
         elif fault == "500":
             self._send_error(api, 500, "api_error", "internal error (fake)")
@@ -266,6 +262,31 @@ class _Server(ThreadingHTTPServer):
         """Connection errors from clients that hung up are expected here; stay quiet."""
 
 
+def _fmt(seconds: float) -> str:
+    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
+
+
+class _Caching:
+    """One request's prompt-cache lookup (at arrival) and store (when answered); no-op when caching is off."""
+
+    def __init__(self, fake: FakeServer, api: str, payload: dict[str, Any], prompt_text: str) -> None:
+        self.read = self.written = 0
+        self._store: Callable[[], None] = lambda: None
+        if not fake.prompt_caching:
+            return
+        if api == "openai":
+            openai_points = fake._prefix_cache.points(encode(prompt_text))
+            self.read = fake._prefix_cache.lookup(openai_points)
+            self._store = lambda: fake._prefix_cache.store(openai_points)
+        else:
+            points = fake._breakpoint_cache.points(anthropic_breakpoints(payload))
+            self.read, self.written = fake._breakpoint_cache.lookup(points)
+            self._store = lambda: fake._breakpoint_cache.store(points)
+
+    def store(self) -> None:
+        self._store()
+
+
 class FakeServer:
     """The fake API server; use as a context manager, point SDKs at :attr:`openai_base_url` etc."""
 
@@ -284,8 +305,10 @@ class FakeServer:
         retry_after_s: float = 1.0,
         hang_s: float = 5.0,
         rate_limit_in_flight: int | None = None,
+        prompt_caching: bool = False,
     ) -> None:
         self.reply: ReplyFn = reply or default_reply
+        self.prompt_caching = prompt_caching  # simulate providers' prompt caches (fake_prompt_cache.py)
         self.latency_s = latency_s
         self.latency_per_token_s = latency_per_token_s
         self.fault_rate = fault_rate
@@ -305,7 +328,8 @@ class FakeServer:
         self._completed_count = 0
         self._in_flight = 0
         self.max_in_flight = 0
-        self._prefixes: set[str] = set()
+        self._prefix_cache = PrefixCache()
+        self._breakpoint_cache = BreakpointCache()
         self._httpd = _Server((host, port), _Handler)
         self._httpd.fake = self
         self._thread: threading.Thread | None = None
@@ -415,12 +439,6 @@ class FakeServer:
         with self._lock:
             self._completed_count += 1
 
-    def _prefix_seen(self, prefix: str) -> bool:
-        with self._lock:
-            seen = prefix in self._prefixes
-            self._prefixes.add(prefix)
-            return seen
-
 
 def main(argv: list[str] | None = None) -> None:
     """Run the fake server in the foreground (Ctrl-C to stop)."""
@@ -436,6 +454,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rate-limit-in-flight", type=int, default=None,
                         help="answer 429 to requests above this many in flight")
+    parser.add_argument("--prompt-caching", action="store_true",
+                        help="simulate OpenAI prefix caching and Anthropic cache_control in usage")
     args = parser.parse_args(argv)
     server = FakeServer(
         host=args.host,
@@ -445,6 +465,7 @@ def main(argv: list[str] | None = None) -> None:
         fault_rate=args.fault_rate,
         seed=args.seed,
         rate_limit_in_flight=args.rate_limit_in_flight,
+        prompt_caching=args.prompt_caching,
     )
     with server:
         print(f"OpenAI-compatible:  --model openai:gpt-4o --base-url {server.openai_base_url}")

@@ -1,5 +1,8 @@
-"""The wire formats the fake server speaks: requests parsed into :class:`Request`, answers as
-OpenAI chat completions and Anthropic messages (the bodies the real SDKs expect)."""
+"""Wire formats of the fake server: OpenAI chat completions and Anthropic messages, parsed and answered.
+
+Pure functions of JSON payloads (no sockets): :mod:`booksum_app.testing.fake_server` uses them
+to read a request into a :class:`~booksum_app.llm.base.Request` and to build reply bodies.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +13,8 @@ from typing import Any
 from booksum_app.llm.base import Request
 
 
-def seconds_text(seconds: float) -> str:
-    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
-
-
 def text_of(content: Any) -> str:
+    """The text of a message's content: a string, or a list of text blocks."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -23,6 +23,7 @@ def text_of(content: Any) -> str:
 
 
 def parse_openai(payload: dict[str, Any]) -> Request:
+    """A chat-completions payload as a Request (system and user messages joined)."""
     messages = payload.get("messages") or []
     system = "".join(
         text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer")
@@ -41,12 +42,16 @@ def parse_openai(payload: dict[str, Any]) -> Request:
 
 
 def parse_anthropic(payload: dict[str, Any]) -> Request:
+    """A messages payload as a Request: leading ``cache_control`` blocks become the shared prefix."""
     prefix, rest = "", ""
+    breaks: list[int] = []
     for message in payload.get("messages") or []:
         content = message.get("content")
         if isinstance(content, list):
             for block in content:
                 if isinstance(block, dict) and block.get("cache_control") and not rest:
+                    if prefix:
+                        breaks.append(len(prefix))
                     prefix += block.get("text", "")
                 elif isinstance(block, dict):
                     rest += block.get("text", "")
@@ -55,6 +60,7 @@ def parse_anthropic(payload: dict[str, Any]) -> Request:
     return Request(
         prompt=rest,
         shared_prefix=prefix,
+        prefix_breaks=tuple(b for b in breaks if 0 < b < len(prefix)),
         max_tokens=int(payload.get("max_tokens") or 4096),
         temperature=float(payload.get("temperature", 1.0)),
         top_p=float(payload.get("top_p", 1.0)),
@@ -63,9 +69,29 @@ def parse_anthropic(payload: dict[str, Any]) -> Request:
     )
 
 
+def anthropic_breakpoints(payload: dict[str, Any]) -> list[str]:
+    """The prompt text up to and including each ``cache_control`` block, in order (system first)."""
+    text = text_of(payload.get("system"))
+    system = payload.get("system")
+    points = []
+    if isinstance(system, list) and any(isinstance(b, dict) and b.get("cache_control") for b in system):
+        points.append(text)
+    for message in payload.get("messages") or []:
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"text": text_of(content)}]
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            text += block.get("text", "")
+            if block.get("cache_control"):
+                points.append(text)
+    return points
+
+
 def openai_body(
-    payload: dict[str, Any], text: str, finish: str, n_in: int, n_out: int
+    payload: dict[str, Any], text: str, finish: str, n_in: int, n_out: int, *, cached: int = 0
 ) -> dict[str, Any]:
+    """A chat-completion reply; ``cached`` prompt tokens reported as ``prompt_tokens_details.cached_tokens``."""
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
@@ -83,7 +109,7 @@ def openai_body(
             "prompt_tokens": n_in,
             "completion_tokens": n_out,
             "total_tokens": n_in + n_out,
-            "prompt_tokens_details": {"cached_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": cached},
         },
     }
 
@@ -98,6 +124,7 @@ def anthropic_body(
     cache_read: int,
     cache_write: int,
 ) -> dict[str, Any]:
+    """A messages reply; ``input_tokens`` excludes cache reads and writes, as Anthropic's does."""
     return {
         "id": f"msg_{uuid.uuid4().hex[:24]}",
         "type": "message",
