@@ -13,7 +13,7 @@ import pytest
 
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Completion, Request, Usage
-from booksum_app.llm.cache import MIGRATIONS, CallCache, request_key
+from booksum_app.llm.cache import MIGRATIONS, CallCache, _set_wal, request_key
 
 BACKEND = {"kind": "openai", "model": "openai:gpt-4o", "base_url": None}
 BASE = Request(prompt="Summarize: text.", max_tokens=100, system="You summarize.")
@@ -110,8 +110,42 @@ def test_processes_opening_a_new_cache_at_once(tmp_path: Path) -> None:
     code = "import sys; from booksum_app.llm.cache import CallCache; CallCache(sys.argv[1]).close()"
     procs = [
         subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stderr=subprocess.PIPE)
-        for _ in range(4)
+        for _ in range(8)
     ]
     errors = [p.communicate(timeout=60)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0] * 4, errors
+    assert [p.returncode for p in procs] == [0] * 8, errors
     assert len(CallCache(tmp_path)) == 0
+
+
+class _LockedThenFree:
+    """A connection whose journal-mode switch is refused ``refusals`` times, as SQLite does
+    (without calling the busy handler) while another process creates or recovers the file."""
+
+    def __init__(self, refusals: int, message: str = "database is locked") -> None:
+        self.refusals = refusals
+        self.message = message
+        self.calls = 0
+
+    def execute(self, sql: str) -> None:
+        self.calls += 1
+        if self.calls <= self.refusals:
+            raise sqlite3.OperationalError(self.message)
+
+
+def test_wal_switch_waits_out_a_locked_file() -> None:
+    db = _LockedThenFree(refusals=3)
+    _set_wal(db, patience_s=5.0)  # type: ignore[arg-type]
+    assert db.calls == 4
+
+
+def test_wal_switch_gives_up_after_its_patience() -> None:
+    db = _LockedThenFree(refusals=10_000)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        _set_wal(db, patience_s=0.2)  # type: ignore[arg-type]
+
+
+def test_wal_switch_does_not_retry_other_errors() -> None:
+    db = _LockedThenFree(refusals=5, message="disk I/O error")
+    with pytest.raises(sqlite3.OperationalError, match="disk"):
+        _set_wal(db, patience_s=5.0)  # type: ignore[arg-type]
+    assert db.calls == 1
