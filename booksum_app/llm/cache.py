@@ -202,23 +202,16 @@ def _owner_gone(token: str, pid: int, host: str) -> bool:
 
 
 def _set_wal(db: sqlite3.Connection, *, patience_s: float = 30.0) -> None:
-    """Switch a connection to WAL, waiting out other processes that are switching too.
-
-    SQLite returns "database is locked" from ``PRAGMA journal_mode=WAL`` without calling the
-    busy handler while another connection creates the file or recovers its WAL index (seen
-    in CI: four processes opening a new cache at once, one failed). So retry here, with the
-    same patience as the connection's busy timeout.
-    """
-    deadline = time.monotonic() + patience_s
-    wait_s = WAIT_FIRST_S
+    """Switch to WAL, retrying while another process does: SQLite refuses the switch without
+    calling the busy handler while another connection creates or recovers the file (seen in CI,
+    four processes opening a new cache at once)."""
+    deadline, wait_s = time.monotonic() + patience_s, WAIT_FIRST_S
     while True:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            if time.monotonic() + wait_s > deadline:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() + wait_s > deadline:
                 raise
         time.sleep(wait_s)
         wait_s = min(wait_s * 1.5, WAIT_MAX_S)
