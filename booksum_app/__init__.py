@@ -29,6 +29,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "LLMSettings": ("booksum_app.llm.registry", "LLMSettings"),
     "inspect": ("booksum_app.runners.inspect", "inspect_book"),
     "summarize": ("booksum_app.runners.summarize", "summarize_book"),
+    "RunConfig": ("booksum_app.runners.run_config", "RunConfig"),
+    "run_summary": ("booksum_app.runners.summarize", "run_summary"),
     "score": ("booksum_app.runners.score", "score_texts"),
     "score_summaries": ("booksum_app.scoring.results", "score_summaries"),
     "score_summary": ("booksum_app.scoring.results", "score_summary"),
@@ -43,6 +45,7 @@ __all__ = [
     "Book",
     "Chapter",
     "LLMSettings",
+    "RunConfig",
     "SummaryRecord",
     "__version__",
     "chunk_book",
@@ -51,6 +54,7 @@ __all__ = [
     "inspect",
     "open_book",
     "read_record",
+    "run_summary",
     "score",
     "score_annotations",
     "score_summaries",
@@ -64,7 +68,9 @@ if TYPE_CHECKING:
     from booksum_app.chunking import chunk_book, get_tokenizer, split_sentences
     from booksum_app.llm.registry import LLMSettings, get_model
     from booksum_app.runners.inspect import inspect_book as inspect
+    from booksum_app.runners.run_config import RunConfig
     from booksum_app.runners.score import score_texts as score
+    from booksum_app.runners.summarize import run_summary
     from booksum_app.runners.summarize import summarize_book as summarize
     from booksum_app.scoring.results import score_annotations, score_summaries, score_summary
     from booksum_app.strategies import STRATEGIES

@@ -10,7 +10,7 @@ from booksum_app.testing.fake_backend import FakeBackend
 
 PUBLIC = {
     "Book", "Chapter", "LLMSettings", "STRATEGIES", "SummaryRecord", "__version__", "chunk_book",
-    "get_model", "get_tokenizer", "inspect", "open_book", "read_record", "score",
+    "get_model", "get_tokenizer", "inspect", "open_book", "read_record", "score", "RunConfig", "run_summary",
     "score_annotations", "score_summaries", "score_summary", "split_sentences", "summarize",
 }
 

@@ -67,8 +67,14 @@ def summarize_command(
     from booksum_app.files import atomic_write_texts, check_writable, json_text
     from booksum_app.llm.registry import choose_model
     from booksum_app.runners.progress import RunProgress
-    from booksum_app.runners.summarize import default_record_path, summarize_book
+    from booksum_app.runners.summarize import RunConfig, default_record_path, run_summary
 
+    run = RunConfig(  # every option validated once, before any file is read or written
+        strategy=strategy, model=model_name, chunk_size=chunk_size, max_summary_tokens=max_summary_len,
+        prompts=prompts, lang=lang, clean=not no_clean, chapter_aware=chapter_aware,
+        include_front_matter=include_front_matter, direct_template=direct_template, chapters=per_chapter,
+        evidence_tokens=evidence_tokens,
+    )
     # where the outputs go is checked before the first paid call, not after the last one
     record_path = check_writable(default_record_path("stdin" if str(book) == "-" else str(book), strategy, output))
     summary_path = None
@@ -91,13 +97,7 @@ def summarize_command(
 
     tracker.listeners.append(draw)
     with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
-        record = summarize_book(
-            source, strategy=strategy, model=model_name, chunk_size=chunk_size,
-            max_summary_tokens=max_summary_len, prompts=prompts, lang=lang, clean=not no_clean,
-            chapter_aware=chapter_aware, include_front_matter=include_front_matter,
-            direct_template=direct_template, evidence_tokens=evidence_tokens, chapters=per_chapter, llm_settings=settings, progress=tracker,
-            on_call=call_printer(),
-        )
+        record = run_summary(source, run, llm_settings=settings, progress=tracker, on_call=call_printer())
     markdown = record.summary + "\n"
     if per_chapter:
         from booksum_app.runners.chapters import chapters_markdown_from_record

@@ -37,12 +37,11 @@ from booksum_app.llm.registry import DEMO_JUDGE_WARNING, NO_JUDGE_NOTE, LLMSetti
 from booksum_app.runners.compare_plan import (
     BookContext,
     finished_record,
-    job_key,
     judge_string,
     needs_judge,
     open_context,
     record_path,
-    strategy_config,
+    run_config,
 )
 from booksum_app.runners.compare_results import (
     BookResult,
@@ -55,7 +54,7 @@ from booksum_app.runners.compare_results import (
 from booksum_app.runners.datasets import Sample, load_samples, score_sample
 from booksum_app.runners.experiment import Experiment, GridConfig, PrecomputedSet
 from booksum_app.runners.progress import GridProgress, GridSnapshot
-from booksum_app.runners.summarize import summarize_book
+from booksum_app.runners.summarize import run_summary
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
 from booksum_app.scoring.booookscore import BooookScoreJudge, split_summary
 from booksum_app.scoring.buckets import dataset_scores
@@ -295,22 +294,17 @@ class _GridRun:
     def run_one(self, config: GridConfig, ctx: BookContext, label: str) -> BookResult:
         exp, progress = self.exp, self.progress
         sample = self.samples.get(ctx.key)  # None for a book (names are checked apart by load_samples)
-        job = exp.for_job(config, max_summary_tokens=sample.max_new_tokens if sample else None)
-        key = job_key(config, job, ctx)
+        run = run_config(config, exp.for_job(config, max_summary_tokens=sample.max_new_tokens if sample else None),
+                         ctx.lang)
+        key = run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size)
         target = record_path(exp.out, config, ctx.path)
         client = self.clients[self.by_name[config.model]]
         record = finished_record(target, key)
         reused = record is not None
         if record is None:
             progress.stage(label, "summarizing")
-            record = summarize_book(
-                ctx.book, strategy=config.strategy, model=client,
-                chunk_size=config.chunk_size or strategy_config(config, job, ctx.lang).chunk_size,
-                max_summary_tokens=job.max_summary_tokens, prompts=exp.prompts, lang=ctx.lang,
-                clean=exp.clean, chapter_aware=exp.chapter_aware, include_front_matter=exp.include_front_matter,
-                direct_template=job.direct_template,
-                on_progress=lambda e: progress.stage(label, f"{e.stage} {e.done}/{e.total}"),
-            )
+            record = run_summary(ctx.book, run, chat=client,
+                                 on_progress=lambda e: progress.stage(label, f"{e.stage} {e.done}/{e.total}"))
             extra = {**record.extra, "compare": {"job_key": key, "config": config.slug, "book_sha256": ctx.sha256}}
             record = dataclasses.replace(record, extra=extra)
             write_record(record, target)
@@ -323,7 +317,7 @@ class _GridRun:
             usage=_record_usage(record, client.info), judge_usage=judge_usage, wall_s=record.totals.wall_s,
             reused=reused, rouge=score_sample(sample, record.summary) if sample else None,
             failures=detect_failures(record.summary, source=self.copy_index_of(ctx), lang=ctx.lang,
-                                     requested_tokens=job.max_summary_tokens, count_tokens=client.count_tokens),
+                                     requested_tokens=run.max_summary_tokens, count_tokens=client.count_tokens),
         )
 
     def judge_one(self, key: str, summary: str, label: str) -> tuple[SummaryJudgement | None, Usage]:

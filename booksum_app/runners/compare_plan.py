@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,10 +40,8 @@ from booksum_app.runners.judge_plan import (
     token_counter,
 )
 from booksum_app.runners.plan import plan_strategy
-from booksum_app.runners.summarize import resolve_lang
+from booksum_app.runners.run_config import RunConfig, resolve_lang
 from booksum_app.scoring.release import read_summaries
-from booksum_app.signature import short_hash
-from booksum_app.strategies import StrategyConfig, get_strategy, load_prompts
 from booksum_app.strategies.record import SummaryRecord, read_record
 
 # ---- job identity ----------------------------------------------------------------------------------
@@ -68,29 +65,25 @@ def open_context(path: Path, exp: Experiment) -> BookContext:
     return BookContext(Path(path), book, resolve_lang(exp.lang, book), digest)
 
 
-def strategy_config(config: GridConfig, exp: Experiment, lang: str) -> StrategyConfig:
-    return StrategyConfig(
-        chunk_size=config.chunk_size or (exp.chunk_sizes[0] if exp.chunk_sizes else DEFAULT_CHUNK_SIZE),
-        max_summary_tokens=exp.max_summary_tokens,
-        prompts=exp.prompts,
+def run_config(config: GridConfig, job: Experiment, lang: str) -> RunConfig:
+    """The run one (configuration, book) gets: ``job`` is the experiment :meth:`Experiment.for_job` made for it."""
+    return RunConfig(
+        strategy=config.strategy,
+        model=config.model,
+        chunk_size=config.chunk_size or (job.chunk_sizes[0] if job.chunk_sizes else DEFAULT_CHUNK_SIZE),
+        max_summary_tokens=job.max_summary_tokens,
+        prompts=job.prompts,
         lang=lang,
-        direct_template=exp.direct_template,
+        clean=job.clean,
+        chapter_aware=job.chapter_aware,
+        include_front_matter=job.include_front_matter,
+        direct_template=job.direct_template,
     )
 
 
-def job_key(config: GridConfig, exp: Experiment, ctx: BookContext) -> str:
+def job_key(config: GridConfig, job: Experiment, ctx: BookContext) -> str:
     """What a finished record must match to be reused: the configuration, prompts and book bytes."""
-    impl = get_strategy(config.strategy)
-    sc = strategy_config(config, exp, ctx.lang)
-    bundle = load_prompts(exp.prompts, lang=ctx.lang, names=impl.template_names(sc), base_set=impl.base_prompt_set(sc))
-    clean = load_prompts(exp.prompts if exp.prompts != "simple" else "paper", lang=ctx.lang, names=("clean",))
-    fields = {
-        "strategy": config.strategy, "model": config.model, "chunk_size": config.chunk_size,
-        "G": exp.max_summary_tokens, "prompts": bundle.signature, "clean": clean.signature if exp.clean and impl.calls_model else None,
-        "lang": ctx.lang, "chapter_aware": exp.chapter_aware, "front_matter": exp.include_front_matter,
-        "direct_template": None, **impl.record_fields(sc), "book": ctx.sha256,
-    }
-    return short_hash(json.dumps(fields, sort_keys=True), 16)
+    return run_config(config, job, ctx.lang).job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size)
 
 
 def record_path(out: Path, config: GridConfig, book: Path) -> Path:
@@ -192,8 +185,10 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
         chunks: dict[tuple[str | None, int], list[int]] = {}
         sample = samples.get(ctx.key)
         for config in grid:
-            job = exp.for_job(config, max_summary_tokens=sample.max_new_tokens if sample else None)
-            finished = finished_record(record_path(exp.out, config, ctx.path), job_key(config, job, ctx))
+            run = run_config(config, exp.for_job(config, max_summary_tokens=sample.max_new_tokens if sample else None),
+                             ctx.lang)
+            finished = finished_record(record_path(exp.out, config, ctx.path),
+                                       run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size))
             if finished is not None:
                 written.append(finished.summary)
                 continue
@@ -206,8 +201,7 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
                     ctx.book, chunk_size=size, tokenizer=tokenizer, chapter_aware=exp.chapter_aware,
                     include_front_matter=exp.include_front_matter)]
             plan = plan_strategy(config.strategy, chunk_tokens=chunks[(model, size)], info=infos[model],
-                                 count_tokens=counters[model], config=strategy_config(config, job, ctx.lang),
-                                 clean=exp.clean)
+                                 count_tokens=counters[model], config=run.strategy_config(), clean=run.clean)
             t = totals[config]
             t[0] = int(t[0]) + 1
             t[1] = int(t[1]) + plan.calls
@@ -252,5 +246,5 @@ __all__ = [
     "open_context",
     "plan_grid",
     "record_path",
-    "strategy_config",
+    "run_config",
 ]

@@ -14,8 +14,8 @@ from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.registry import LLMSettings, choose_model, get_model
 from booksum_app.runners.plan import CallPlan, plan_strategy
-from booksum_app.runners.summarize import resolve_lang
-from booksum_app.strategies import STRATEGIES, StrategyConfig
+from booksum_app.runners.run_config import RunConfig
+from booksum_app.strategies import STRATEGIES
 
 INSPECT_SCHEMA_VERSION = 1
 SERVER_REPORTED_CONTEXT = ("ollama",)  # providers whose server tells the model's context window
@@ -107,6 +107,7 @@ def inspect_book(
         BookFormatError: the file cannot be read as a book.
         ConfigError: bad model string or options.
     """
+    run = RunConfig(chunk_size=chunk_size, max_summary_tokens=max_summary_tokens, prompts=prompts, lang=lang)
     settings = llm_settings or LLMSettings()
     book = (
         path_or_book
@@ -128,12 +129,7 @@ def inspect_book(
         include_front_matter=include_front_matter,
     )
     sizes = [c.n_tokens for c in chunks]
-    config = StrategyConfig(
-        chunk_size=chunk_size,
-        max_summary_tokens=max_summary_tokens,
-        prompts=prompts,
-        lang=resolve_lang(lang, book),
-    )
+    config = run.for_book(book).strategy_config()
     plans = tuple(
         plan_strategy(name, chunk_tokens=sizes, info=info, count_tokens=count, config=config)
         for name in STRATEGIES

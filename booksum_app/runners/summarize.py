@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.books import Book, open_book
-from booksum_app.chunking import CallableTokenizer, chunk_book, detect_lang
+from booksum_app.chunking import CallableTokenizer, chunk_book
 from booksum_app.chunking.base import Chunk
 from booksum_app.compression.artifacts import remove_artifacts
 from booksum_app.compression.validity import CallEntry
@@ -28,34 +28,17 @@ from booksum_app.config import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TOP_P,
 )
-from booksum_app.errors import ConfigError
-from booksum_app.llm.base import ChatModel, ModelInfo
+from booksum_app.llm.base import ChatModel
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.context import default_context
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.progress import RunProgress
-from booksum_app.signature import evidence_signature, make_signature
-from booksum_app.strategies import Strategy, StrategyConfig, StrategyJob, get_strategy, load_prompts
+from booksum_app.runners.run_config import LANG_CHOICES, RunConfig, resolve_lang
+from booksum_app.strategies import StrategyConfig, StrategyJob
 from booksum_app.strategies.base import ProgressFn, PromptBundle, StrategyResult
 from booksum_app.strategies.record import BookInfo, SummaryRecord, Totals
-
-LANG_CHOICES = ("auto", "en", "zh")
-
-
-def resolve_lang(lang: str, book: Book) -> str:
-    """``en`` or ``zh`` for prompts and sentence splitting; ``auto`` reads the book."""
-    if lang not in LANG_CHOICES:
-        raise ConfigError(f"--lang {lang!r}: use one of {', '.join(LANG_CHOICES)}")
-    if lang != "auto":
-        return lang
-    code = (book.language or "").lower()
-    if code.startswith("zh"):
-        return "zh"
-    if code.startswith("en"):
-        return "en"
-    return detect_lang(book.text()[:20_000])
 
 
 def default_record_path(book_path: str, strategy: str, out: Path | None) -> Path:
@@ -109,32 +92,44 @@ def summarize_book(
     Raises:
         ConfigError, BookFormatError, PromptError, ModelError, CostLimitExceeded.
     """
-    impl = get_strategy(strategy)  # ConfigError naming the installed ones (or why a plugin failed)
-    _check_options(impl, chapters=chapters, evidence_tokens=evidence_tokens)
-    chapter_aware = chapter_aware or chapters
-    book = path_or_book if isinstance(path_or_book, Book) else open_book(
-        path_or_book, include_front_matter=include_front_matter)
-    config = StrategyConfig(  # validated before any model is loaded
-        chunk_size=chunk_size,
-        max_summary_tokens=max_summary_tokens,
-        temperature=temperature,
-        compression_temperature=compression_temperature,
-        top_p=top_p,
-        prompts=prompts,
-        lang=resolve_lang(lang, book),
-        direct_template=direct_template,
-        evidence_tokens=evidence_tokens,
+    run = RunConfig(  # validated before the book is read or any model is loaded
+        strategy=strategy, model=model if isinstance(model, str) else None, chunk_size=chunk_size,
+        max_summary_tokens=max_summary_tokens, temperature=temperature,
+        compression_temperature=compression_temperature, top_p=top_p, prompts=prompts, lang=lang, clean=clean,
+        chapter_aware=chapter_aware, include_front_matter=include_front_matter, direct_template=direct_template,
+        chapters=chapters, evidence_tokens=evidence_tokens,
     )
-    chat, owned = _chat_model(model, llm_settings, on_call=on_call, progress=progress)
+    return run_summary(
+        path_or_book, run, chat=None if model is None or isinstance(model, str) else model,
+        llm_settings=llm_settings, on_progress=on_progress, on_call=on_call, progress=progress,
+    )
+
+
+def run_summary(
+    path_or_book: str | os.PathLike[str] | Book,
+    run: RunConfig,
+    *,
+    chat: ChatModel | None = None,
+    llm_settings: LLMSettings | None = None,
+    on_progress: ProgressFn | None = None,
+    on_call: Callable[[CallRecord], None] | None = None,
+    progress: RunProgress | None = None,
+) -> SummaryRecord:
+    """Summarize a book under ``run`` (see :func:`summarize_book` for the keywords that build one).
+
+    ``chat`` is a ready model to use instead of building ``run.model``'s client (compare shares
+    one client per model); the caller then closes it.
+    """
+    book = path_or_book if isinstance(path_or_book, Book) else open_book(
+        path_or_book, include_front_matter=run.include_front_matter)
+    run = run.for_book(book)
+    model, owned = _chat_model(chat or run.model, llm_settings, on_call=on_call, progress=progress)
     notify = _fan_out([f for f in (on_progress, progress.on_event if progress else None) if f is not None])
     label = Path(book.source_path).name if book.source_path else (book.title or None)
     try:
         with default_context(book=label):  # ``booksum logs --run/--book`` find these calls
-            return _run(
-                book, impl=impl, chat=chat, config=config, clean=clean, chapter_aware=chapter_aware,
-                include_front_matter=include_front_matter, on_progress=notify,
-                on_plan=progress.set_planned_calls if progress is not None else None, chapters=chapters,
-            )
+            return _run(book, run, chat=model, on_progress=notify,
+                        on_plan=progress.set_planned_calls if progress is not None else None)
     finally:
         if owned is not None:
             owned.close()
@@ -169,69 +164,51 @@ def _fan_out(hooks: list[Callable[[Any], None]]) -> Callable[[Any], None] | None
     return call_all
 
 
-def _check_options(impl: Strategy, *, chapters: bool, evidence_tokens: int | None) -> None:
-    """Options only some strategies take: a one-line ConfigError for the others."""
-    if chapters and impl.name != "hier":
-        raise ConfigError(f"--chapters needs --strategy hier (its tree holds the chapters); not {impl.name}")
-    if evidence_tokens is not None and "evidence_tokens" not in impl.record_fields(StrategyConfig()):
-        raise ConfigError(f"--evidence-tokens needs --strategy hier-evidence; not {impl.name}")
-
-
 def _run(
     book: Book,
+    run: RunConfig,
     *,
-    impl: Strategy,
     chat: ChatModel,
-    config: StrategyConfig,
-    clean: bool,
-    chapter_aware: bool,
-    include_front_matter: bool,
     on_progress: ProgressFn | None,
     on_plan: Callable[[int], None] | None = None,
-    chapters: bool = False,
 ) -> SummaryRecord:
     started = time.perf_counter()
-    chunk_size, prompts, lang = config.chunk_size, config.prompts, config.lang
+    impl, config = run.impl, run.strategy_config()
     tokenizer = CallableTokenizer(f"model:{chat.info.name}", chat.count_tokens)
     chunks = tuple(
         chunk_book(
             book,
-            chunk_size=chunk_size,
+            chunk_size=run.chunk_size,
             tokenizer=tokenizer,
-            chapter_aware=chapter_aware,
-            include_front_matter=include_front_matter,
+            chapter_aware=run.chapter_aware,
+            include_front_matter=run.include_front_matter,
         )
     )
-    text = book.text(include_front_matter=include_front_matter)
-    bundle = load_prompts(
-        prompts, lang=lang, names=impl.template_names(config), base_set=impl.base_prompt_set(config)
-    )
+    text = book.text(include_front_matter=run.include_front_matter)
+    bundle = run.prompt_bundle()
     chapter_texts = tuple(
-        (c.title, c.text) for c in book.selected_chapters(include_front_matter=include_front_matter)
+        (c.title, c.text) for c in book.selected_chapters(include_front_matter=run.include_front_matter)
     )
     if on_plan is not None:  # the pre-flight plan's calls give the progress display its ETA
         planned = plan_strategy(impl.name, chunk_tokens=[c.n_tokens for c in chunks], info=chat.info,
-                                count_tokens=chat.count_tokens, config=config, clean=clean)
+                                count_tokens=chat.count_tokens, config=config, clean=run.clean)
         on_plan(planned.calls)
     result = impl.run(
         StrategyJob(chunks, text, config, chapter_texts), model=chat, prompts=bundle, on_progress=on_progress
     )
-    clean = clean and impl.calls_model  # an extractive strategy has no LLM artifacts to remove
-
     extra: dict[str, Any] = dict(result.extra)  # hier-evidence: the evidence of every merge
-    if chapters:
+    if run.chapters:
         per_chapter, chapter_calls = chapter_summaries(book, chunks, result, model=chat, prompts=bundle, config=config)
         result = dataclasses.replace(result, calls=result.calls + chapter_calls)
         extra["chapters"] = [dataclasses.asdict(c) for c in per_chapter]
-    summary, calls, cleaning = _clean(result, chat=chat, config=config, bundle=bundle, clean=clean)
-    record_config = _record_config(impl, chat.info, config, bundle, clean=clean, chapter_aware=chapter_aware,
-                                   include_front_matter=include_front_matter)
+    summary, calls, cleaning = _clean(result, chat=chat, config=config, bundle=bundle,
+                                      clean_bundle=run.clean_bundle())
     return SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,
-        signature=_signature(impl, chat.info, config, bundle, clean=clean),
-        config=record_config,
-        book=_book_info(book, chunks, include_front_matter=include_front_matter),
+        signature=run.signature(chat.info, bundle),
+        config=run.record_dict(chat.info, bundle),
+        book=_book_info(book, chunks, include_front_matter=run.include_front_matter),
         summary=summary,
         raw_summary=result.summary,
         nodes=result.nodes,
@@ -245,57 +222,13 @@ def _run(
     )
 
 
-def _signature(impl: Strategy, info: ModelInfo, config: StrategyConfig, bundle: PromptBundle, *, clean: bool) -> str:
-    return make_signature(
-        impl.name,
-        model=info.name,
-        chunk=config.chunk_size if impl.uses_chunks else None,
-        G=config.max_summary_tokens,
-        prompts=bundle.signature,
-        lang=config.lang,
-        temp=config.temperature,
-        clean="on" if clean else "off",
-        length="truncate" if info.length_policy == "truncate" else None,  # absent: the paper's rule
-        evidence=evidence_signature(impl.record_fields(config)),
-    )
-
-
-def _record_config(
-    impl: Strategy, info: ModelInfo, config: StrategyConfig, bundle: PromptBundle, *, clean: bool,
-    chapter_aware: bool, include_front_matter: bool,
-) -> dict[str, Any]:
-    """The configuration a record keeps."""
-    return {
-        "strategy": impl.name,
-        "model": info.name,
-        "context_window": info.context_window,
-        "tokenizer": info.tokenizer,
-        "chunk_size": config.chunk_size,
-        "max_summary_tokens": config.max_summary_tokens,
-        "temperature": config.temperature,
-        "compression_temperature": config.compression_temperature,
-        "top_p": config.top_p,
-        "prompts": config.prompts,
-        "prompt_signature": bundle.signature,
-        "templates": {n: t.version for n, t in bundle.templates.items()},
-        "lang": config.lang,
-        "clean": clean,
-        "chapter_aware": chapter_aware,
-        "include_front_matter": include_front_matter,
-        "max_tries": config.max_tries,
-        "length_policy": info.length_policy,
-        **impl.record_fields(config),
-    }
-
-
 def _clean(
-    result: StrategyResult, *, chat: ChatModel, config: StrategyConfig, bundle: PromptBundle, clean: bool
+    result: StrategyResult, *, chat: ChatModel, config: StrategyConfig, bundle: PromptBundle,
+    clean_bundle: PromptBundle | None,
 ) -> tuple[str, tuple[CallEntry, ...], dict[str, Any] | None]:
     """Artifact removal of the final summary: ``(summary, all calls, what cleaning did)``."""
-    if not clean:
+    if clean_bundle is None:
         return result.summary, result.calls, None
-    prompts = config.prompts
-    clean_bundle = load_prompts(prompts if prompts != "simple" else "paper", lang=config.lang, names=("clean",))
     cleaned = remove_artifacts(
         result.summary,
         model=chat,
@@ -346,4 +279,4 @@ def _book_info(book: Book, chunks: tuple[Chunk, ...], *, include_front_matter: b
     )
 
 
-__all__ = ["LANG_CHOICES", "default_record_path", "resolve_lang", "summarize_book"]
+__all__ = ["LANG_CHOICES", "RunConfig", "default_record_path", "resolve_lang", "run_summary", "summarize_book"]

@@ -1,0 +1,182 @@
+"""One summary run's configuration: built once, validated once, serialized once.
+
+A :class:`RunConfig` holds everything that decides a summary apart from the book and the model
+object: the strategy, the model string, the budgets, the prompts, the language, cleaning and
+chunking. ``booksum summarize`` builds it from its options, ``compare`` from the experiment
+and a grid configuration, the library from :func:`~booksum_app.runners.summarize.summarize_book`'s
+keywords. The record's ``config``, its signature and compare's job key all derive from it, so a
+field added here reaches every one of them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from booksum_app.books import Book
+from booksum_app.chunking import detect_lang
+from booksum_app.config import (
+    COMPRESSION_TEMPERATURE,
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_MAX_SUMMARY_TOKENS,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TOP_P,
+)
+from booksum_app.errors import ConfigError
+from booksum_app.llm.base import ModelInfo
+from booksum_app.prompts import PROMPT_SETS
+from booksum_app.signature import evidence_signature, make_signature, short_hash
+from booksum_app.strategies import Strategy, StrategyConfig, get_strategy, load_prompts
+from booksum_app.strategies.base import PromptBundle
+
+LANG_CHOICES = ("auto", "en", "zh")
+
+
+def resolve_lang(lang: str, book: Book) -> str:
+    """``en`` or ``zh`` for prompts and sentence splitting; ``auto`` reads the book."""
+    if lang not in LANG_CHOICES:
+        raise ConfigError(f"--lang {lang!r}: use one of {', '.join(LANG_CHOICES)}")
+    if lang != "auto":
+        return lang
+    code = (book.language or "").lower()
+    if code.startswith("zh"):
+        return "zh"
+    if code.startswith("en"):
+        return "en"
+    return detect_lang(book.text()[:20_000])
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What one summary run is asked to do (defaults: BooookScore §5); invalid values raise ConfigError."""
+
+    strategy: str = "hier"
+    model: str | None = None  # None: the configured default model
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS  # G
+    temperature: float = DEFAULT_TEMPERATURE
+    compression_temperature: float = COMPRESSION_TEMPERATURE
+    top_p: float = DEFAULT_TOP_P
+    prompts: str = "paper"  # a built-in set name or a directory of override templates
+    lang: str = "auto"  # "auto" until :meth:`for_book` reads the book
+    clean: bool = True  # artifact removal on the final summary
+    chapter_aware: bool = False  # chunks never straddle chapters (implied by ``chapters``)
+    include_front_matter: bool = False
+    direct_template: str = "ib"  # direct: CNNSum Prompt-IB or Prompt-IE
+    chapters: bool = False  # hier: one summary per chapter too
+    evidence_tokens: int | None = None  # hier-evidence: evidence per merged summary (None: its budget)
+
+    def __post_init__(self) -> None:
+        impl = get_strategy(self.strategy)  # ConfigError naming the installed ones (or why a plugin failed)
+        object.__setattr__(self, "strategy", impl.name)
+        if self.lang not in LANG_CHOICES:
+            raise ConfigError(f"--lang {self.lang!r}: use one of {', '.join(LANG_CHOICES)}")
+        if self.chapters and impl.name != "hier":
+            raise ConfigError(f"--chapters needs --strategy hier (its tree holds the chapters); not {impl.name}")
+        if self.evidence_tokens is not None and "evidence_tokens" not in impl.record_fields(StrategyConfig()):
+            raise ConfigError(f"--evidence-tokens needs --strategy hier-evidence; not {impl.name}")
+        if self.chapters and not self.chapter_aware:
+            object.__setattr__(self, "chapter_aware", True)  # chapter summaries need chapter-bound chunks
+        if not impl.calls_model and self.clean:
+            object.__setattr__(self, "clean", False)  # an extractive strategy has no LLM artifacts to remove
+        self.strategy_config()  # the budgets are validated now, before any book is read
+        if self.prompts not in PROMPT_SETS and not Path(self.prompts).expanduser().is_dir():
+            raise ConfigError(
+                f"--prompts {self.prompts!r} is neither a built-in set ({', '.join(PROMPT_SETS)}) "
+                "nor an existing directory"
+            )
+
+    @property
+    def impl(self) -> Strategy:
+        return get_strategy(self.strategy)
+
+    def for_book(self, book: Book) -> RunConfig:
+        """This configuration with ``lang`` resolved from the book when it is ``auto``."""
+        return self if self.lang != "auto" else replace(self, lang=resolve_lang(self.lang, book))
+
+    def strategy_config(self) -> StrategyConfig:
+        """The knobs the strategy itself reads (``lang`` must be resolved to run; ``en`` stands in)."""
+        return StrategyConfig(
+            chunk_size=self.chunk_size,
+            max_summary_tokens=self.max_summary_tokens,
+            temperature=self.temperature,
+            compression_temperature=self.compression_temperature,
+            top_p=self.top_p,
+            prompts=self.prompts,
+            lang=self.lang if self.lang != "auto" else "en",
+            direct_template=self.direct_template,
+            evidence_tokens=self.evidence_tokens,
+        )
+
+    def prompt_bundle(self) -> PromptBundle:
+        """The strategy's templates in the resolved language."""
+        impl, sc = self.impl, self.strategy_config()
+        return load_prompts(self.prompts, lang=sc.lang, names=impl.template_names(sc), base_set=impl.base_prompt_set(sc))
+
+    def clean_bundle(self) -> PromptBundle | None:
+        """The artifact-removal template, or None when cleaning is off."""
+        if not self.clean:
+            return None
+        return load_prompts(self.prompts if self.prompts != "simple" else "paper", lang=self.strategy_config().lang,
+                            names=("clean",))
+
+    def signature(self, info: ModelInfo, bundle: PromptBundle) -> str:
+        """The record's signature: what a reader needs to know the summary was made the same way."""
+        sc = self.strategy_config()
+        return make_signature(
+            self.strategy,
+            model=info.name,
+            chunk=self.chunk_size if self.impl.uses_chunks else None,
+            G=self.max_summary_tokens,
+            prompts=bundle.signature,
+            lang=sc.lang,
+            temp=self.temperature,
+            clean="on" if self.clean else "off",
+            length="truncate" if info.length_policy == "truncate" else None,  # absent: the paper's rule
+            evidence=evidence_signature(self.impl.record_fields(sc)),
+        )
+
+    def record_dict(self, info: ModelInfo, bundle: PromptBundle) -> dict[str, Any]:
+        """The ``config`` a record keeps: these fields with the model's facts and the templates' versions."""
+        sc = self.strategy_config()
+        return {
+            "strategy": self.strategy,
+            "model": info.name,
+            "context_window": info.context_window,
+            "tokenizer": info.tokenizer,
+            "chunk_size": self.chunk_size,
+            "max_summary_tokens": self.max_summary_tokens,
+            "temperature": self.temperature,
+            "compression_temperature": self.compression_temperature,
+            "top_p": self.top_p,
+            "prompts": self.prompts,
+            "prompt_signature": bundle.signature,
+            "templates": {n: t.version for n, t in bundle.templates.items()},
+            "lang": sc.lang,
+            "clean": self.clean,
+            "chapter_aware": self.chapter_aware,
+            "include_front_matter": self.include_front_matter,
+            "max_tries": sc.max_tries,
+            "length_policy": info.length_policy,
+            **self.impl.record_fields(sc),
+        }
+
+    def job_key(self, *, book_sha256: str, chunk_size: int | None) -> str:
+        """What a finished compare record must match to be reused: these fields, the prompts, the book bytes.
+
+        ``chunk_size`` is the grid's (None for a strategy that reads the whole text).
+        """
+        sc, clean = self.strategy_config(), self.clean_bundle()
+        fields = {
+            "strategy": self.strategy, "model": self.model, "chunk_size": chunk_size,
+            "G": self.max_summary_tokens, "prompts": self.prompt_bundle().signature,
+            "clean": clean.signature if clean is not None else None,
+            "lang": sc.lang, "chapter_aware": self.chapter_aware, "front_matter": self.include_front_matter,
+            "direct_template": None, **self.impl.record_fields(sc), "book": book_sha256,
+        }
+        return short_hash(json.dumps(fields, sort_keys=True), 16)
+
+
+__all__ = ["LANG_CHOICES", "RunConfig", "resolve_lang"]

@@ -1,0 +1,105 @@
+"""RunConfig: one validated configuration from which the record's config, signature and compare's job key derive."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from click.testing import CliRunner
+from conftest import book_path
+
+from booksum_app.books import open_book
+from booksum_app.cli import cli
+from booksum_app.errors import ConfigError
+from booksum_app.llm.calls import Client
+from booksum_app.runners.run_config import RunConfig
+from booksum_app.runners.summarize import run_summary, summarize_book
+from booksum_app.testing.fake_backend import FakeBackend
+
+
+def client() -> Client:
+    return Client(FakeBackend(), concurrency=16)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"strategy": "nope"}, "hier"),
+        ({"chunk_size": 10}, "--chunk-size"),
+        ({"max_summary_tokens": 3}, "--max-summary-len"),
+        ({"lang": "fr"}, "--lang"),
+        ({"direct_template": "xx"}, "--direct-template"),
+        ({"strategy": "inc", "chapters": True}, "--chapters"),
+        ({"strategy": "hier", "evidence_tokens": 512}, "--evidence-tokens"),
+        ({"prompts": "/no/such/dir"}, "--prompts"),
+    ],
+)
+def test_bad_options_are_refused_before_the_book_is_read(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        RunConfig(**options)  # type: ignore[arg-type]
+    # the library keywords build the same object: the missing book is never opened
+    with pytest.raises(ConfigError, match=message):
+        summarize_book("/no/such/book.epub", model=client(), **options)  # type: ignore[arg-type]
+
+
+def test_the_cli_refuses_bad_options_before_reading_stdin() -> None:
+    result = CliRunner().invoke(cli, ["summarize", "-", "--strategy", "inc", "--chapters"], input="")
+    assert result.exit_code != 0 and "--chapters" in result.output and "empty" not in result.output
+
+
+def test_chapters_imply_chapter_aware_chunking() -> None:
+    assert RunConfig(chapters=True).chapter_aware
+    assert not RunConfig().chapter_aware
+
+
+def test_the_record_keeps_exactly_what_the_config_serializes() -> None:
+    book = open_book(book_path("time-machine"))
+    run = RunConfig(strategy="inc", chunk_size=1024, max_summary_tokens=300, temperature=0.3).for_book(book)
+    chat = client()
+    record = run_summary(book, run, chat=chat)
+    bundle = run.prompt_bundle()
+    assert record.config == run.record_dict(chat.info, bundle)
+    assert record.signature == run.signature(chat.info, bundle)
+    assert record.config["chunk_size"] == 1024 and record.config["temperature"] == 0.3
+    assert record.config["lang"] == "en" and run.lang == "en"
+
+
+def test_the_library_keywords_and_a_run_config_give_the_same_record() -> None:
+    path = book_path("time-machine")
+    by_keywords = summarize_book(path, strategy="hier", chunk_size=1024, model=client())
+    by_config = run_summary(path, RunConfig(strategy="hier", chunk_size=1024), chat=client())
+    assert by_keywords.config == by_config.config and by_keywords.signature == by_config.signature
+    assert by_keywords.summary == by_config.summary
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"max_summary_tokens": 500},
+        {"prompts": "simple"},
+        {"lang": "zh"},
+        {"clean": False},
+        {"chapter_aware": True},
+        {"include_front_matter": True},
+        {"model": "openai:gpt-4o"},
+    ],
+)
+def test_the_job_key_changes_with_every_field_that_changes_the_summary(change: dict[str, object]) -> None:
+    base = RunConfig(strategy="hier", lang="en")
+    key = base.job_key(book_sha256="a" * 64, chunk_size=2048)
+    assert dataclasses.replace(base, **change).job_key(book_sha256="a" * 64, chunk_size=2048) != key  # type: ignore[arg-type]
+    assert base.job_key(book_sha256="b" * 64, chunk_size=2048) != key
+    assert base.job_key(book_sha256="a" * 64, chunk_size=2048) == key
+
+
+def test_the_direct_template_is_in_the_key_of_direct_only() -> None:
+    ib, ie = RunConfig(strategy="direct", lang="en"), RunConfig(strategy="direct", lang="en", direct_template="ie")
+    assert ib.job_key(book_sha256="a" * 64, chunk_size=None) != ie.job_key(book_sha256="a" * 64, chunk_size=None)
+    hier_ib, hier_ie = RunConfig(lang="en"), RunConfig(lang="en", direct_template="ie")
+    assert hier_ib.job_key(book_sha256="a" * 64, chunk_size=2048) == hier_ie.job_key(
+        book_sha256="a" * 64, chunk_size=2048)
+
+
+def test_a_config_is_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        RunConfig().strategy = "inc"  # type: ignore[misc]
