@@ -120,7 +120,7 @@ def summarize_command(
     err_console.print(
         f"record: {record_path}  |  {t.calls} calls ({t.cache_hits} cached), "
         f"{t.input_tokens:,} in{f' ({t.cached_input_tokens:,} cached)' if t.cached_input_tokens else ''} + "
-        f"{t.output_tokens:,} out tokens, ${t.cost_usd:.4f}, {t.wall_s:.1f}s  |  "
+        f"{t.output_tokens:,} out tokens, ${t.spent_usd:.4f}, {t.wall_s:.1f}s  |  "
         f"{record.signature}", highlight=False, soft_wrap=True, markup=False)
     if not record.summary.strip():  # a run that produced nothing is not a success, even if it was paid for
         raise BooksumError(

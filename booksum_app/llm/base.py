@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import pairwise
 from typing import Any, Protocol, runtime_checkable
 
@@ -38,6 +38,44 @@ class Usage:
             self.cached_input_tokens - other.cached_input_tokens,
             self.cache_write_input_tokens - other.cache_write_input_tokens,
         )
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Calls, tokens and dollars of a set of calls: the one counting type of summarize, score and compare.
+
+    Tokens and ``cost_usd`` count every call, answered from booksum's cache or not, so a
+    rerun reports the same work at the same list price; ``spent_usd`` is what reached the
+    provider in the run that made the call (cache hits are free). Record and result types
+    that need more (wall time, retries, judged sentences) extend it.
+    """
+
+    calls: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0  # every prompt token, cached or not
+    output_tokens: int = 0
+    cost_usd: float = 0.0  # list price of every call, prompt-cache reads and writes at their prices
+    spent_usd: float = 0.0  # of which paid: calls that reached the provider
+    cached_input_tokens: int = 0  # of input_tokens, read from a provider prompt cache
+    cache_write_input_tokens: int = 0  # of input_tokens, written to it
+    billed_input_tokens: float = 0.0  # input-token equivalents at the model's cache prices
+
+    @classmethod
+    def of_call(cls, info: ModelInfo, usage: Usage, *, cache_hit: bool, spent_usd: float) -> Tally:
+        """One call's tally, priced with ``info``'s prices."""
+        return cls(
+            calls=1, cache_hits=int(cache_hit), input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            cost_usd=info.cost_usd(usage), spent_usd=0.0 if cache_hit else spent_usd,
+            cached_input_tokens=usage.cached_input_tokens, cache_write_input_tokens=usage.cache_write_input_tokens,
+            billed_input_tokens=info.billed_input_tokens(usage),
+        )
+
+    def tally(self) -> Tally:
+        """Just the counts (of a subclass that adds other fields)."""
+        return Tally(**{f.name: getattr(self, f.name) for f in fields(Tally)})
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(Tally)})
 
 
 @dataclass(frozen=True)

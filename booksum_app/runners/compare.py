@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.files import available_cores
-from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request
+from booksum_app.llm.base import ChatModel, ModelInfo, Tally
 from booksum_app.llm.base import Usage as TokenUsage
 from booksum_app.llm.context import call_context, default_context
+from booksum_app.llm.metered import Metered
 from booksum_app.llm.registry import DEMO_JUDGE_WARNING, NO_JUDGE_NOTE, LLMSettings, get_model
 from booksum_app.runners.compare_plan import (
     BookContext,
@@ -47,7 +48,6 @@ from booksum_app.runners.compare_results import (
     BookResult,
     CompareResult,
     ConfigResult,
-    Usage,
     split_release_name,
     write_results,
 )
@@ -69,66 +69,12 @@ from booksum_app.strategies.record import SummaryRecord, write_record
 # ---- metering ------------------------------------------------------------------------------
 
 
-class _Metered:
-    """A ChatModel that forwards to another and sums the usage of the answers it returns."""
-
-    def __init__(self, model: ChatModel) -> None:
-        self._model = model
-        self._lock = threading.Lock()
-        self.usage = Usage()
-
-    @property
-    def info(self) -> ModelInfo:
-        return self._model.info
-
-    def count_tokens(self, text: str) -> int:
-        return self._model.count_tokens(text)
-
-    @property
-    def backend(self) -> Any:
-        """The wrapped model's backend, so the judge streams through it (and warms its cache)."""
-        return getattr(self._model, "backend", None)
-
-    @property
-    def concurrency(self) -> Any:
-        return getattr(self._model, "concurrency", None)
-
-    def _add(self, completion: Completion) -> Completion:
-        u = completion.usage
-        spent = 0.0 if completion.cache_hit else completion.cost_usd
-        item = Usage(1, int(completion.cache_hit), u.input_tokens, u.output_tokens, self.info.cost_usd(u), spent,
-                     u.cached_input_tokens, u.cache_write_input_tokens, self.info.billed_input_tokens(u))
-        with self._lock:
-            self.usage = self.usage + item
-        return completion
-
-    def complete(self, request: Request) -> Completion:
-        return self._add(self._model.complete(request))
-
-    def submit(self, request: Request, *, priority: Any = 0) -> Any:
-        future = self._model.submit(request, priority=priority)
-        future.add_done_callback(lambda f: None if f.exception() else self._add(f.result()))
-        return future
-
-    def complete_many(self, requests: Any) -> list[Completion]:
-        return [self._add(c) for c in self._model.complete_many(requests)]
-
-
-def _record_usage(record: SummaryRecord, info: ModelInfo) -> Usage:
-    calls = record.calls
-    usages = [TokenUsage(c.input_tokens, c.output_tokens, c.cached_input_tokens, c.cache_write_input_tokens)
-              for c in calls]
-    return Usage(
-        calls=len(calls),
-        cache_hits=sum(1 for c in calls if c.cache_hit),
-        input_tokens=sum(c.input_tokens for c in calls),
-        output_tokens=sum(c.output_tokens for c in calls),
-        cost_usd=sum(info.cost_usd(u) for u in usages),  # prompt-cache reads and writes at their prices
-        spent_usd=sum(c.cost_usd for c in calls if not c.cache_hit),
-        cached_input_tokens=sum(u.cached_input_tokens for u in usages),
-        cache_write_input_tokens=sum(u.cache_write_input_tokens for u in usages),
-        billed_input_tokens=sum(info.billed_input_tokens(u) for u in usages),
-    )
+def _record_usage(record: SummaryRecord, info: ModelInfo) -> Tally:
+    """A record's calls, tallied as the judge's are (list prices from ``info``, cache reads and writes apart)."""
+    usages = (TokenUsage(c.input_tokens, c.output_tokens, c.cached_input_tokens, c.cache_write_input_tokens)
+              for c in record.calls)
+    return sum((Tally.of_call(info, u, cache_hit=c.cache_hit, spent_usd=c.cost_usd)
+                for u, c in zip(usages, record.calls, strict=True)), Tally())
 
 
 # ---- running -------------------------------------------------------------------------------
@@ -320,16 +266,16 @@ class _GridRun:
                                      requested_tokens=run.max_summary_tokens, count_tokens=client.count_tokens),
         )
 
-    def judge_one(self, key: str, summary: str, label: str) -> tuple[SummaryJudgement | None, Usage]:
+    def judge_one(self, key: str, summary: str, label: str) -> tuple[SummaryJudgement | None, Tally]:
         if self.judge is None or not self.exp.use_judge:
-            return None, Usage()
+            return None, Tally()
         self.progress.stage(label, "judging")
-        metered = _Metered(self.judge)
+        metered = Metered(self.judge)
         scorer = BooookScoreJudge(metered, mode=self.exp.judge_mode, batch_size=self.exp.batch_size)  # type: ignore[arg-type]
         judgement = scorer.judge({key: summary})[0]
         with self.lock:
             self.splitters.add(split_summary(summary)[1])
-        return judgement, metered.usage
+        return judgement, metered.tally
 
     # ---- the whole grid ----------------------------------------------------------------------
 
@@ -388,7 +334,7 @@ def _precomputed_row(pre: PrecomputedSet, exp: Experiment, judge: ChatModel | No
     summaries = read_summaries(pre.summaries)
     judgements: dict[str, SummaryJudgement] = {}
     signature = None
-    judge_usage: dict[str, Usage] = {}
+    judge_usage: dict[str, Tally] = {}
     system = None
     if pre.annotations is not None:
         scored = score_annotations(pre.annotations, summaries=summaries, seed=seed)
@@ -396,17 +342,17 @@ def _precomputed_row(pre: PrecomputedSet, exp: Experiment, judge: ChatModel | No
         signature, system = scored.signature, scored.system
     elif judge is not None and exp.use_judge:
         for book, text in summaries.items():
-            metered = _Metered(judge)
+            metered = Metered(judge)
             scorer = BooookScoreJudge(metered, mode=exp.judge_mode, batch_size=exp.batch_size)  # type: ignore[arg-type]
             judgements[book] = scorer.judge({book: text})[0]
-            judge_usage[book] = metered.usage
+            judge_usage[book] = metered.tally
             signature = scorer.signature()
         system = aggregate(list(judgements.values()), seed=seed)
     by_stem = {Path(k).stem.lower(): v for k, v in sources.items()}
     books = tuple(
         BookResult(book=book, summary=text,
                    ngrams=ngram_stats(text, source=by_stem.get(Path(book).stem.lower())),
-                   judgement=judgements.get(book), judge_usage=judge_usage.get(book, Usage()),
+                   judgement=judgements.get(book), judge_usage=judge_usage.get(book, Tally()),
                    failures=detect_failures(text, lang=resolve_lang(text, None)))  # source not kept: no copying
         for book, text in summaries.items()
     )

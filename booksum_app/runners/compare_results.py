@@ -21,11 +21,12 @@ from __future__ import annotations
 import csv
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from booksum_app.files import atomic_write_text, write_json_atomic
+from booksum_app.llm.base import Tally
 from booksum_app.scoring.aggregate import SystemScore
 from booksum_app.scoring.buckets import DatasetScores, SampleScore, bucket_mse, bucket_order
 from booksum_app.scoring.detectors import (
@@ -47,34 +48,6 @@ _RELEASE_NAME = re.compile(r"^(?P<model>.+)-(?P<chunk>\d+)-(?P<strategy>hier|inc
 
 
 @dataclass(frozen=True)
-class Usage:
-    """Calls and tokens of a set of calls, with their list price and what was actually paid."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0  # list price of all calls
-    spent_usd: float = 0.0  # calls that reached the provider
-    cached_input_tokens: int = 0  # of input_tokens, read from a provider prompt cache
-    cache_write_input_tokens: int = 0  # of input_tokens, written to it
-    billed_input_tokens: float = 0.0  # input-token equivalents at the model's cache prices
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.calls + other.calls,
-            self.cache_hits + other.cache_hits,
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cost_usd + other.cost_usd,
-            self.spent_usd + other.spent_usd,
-            self.cached_input_tokens + other.cached_input_tokens,
-            self.cache_write_input_tokens + other.cache_write_input_tokens,
-            self.billed_input_tokens + other.billed_input_tokens,
-        )
-
-
-@dataclass(frozen=True)
 class BookResult:
     """One summary of one book under one configuration, and what was measured on it."""
 
@@ -84,8 +57,8 @@ class BookResult:
     judgement: SummaryJudgement | None = None
     record_path: str | None = None
     signature: str | None = None  # the summary record's signature
-    usage: Usage = Usage()
-    judge_usage: Usage = Usage()
+    usage: Tally = field(default_factory=Tally)
+    judge_usage: Tally = field(default_factory=Tally)
     wall_s: float = 0.0
     reused: bool = False  # a finished record from an earlier run
     rouge: SampleScore | None = None  # benchmark samples: ROUGE-L against the reference
@@ -110,14 +83,14 @@ class ConfigResult:
     template: str | None = None  # direct under --direct-template both: "ib" or "ie"
 
     @property
-    def usage(self) -> Usage:
+    def usage(self) -> Tally:
         """Summarization calls of all books."""
-        return sum((b.usage for b in self.books), Usage())
+        return sum((b.usage for b in self.books), Tally())
 
     @property
-    def judge_usage(self) -> Usage:
+    def judge_usage(self) -> Tally:
         """Judge calls of all books."""
-        return sum((b.judge_usage for b in self.books), Usage())
+        return sum((b.judge_usage for b in self.books), Tally())
 
     @property
     def judged_sentences(self) -> int:
@@ -216,7 +189,7 @@ def _pct(value: float | None) -> float | None:
     return None if value is None else round(100.0 * value, 4)
 
 
-def _usage_dict(usage: Usage) -> dict[str, Any]:
+def _usage_dict(usage: Tally) -> dict[str, Any]:
     return {
         "calls": usage.calls,
         "cache_hits": usage.cache_hits,
@@ -459,7 +432,6 @@ __all__ = [
     "CompareResult",
     "ConfigResult",
     "TemplateGap",
-    "Usage",
     "datasets_to_csv",
     "gap_to_dict",
     "result_to_csv",

@@ -14,6 +14,7 @@ returned :class:`ScoreRun`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import warnings
@@ -23,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.errors import BooksumError, InputError
-from booksum_app.llm.base import ChatModel, Usage
+from booksum_app.llm.base import ChatModel
 from booksum_app.llm.calls import CallRecord
 from booksum_app.llm.context import default_context
+from booksum_app.llm.metered import Metered
 from booksum_app.llm.registry import (
     DEMO_JUDGE_WARNING,
     NO_JUDGE_NOTE,
@@ -217,27 +219,6 @@ def _system_name(path: Path) -> str:
     return name.removesuffix("-cleaned") if name.endswith("-cleaned") else name
 
 
-def _snapshot(model: Any) -> tuple[int, int, Usage, float]:
-    return model.n_calls, model.n_cache_hits, model.usage, model.cost_usd
-
-
-def _totals(before: tuple[int, int, Usage, float], model: Any, wall_s: float, judged_sentences: int) -> CallTotals:
-    calls, hits, usage, cost = before
-    paid = model.usage - usage
-    return CallTotals(
-        calls=model.n_calls - calls,
-        cache_hits=model.n_cache_hits - hits,
-        input_tokens=paid.input_tokens,
-        output_tokens=paid.output_tokens,
-        cost_usd=model.cost_usd - cost,
-        wall_s=wall_s,
-        cached_input_tokens=paid.cached_input_tokens,
-        cache_write_input_tokens=paid.cache_write_input_tokens,
-        billed_input_tokens=model.info.billed_input_tokens(paid),
-        judged_sentences=judged_sentences,
-    )
-
-
 def _score_sources(
     settings: ScoreSettings, loaded: Sequence[tuple[Path, Mapping[str, str]]]
 ) -> tuple[tuple[Path, ...], str | None]:
@@ -329,9 +310,9 @@ def _judge_system(
     judge_model: Any, summaries: Mapping[str, str], settings: ScoreSettings, *, demo_judge: bool = False
 ) -> tuple[BooookScoreResult, CallTotals]:
     """BooookScore of one system's summaries, and what its judge calls cost."""
-    before = _snapshot(judge_model) if hasattr(judge_model, "n_calls") else None
+    metered = Metered(judge_model)  # this system's share of a judge shared across systems
     start = time.perf_counter()
-    judge = BooookScoreJudge(judge_model, mode=settings.mode, batch_size=settings.batch_size,
+    judge = BooookScoreJudge(metered, mode=settings.mode, batch_size=settings.batch_size,
                              max_attempts=settings.max_attempts)
     judgements = judge.judge(summaries)
     result = BooookScoreResult(
@@ -341,7 +322,8 @@ def _judge_system(
         system=aggregate(judgements, seed=settings.seed),
     )
     sentences = sum(j.n_sentences for j in judgements)
-    totals = _totals(before, judge_model, time.perf_counter() - start, sentences) if before is not None else CallTotals()
+    totals = CallTotals(**dataclasses.asdict(metered.tally), wall_s=time.perf_counter() - start,
+                        judged_sentences=sentences)
     return result, totals
 
 

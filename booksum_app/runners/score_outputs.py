@@ -76,7 +76,8 @@ def system_to_dict(system: SystemScores) -> dict[str, Any]:
         "judged_sentences": t.judged_sentences,
         "billed_input_per_sentence": None if (per := t.billed_input_per_sentence) is None else round(per, 1),
         "output_tokens": t.output_tokens,
-        "cost_usd": t.cost_usd,
+        "cost_usd": round(t.cost_usd, 6),
+        "spent_usd": round(t.spent_usd, 6),
         "wall_s": t.wall_s,
     }
     if system.failures is not None:

@@ -28,7 +28,7 @@ from booksum_app.config import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TOP_P,
 )
-from booksum_app.llm.base import ChatModel
+from booksum_app.llm.base import ChatModel, ModelInfo, Tally, Usage
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.context import default_context
 from booksum_app.llm.registry import LLMSettings, get_model
@@ -213,7 +213,7 @@ def _run(
         raw_summary=result.summary,
         nodes=result.nodes,
         calls=calls,
-        totals=_totals(calls, result, wall_s=time.perf_counter() - started),
+        totals=_totals(calls, result, info=chat.info, wall_s=time.perf_counter() - started),
         level_budgets=result.level_budgets,
         truncation=result.truncation,
         cleaning=cleaning,
@@ -246,20 +246,17 @@ def _clean(
     return cleaned.cleaned, result.calls + cleaned.calls, cleaning
 
 
-def _totals(calls: tuple[CallEntry, ...], result: StrategyResult, *, wall_s: float) -> Totals:
-    paid = [c for c in calls if not c.cache_hit]
+def _totals(calls: tuple[CallEntry, ...], result: StrategyResult, *, info: ModelInfo, wall_s: float) -> Totals:
+    tally = sum((Tally.of_call(info, Usage(c.input_tokens, c.output_tokens, c.cached_input_tokens,
+                                           c.cache_write_input_tokens), cache_hit=c.cache_hit, spent_usd=c.cost_usd)
+                 for c in calls), Tally())
     return Totals(
-        calls=len(calls),
-        cache_hits=len(calls) - len(paid),
-        input_tokens=sum(c.input_tokens for c in calls),
-        output_tokens=sum(c.output_tokens for c in calls),
-        cost_usd=round(sum(c.cost_usd for c in paid), 6),
+        **{**dataclasses.asdict(tally), "cost_usd": round(tally.cost_usd, 6), "spent_usd": round(tally.spent_usd, 6),
+           "billed_input_tokens": round(tally.billed_input_tokens, 1)},
         wall_s=round(wall_s, 3),
         retries=sum(n.retries for n in result.nodes),
         truncations=sum(int(n.truncated) for n in result.nodes),
         compressions=sum(int(n.compression is not None) for n in result.nodes),
-        cached_input_tokens=sum(c.cached_input_tokens for c in calls),
-        cache_write_input_tokens=sum(c.cache_write_input_tokens for c in calls),
     )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from booksum_app.chunking import SPLITTER_NAMES, detect_lang
-from booksum_app.llm.base import ChatModel
+from booksum_app.llm.base import ChatModel, Tally
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, SystemScore, aggregate
 from booksum_app.scoring.booookscore import (
     DEFAULT_BATCH_SIZE,
@@ -160,24 +160,16 @@ def score_annotations(
 
 
 @dataclass(frozen=True)
-class CallTotals:
-    """What the judge calls of one system cost (cache hits are free)."""
+class CallTotals(Tally):
+    """The tally of one system's judge calls (counted as :class:`Tally` counts), its wall time and sentences."""
 
-    calls: int = 0
-    cache_hits: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
     wall_s: float = 0.0
-    cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
-    cache_write_input_tokens: int = 0  # of input_tokens, written to it
-    billed_input_tokens: float = 0.0  # input-token equivalents at the model's cache prices
     judged_sentences: int = 0
 
     @property
     def billed_input_per_sentence(self) -> float | None:
-        """Billed input tokens per judged sentence (docs/scoring.md); None without paid calls."""
-        if not self.judged_sentences or self.calls == self.cache_hits:
+        """Billed input tokens per judged sentence (docs/scoring.md); None without judge calls."""
+        if not self.judged_sentences or not self.calls:
             return None
         return self.billed_input_tokens / self.judged_sentences
 

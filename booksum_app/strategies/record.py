@@ -15,6 +15,7 @@ from typing import Any
 from booksum_app.compression.validity import AttemptInfo, CallEntry
 from booksum_app.errors import InputError
 from booksum_app.files import write_json_atomic
+from booksum_app.llm.base import Tally
 from booksum_app.strategies.base import CompressionInfo, DirectTruncation, SummaryNode
 
 SCHEMA_VERSION = 1
@@ -37,20 +38,19 @@ class BookInfo:
 
 
 @dataclass(frozen=True)
-class Totals:
-    """Sums over the run's calls."""
+class Totals(Tally):
+    """The run's calls as a :class:`Tally` (list price in ``cost_usd``, paid in ``spent_usd``) and what the strategy did."""
 
-    calls: int
-    cache_hits: int
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-    wall_s: float
-    retries: int
-    truncations: int
-    compressions: int
-    cached_input_tokens: int = 0  # of input_tokens, read from a provider prompt cache
-    cache_write_input_tokens: int = 0  # of input_tokens, written to it
+    wall_s: float = 0.0
+    retries: int = 0
+    truncations: int = 0
+    compressions: int = 0
+
+
+def _totals(data: dict[str, Any]) -> Totals:
+    if "spent_usd" not in data:  # records before the one tally type: cost_usd was what was paid
+        data = {**data, "spent_usd": data.get("cost_usd", 0.0)}
+    return Totals(**data)
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class SummaryRecord:
                 raw_summary=data["raw_summary"],
                 nodes=tuple(_node(n) for n in data["nodes"]),
                 calls=tuple(CallEntry(**c) for c in data["calls"]),
-                totals=Totals(**data["totals"]),
+                totals=_totals(data["totals"]),
                 level_budgets=tuple(data.get("level_budgets", ())),
                 truncation=DirectTruncation(**data["truncation"])
                 if data.get("truncation")
