@@ -201,6 +201,9 @@ def _render_plan(plan: Any) -> None:
     table.add_row("[bold]total[/]", "", f"{plan.calls:,}", f"{plan.input_tokens:,}", f"{plan.output_tokens:,}",
                   f"[bold]${plan.cost_usd:.2f}[/]")
     (err_console if err_console.is_terminal else Console(stderr=True, width=160)).print(table)
+    if plan.judge_replayed_calls:
+        err_console.print(f"{plan.judge_replayed_calls:,} judge calls are answered from the call cache (free) "
+                          "and left out of the plan", highlight=False, markup=False, soft_wrap=True)
 
 
 def _run_compare_with_progress(exp: Any, settings: Any, run: Any, *, plots: bool) -> Any:

@@ -88,7 +88,8 @@ def score_command(
         err_console.print(
             f"judge plan ({esc(plan.judge)}, upper bound): {plan.calls:,} calls, {plan.input_tokens:,} in + "
             f"{plan.output_tokens:,} out tokens, ${plan.cost_usd:.2f}{cached}"
-            + ("" if per is None else f"; {per:,.0f} billed input tokens per sentence"),
+            + ("" if per is None else f"; {per:,.0f} billed input tokens per sentence")
+            + (f"; {plan.replayed_calls:,} calls answered from the call cache, free" if plan.replayed_calls else ""),
             highlight=False, soft_wrap=True)
         if not check_cost(plan.cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=sys.stdin.isatty()):
             click.confirm(f"Judging could cost up to ${plan.cost_usd:.2f}. Run it?", abort=True, err=True)

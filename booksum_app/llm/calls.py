@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Self
 
 from tenacity import (
@@ -38,7 +38,7 @@ from tenacity import (
 )
 
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
-from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Usage
+from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Tally, Usage
 from booksum_app.llm.cache import CallMeta, CallStore, Lease, request_json, request_key
 from booksum_app.llm.context import current_context
 from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
@@ -72,14 +72,6 @@ class CallRecord:
     finish_reason: str
     attempts: int = 1
     model: str = ""
-
-
-@dataclass(frozen=True)
-class _Counter:
-    calls: int = 0
-    cache_hits: int = 0
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float = 0.0
 
 
 def _retry_wait(initial_s: float, max_s: float) -> Callable[[RetryCallState], float]:
@@ -168,7 +160,8 @@ class Client:
             initial=initial_concurrency or self.concurrency, maximum=self.concurrency, adaptive=adaptive
         )
         self._lock = threading.Lock()
-        self._totals = _Counter()
+        self._totals = Tally()  # every call answered through this client, cached or not
+        self._paid = Usage()  # tokens of the calls that reached the provider
         self._reserved_usd = 0.0
         self._in_flight = 0
         self._records: list[CallRecord] = []
@@ -246,13 +239,19 @@ class Client:
     def usage(self) -> Usage:
         """Tokens paid for by this client (cache hits excluded)."""
         with self._lock:
-            return self._totals.usage
+            return self._paid
+
+    @property
+    def tally(self) -> Tally:
+        """Every call answered through this client (cache hits included), as records count them."""
+        with self._lock:
+            return self._totals
 
     @property
     def cost_usd(self) -> float:
         """Dollars spent by this client (cache hits cost nothing)."""
         with self._lock:
-            return self._totals.cost_usd
+            return self._totals.spent_usd
 
     @property
     def calls(self) -> list[CallRecord]:
@@ -302,6 +301,10 @@ class Client:
 
     # ---- internals ---------------------------------------------------------------------
 
+    def is_cached(self, request: Request) -> bool:
+        """Whether the call cache holds an answer to ``request``: a plan's free call. Calls nothing."""
+        return self.cache is not None and self.cache.get(self._key(request)) is not None
+
     def _key(self, request: Request) -> str:
         return request_key(request, backend=self._identity)
 
@@ -328,7 +331,7 @@ class Client:
         if self.max_cost_usd is None:
             return 0.0
         with self._lock:
-            committed = self._totals.cost_usd + self._reserved_usd
+            committed = self._totals.spent_usd + self._reserved_usd
             if committed + estimate > self.max_cost_usd:
                 in_flight = (
                     f"; {self._in_flight} call(s) in flight may add up to ${self._reserved_usd:.4f} and are "
@@ -336,7 +339,7 @@ class Client:
                 )
                 raise CostLimitExceeded(
                     f"the next call could cost up to ${estimate:.4f}, which would pass the ceiling "
-                    f"of ${self.max_cost_usd:.2f} (spent ${self._totals.cost_usd:.4f}{in_flight}); raise "
+                    f"of ${self.max_cost_usd:.2f} (spent ${self._totals.spent_usd:.4f}{in_flight}); raise "
                     "--max-cost or rerun: a rerun replays every answered call for free and pays only "
                     "for the rest"
                 )
@@ -482,13 +485,10 @@ class Client:
             model=completion.model or self.info.name,
         )
         with self._lock:
-            t = self._totals
-            self._totals = _Counter(
-                calls=t.calls + 1,
-                cache_hits=t.cache_hits + int(completion.cache_hit),
-                usage=t.usage if completion.cache_hit else t.usage + completion.usage,
-                cost_usd=t.cost_usd + completion.cost_usd,
-            )
+            self._totals = self._totals + Tally.of_call(
+                self.info, completion.usage, cache_hit=completion.cache_hit, spent_usd=completion.cost_usd)
+            if not completion.cache_hit:
+                self._paid = self._paid + completion.usage
             self._records.append(record)
         if self.on_call is not None:
             self.on_call(record)

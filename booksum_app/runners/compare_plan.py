@@ -38,6 +38,7 @@ from booksum_app.runners.judge_plan import (
     judge_estimate,
     priced,
     token_counter,
+    unreplayed,
 )
 from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.run_config import RunConfig, resolve_lang
@@ -121,10 +122,11 @@ class PlanLine:
 @dataclass(frozen=True)
 class GridPlan:
     """The pre-flight plan of a comparison (summaries: upper bounds, finished records excluded; the judge's
-    predicted bill, finished records included)."""
+    predicted bill, finished records included unless the call cache holds all their judge calls)."""
 
     lines: tuple[PlanLine, ...]  # one per configuration, plus "judge" when a judge runs
     judge: str | None
+    judge_replayed_calls: int = 0  # judge calls left out: answered from the call cache
 
     @property
     def calls(self) -> int:
@@ -210,21 +212,22 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
             t[4] = float(t[4]) + plan.cost_usd
     lines = [PlanLine(c.slug, len(exp.books) + len(samples), int(t[0]), int(t[1]), int(t[2]), int(t[3]), float(t[4]))
              for c, t in totals.items()]
-    judge_name = None
+    judge_name, replayed = None, 0
     if needs_judge(exp, settings):
         judge = judge_string(exp, settings)
         info = choose_model(judge, settings=settings).info
         judge_name = info.name
         count = counters.get(judge) or token_counter(info, settings, judge)
         texts = [t for p in exp.precomputed if p.annotations is None for t in read_summaries(p.summaries).values()]
-        texts += written
+        texts, replayed = unreplayed(texts + written, judge=judge, mode=exp.judge_mode,  # type: ignore[arg-type]
+                                     batch_size=exp.batch_size, settings=settings)
         j = priced(info, judge_estimate(
             count, mode=exp.judge_mode, batch_size=exp.batch_size, summaries=texts,  # type: ignore[arg-type]
             n_estimated=remaining_summaries, max_summary_tokens=exp.max_summary_tokens, style=cache_style(info),
         ))
         lines.append(PlanLine("judge", len(exp.books), remaining_summaries + len(texts), j.calls, j.input_tokens,
                               j.output_tokens, j.cost_usd, j.cached_input_tokens))
-    return GridPlan(tuple(lines), judge_name)
+    return GridPlan(tuple(lines), judge_name, replayed)
 
 
 def check_plan(plan: GridPlan, *, max_cost_usd: float, confirmed: bool, interactive: bool) -> bool:

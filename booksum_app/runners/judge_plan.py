@@ -4,7 +4,10 @@ Shared by ``score`` and ``compare``. Summaries that exist (``score``'s inputs, `
 finished records and precomputed sets) are split with the judge's own sentence splitter and
 every prompt is counted as the judge will build it; summaries not written yet are taken to
 have ``ceil(G / 20)`` sentences of 20 tokens. Output is an upper bound (every call at its
-max_tokens); regenerations of unparseable answers and call-cache replays are not counted.
+max_tokens); regenerations of unparseable answers are not counted. A summary whose every
+first-attempt judge call is already in booksum's call cache is judged free and left out
+(:func:`unreplayed`, for a priced judge with the cache on); a partly cached one is counted in
+full, so the plan stays an upper bound.
 
 Provider prompt caching (docs/scoring.md, "The judge's bill") is predicted from the prompt
 order and the warm-up (:mod:`booksum_app.scoring.dispatch`): OpenAI caches the longest
@@ -18,17 +21,19 @@ model without a cached price (or not from these providers) gets no discount.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from booksum_app.errors import ConfigError
+from booksum_app.errors import BooksumError, ConfigError
 from booksum_app.llm.base import ModelInfo, Usage
 from booksum_app.llm.registry import LLMSettings, choose_model, get_model
 from booksum_app.scoring.booookscore import (
     BATCH_MAX_TOKENS_PER_SENTENCE,
     SENTENCE_MAX_TOKENS,
+    BooookScoreJudge,
     JudgeMode,
     JudgePrompt,
     load_judge_prompt,
@@ -56,6 +61,7 @@ class JudgePlan:
     billed_input_tokens: float = 0.0  # input-token equivalents at the model's cache prices
     sentences: int = 0
     uncached_cost_usd: float = 0.0  # the same calls with no prompt-cache read
+    replayed_calls: int = 0  # calls left out: booksum's call cache already holds their answers
 
     @property
     def billed_input_per_sentence(self) -> float | None:
@@ -185,6 +191,34 @@ def priced(info: ModelInfo, estimate: JudgeEstimate) -> JudgePlan:
     )
 
 
+def unreplayed(
+    texts: Sequence[str], *, judge: str | None, mode: JudgeMode, batch_size: int, settings: LLMSettings,
+) -> tuple[list[str], int]:
+    """``texts`` less the summaries whose every first-attempt judge call is cached, and those calls.
+
+    Only a priced judge with the cache on is asked: a free model has nothing to subtract (and may
+    be slow to load), and a judge that cannot be built yet (no key) subtracts nothing.
+    """
+    info = choose_model(judge, settings=settings).info
+    if not settings.use_cache or not texts or info.cost_usd(Usage(1_000_000, 1_000_000)) <= 0:
+        return list(texts), 0
+    try:
+        client = get_model(judge, settings=settings)
+    except BooksumError:
+        return list(texts), 0
+    kept: list[str] = []
+    replayed = 0
+    with client:
+        scorer = BooookScoreJudge(client, mode=mode, batch_size=batch_size)
+        for text in texts:
+            requests = scorer.first_requests(text)
+            if requests and all(client.is_cached(r) for r in requests):
+                replayed += len(requests)
+            else:
+                kept.append(text)
+    return kept, replayed
+
+
 def plan_judge(
     summaries: Mapping[str, str],
     *,
@@ -201,9 +235,10 @@ def plan_judge(
     settings = settings or LLMSettings()
     info = choose_model(judge, settings=settings).info
     count = token_counter(info, settings, judge)
-    estimate = judge_estimate(count, mode=mode, batch_size=batch_size, summaries=list(summaries.values()),
-                              style=cache_style(info))
-    return priced(info, estimate)
+    texts, replayed = unreplayed(list(summaries.values()), judge=judge, mode=mode, batch_size=batch_size,
+                                 settings=settings)
+    estimate = judge_estimate(count, mode=mode, batch_size=batch_size, summaries=texts, style=cache_style(info))
+    return dataclasses.replace(priced(info, estimate), replayed_calls=replayed)
 
 
 def check_cost(cost_usd: float, *, max_cost_usd: float, confirmed: bool, interactive: bool) -> bool:
@@ -233,4 +268,5 @@ __all__ = [
     "plan_judge",
     "priced",
     "token_counter",
+    "unreplayed",
 ]

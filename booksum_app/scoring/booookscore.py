@@ -329,6 +329,27 @@ class BooookScoreJudge:
             for b, book in enumerate(books)
         ]
 
+    def first_requests(self, summary: str) -> list[Request]:
+        """The first-attempt requests of judging ``summary``, as :meth:`judge` sends them; calls nothing.
+
+        A plan asks the call cache about these: a summary whose every one is cached is judged free.
+        """
+        sentences = split_summary(summary, lang=self.lang)[0]
+        pending = [_Pending(0, i) for i in range(len(sentences))]
+        units: Sequence[Sequence[_Pending]] = (
+            [(p,) for p in pending] if self.mode == "sentence" else self._batches(pending))
+        return list(self._requests(units, {"": summary}, [""], [sentences], 0))
+
+    def _batches(self, pending: list[_Pending]) -> list[list[_Pending]]:
+        """Consecutive sentences of one book, ``batch_size`` at most per request."""
+        batches: list[list[_Pending]] = []
+        for item in pending:
+            if batches and batches[-1][0].book == item.book and len(batches[-1]) < self.batch_size:
+                batches[-1].append(item)
+            else:
+                batches.append([item])
+        return batches
+
     def _requests(
         self,
         units: Sequence[Sequence[_Pending]],
@@ -407,12 +428,7 @@ class BooookScoreJudge:
         results: dict[tuple[int, int], SentenceJudgement],
         attempt: int,
     ) -> list[_Pending]:
-        batches: list[list[_Pending]] = []
-        for item in pending:
-            if batches and batches[-1][0].book == item.book and len(batches[-1]) < self.batch_size:
-                batches[-1].append(item)
-            else:
-                batches.append([item])
+        batches = self._batches(pending)
         still: list[_Pending] = []
         for batch, completion in self._answers(batches, summaries, books, split, attempt):
             try:
