@@ -11,6 +11,15 @@ DEFAULT_TIMEOUT_S = 300.0  # per attempt of a hosted-API call; long prompts answ
 HEARTBEAT_S = 30.0  # a progress line at least this often on stderr when it is not a terminal
 JUDGE_TEMPERATURE = 0.0  # scoring should be as repeatable as the provider allows
 
+# Calls in flight. A backend states its own fixed default (``default_concurrency``: 1 for the
+# embedded model, vLLM and Ollama, which queue); one that states none gets FIXED_CONCURRENCY.
+# Hosted APIs get an adaptive limit instead (AIMD, llm/limiter.py): it starts at
+# ADAPTIVE_INITIAL_CONCURRENCY, grows 1.5x per window of answers until the first 429/overload,
+# then halves on each; --concurrency N is the hard cap, else ADAPTIVE_MAX_CONCURRENCY.
+FIXED_CONCURRENCY = 8
+ADAPTIVE_INITIAL_CONCURRENCY = 16
+ADAPTIVE_MAX_CONCURRENCY = 128
+
 ENV_MODEL = "BOOKSUM_MODEL"  # default model string
 ENV_JUDGE = "BOOKSUM_JUDGE"  # BooookScore judge model string (no default: a judge is chosen on purpose)
 ENV_CACHE_DIR = "BOOKSUM_CACHE_DIR"

@@ -37,6 +37,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
+from booksum_app.config import FIXED_CONCURRENCY
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Tally, Usage
 from booksum_app.llm.cache import CallMeta, CallStore, Lease, request_json, request_key
@@ -44,7 +45,6 @@ from booksum_app.llm.context import current_context
 from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
 
 DEFAULT_MAX_ATTEMPTS = 6
-DEFAULT_CONCURRENCY = 8
 BACKOFF_INITIAL_S = 1.0
 BACKOFF_MAX_S = 60.0
 RETRY_AFTER_MAX_S = (
@@ -136,12 +136,14 @@ class Client:
         sleep: Callable[[float], None] = time.sleep,
         backoff_initial_s: float = BACKOFF_INITIAL_S,
         backoff_max_s: float = BACKOFF_MAX_S,
+        spec: Any = None,
+        notice: str | None = None,
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self.backend = backend
         self.cache = cache
-        default = getattr(backend, "default_concurrency", DEFAULT_CONCURRENCY)
+        default = getattr(backend, "default_concurrency", FIXED_CONCURRENCY)
         self.concurrency = max(1, int(concurrency if concurrency is not None else default))
         self.max_cost_usd = max_cost_usd
         self.max_attempts = max_attempts
@@ -166,8 +168,8 @@ class Client:
         self._in_flight = 0
         self._records: list[CallRecord] = []
         self._executor: PriorityPool | None = None
-        self.spec: Any = None  # the registry's ModelSpec when built by get_model
-        self.notice: str | None = None  # one line for the CLI (e.g. fell back to the demo model)
+        self.spec: Any = spec  # the registry's ModelSpec when built by get_model
+        self.notice = notice  # one line for the CLI (e.g. fell back to the demo model)
 
     # ---- ChatModel ---------------------------------------------------------------------
 

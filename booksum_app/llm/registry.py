@@ -30,7 +30,16 @@ from typing import Any, Literal
 
 import platformdirs
 
-from booksum_app.config import DEFAULT_TIMEOUT_S, ENV_CACHE_DIR, ENV_CONFIG, ENV_JUDGE, ENV_MODEL
+from booksum_app.config import (
+    ADAPTIVE_INITIAL_CONCURRENCY,
+    ADAPTIVE_MAX_CONCURRENCY,
+    DEFAULT_TIMEOUT_S,
+    ENV_CACHE_DIR,
+    ENV_CONFIG,
+    ENV_JUDGE,
+    ENV_MODEL,
+    FIXED_CONCURRENCY,
+)
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Backend, ModelInfo
 from booksum_app.llm.cache import CallCache
@@ -50,12 +59,7 @@ DEMO_JUDGE_WARNING = (
     "the judge is the embedded 135M demo model: its BooookScores prove the pipeline and mean "
     "nothing about the summaries"
 )
-DEFAULT_CONCURRENCY = {"openai": 8, "anthropic": 8, "vllm": 1, "ollama": 1, "local": 1}  # fixed limits (no adaptive)
-# Hosted APIs get an adaptive limit (AIMD, llm/limiter.py): start at 16, double per window of
-# answers, halve on 429/overload; --concurrency N is the hard cap, else this one.
-ADAPTIVE_PROVIDERS = ("openai", "anthropic")
-ADAPTIVE_INITIAL = 16
-ADAPTIVE_MAX_CONCURRENCY = 128
+ADAPTIVE_PROVIDERS = ("openai", "anthropic")  # hosted APIs: an adaptive limit (config.py)
 TOKENIZERS = ("cl100k_base", "o200k_base", "estimate", "native")
 LENGTH_POLICIES = ("regenerate", "truncate")
 _SPEC_FIELDS = (
@@ -465,17 +469,17 @@ def get_model(
     elif adaptive:
         cap = ADAPTIVE_MAX_CONCURRENCY
     else:
-        cap = getattr(built, "default_concurrency", DEFAULT_CONCURRENCY.get(spec.provider, 8))
+        cap = getattr(built, "default_concurrency", FIXED_CONCURRENCY)
     client = Client(
         built,
         cache=cache_store,
         concurrency=cap,
         adaptive=adaptive,
-        initial_concurrency=min(ADAPTIVE_INITIAL, cap),
+        initial_concurrency=min(ADAPTIVE_INITIAL_CONCURRENCY, cap),
         max_cost_usd=settings.max_cost_usd,
         max_attempts=settings.max_attempts,
         on_call=on_call,
+        spec=spec,
+        notice=spec.notice,
     )
-    client.spec = spec
-    client.notice = spec.notice
     return client
