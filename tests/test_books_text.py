@@ -360,3 +360,18 @@ def test_shuihuzhuan_has_xiezi_and_120_chapters() -> None:
     assert len(kept) == 121
     assert kept[0].title.startswith("楔子") and kept[-1].title.startswith("第一百二十回")
     assert all(c.paragraphs for c in kept)
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".md", ".html"])
+def test_a_file_over_the_size_cap_is_refused_before_it_fills_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str
+) -> None:
+    import booksum_app.books.text as text_module
+
+    monkeypatch.setattr(text_module, "MAX_BOOK_FILE_BYTES", 1000)
+    path = tmp_path / f"big{suffix}"
+    path.write_text("Chapter 1\n\n" + "A sentence of the book. " * 100, encoding="utf-8")
+    with pytest.raises(BookFormatError, match="over 0 MiB|far larger than any book"):
+        open_book(path)
+    path.write_text("Chapter 1\n\nA short book. It fits.", encoding="utf-8")
+    assert open_book(path).text()

@@ -192,12 +192,25 @@ def _classify(section: _Section, *, has_headings: bool) -> str | None:
     return classify_title(section.title)
 
 
+MAX_BOOK_FILE_BYTES = 512 << 20  # as an epub's unpacked size (archive.py): far past any book (War and Peace: 3 MiB)
+
+
 def read_book_bytes(path: Path) -> bytes:
-    """The file's bytes, or a one-line BookFormatError saying why they cannot be read."""
+    """The file's bytes, or a one-line BookFormatError saying why they cannot be read.
+
+    Reads at most :data:`MAX_BOOK_FILE_BYTES` (plus one, to know it is more), so a huge or
+    endless file (a device, a pipe) is refused before it fills memory.
+    """
     try:
-        return path.read_bytes()
+        with path.open("rb") as fh:
+            data = fh.read(MAX_BOOK_FILE_BYTES + 1)
     except OSError as exc:
         raise BookFormatError(f"{path.name}: cannot read the file ({exc.strerror})") from exc
+    if len(data) > MAX_BOOK_FILE_BYTES:
+        raise BookFormatError(
+            f"{path.name}: over {MAX_BOOK_FILE_BYTES >> 20} MiB, far larger than any book; refusing to read it"
+        )
+    return data
 
 
 def read_text(path: Path, *, lang: str | None = None, include_front_matter: bool = False) -> Book:
