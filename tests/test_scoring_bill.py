@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -175,7 +176,9 @@ def test_the_compare_plan_counts_the_sentences_of_finished_summaries(
     assert before.calls == 300 // 20, "a summary still to write: G / 20 sentences"
     judged = result.rows[0].books[0].judgement
     assert judged is not None
-    after = plan_grid(exp, settings)
+    replayed = plan_grid(exp, settings)  # the judge's calls are in the call cache now: free
+    assert replayed.lines[-1].calls == 0 and replayed.judge_replayed_calls == judged.n_sentences
+    after = plan_grid(exp, dataclasses.replace(settings, cache_dir=tmp_path / "other-cache"))
     assert [line.remaining for line in after.lines] == [0, 1]
     assert after.lines[-1].calls == judged.n_sentences != before.calls  # the summary's own sentences
     assert 0 < after.lines[-1].cached_input_tokens < after.lines[-1].input_tokens
