@@ -123,7 +123,7 @@ def run_summary(
     book = path_or_book if isinstance(path_or_book, Book) else open_book(
         path_or_book, include_front_matter=run.include_front_matter)
     run = run.for_book(book)
-    model, owned = _chat_model(chat or run.model, llm_settings, on_call=on_call, progress=progress)
+    model, owned = _chat_model(chat if chat is not None else run.model, llm_settings, on_call=on_call, progress=progress)
     notify = _fan_out([f for f in (on_progress, progress.on_event if progress else None) if f is not None])
     label = Path(book.source_path).name if book.source_path else (book.title or None)
     try:
