@@ -26,7 +26,14 @@ from booksum_app.config import DEFAULT_TIMEOUT_S, HEARTBEAT_S
 from booksum_app.errors import BooksumError
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from booksum_app.books import Book
+    from booksum_app.llm.calls import CallRecord
     from booksum_app.llm.registry import LLMSettings
+    from booksum_app.runners.progress import GridSnapshot, ProgressSnapshot
+
+    Snapshot = ProgressSnapshot | GridSnapshot
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,12 +56,12 @@ class Verbosity:
             c.width = PIPE_WIDTH if not c.is_terminal else c.size.width
 
 
-def call_printer() -> Callable[[Any], None] | None:
+def call_printer() -> Callable[[CallRecord], None] | None:
     """With -v, a per-call hook printing one line per finished call (no prompt, no key)."""
     if Verbosity.level < 2:
         return None
 
-    def show(record: Any) -> None:
+    def show(record: CallRecord) -> None:
         source = "cache" if record.cache_hit else f"{record.latency_s:.1f}s, ${record.cost_usd:.4f}"
         u = record.usage  # prompt-cache reads / writes, when the provider reported any
         cached = f" ({u.cached_input_tokens:,} cached)" if u.cached_input_tokens else ""
@@ -103,23 +110,24 @@ class Heartbeat:
             err_console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-def _eta_s(snap: Any) -> float | None:
+def _eta_s(snap: Snapshot) -> float | None:
     eta = getattr(snap, "eta_s", None)  # summarize: from the planned calls
     if eta is None and getattr(snap, "running", None) is not None and snap.done and snap.total > snap.done:
         eta = snap.elapsed_s / snap.done * (snap.total - snap.done)  # compare: from summaries done
     return eta
 
 
-def stats_text(snap: Any) -> str:
+def stats_text(snap: Snapshot) -> str:
     """Calls, calls in flight, tokens, dollars and ETA of a progress snapshot, compact enough for 60 columns."""
     eta = _eta_s(snap)
     eta_text = f" · ETA {int(eta) // 60}:{int(eta) % 60:02d}" if eta is not None else ""
-    limit = f" (limit {snap.limit})" if getattr(snap, "limit", 0) else ""
+    in_flight_limit = getattr(snap, "limit", 0)  # summarize's adaptive limit; compare shows none
+    limit = f" (limit {in_flight_limit})" if in_flight_limit else ""
     return (f"calls {snap.calls} ({snap.cache_hits} cached) · {snap.in_flight} in flight{limit} · "
             f"{snap.input_tokens:,}+{snap.output_tokens:,} tok · ${snap.cost_usd:.4f}{eta_text}")
 
 
-def progress_bar(label: str, count: str, *, running: bool = False) -> Any:
+def progress_bar(label: str, count: str, *, running: bool = False) -> Progress:
     """The live display: label, bar, done/total, elapsed, then the figures of :func:`stats_text`.
 
     The figures wrap under themselves instead of being cut: at 60 columns every figure (calls,
@@ -136,7 +144,7 @@ def progress_bar(label: str, count: str, *, running: bool = False) -> Any:
     return Progress(*columns, console=err_console, transient=True, expand=True)
 
 
-def snapshot_line(snap: Any) -> str:
+def snapshot_line(snap: Snapshot) -> str:
     """The heartbeat's line: stage, done/total and :func:`stats_text`."""
     done = f" {snap.done}/{snap.total}" if getattr(snap, "total", 0) else ""
     stage = getattr(snap, "stage", None) or "summaries"
@@ -202,7 +210,7 @@ def _engine_args(items: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
 STDIN_MAX_BYTES = 1 << 30  # a book piped in is read into memory: a gigabyte is far past any book
 
 
-def book_from_arg(book: Path, *, include_front_matter: bool) -> Any:
+def book_from_arg(book: Path, *, include_front_matter: bool) -> Path | Book:
     """BOOK as given, or for ``-`` the book read from standard input (format sniffed from its bytes).
 
     The bytes are spooled to a temporary file only while the reader runs; the book then

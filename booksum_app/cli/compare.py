@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -24,6 +24,15 @@ from booksum_app.cli.base import (
 )
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 from booksum_app.errors import BooksumError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from booksum_app.llm.registry import LLMSettings
+    from booksum_app.runners.compare_plan import GridPlan
+    from booksum_app.runners.compare_results import CompareResult
+    from booksum_app.runners.experiment import Experiment
+    from booksum_app.runners.progress import GridSnapshot
 
 
 def _csv_list(value: str | None, option: str = "--models") -> tuple[str, ...] | None:
@@ -174,7 +183,7 @@ def compare_command(
     _refuse_empty_summaries(result)
 
 
-def _refuse_empty_summaries(result: Any) -> None:
+def _refuse_empty_summaries(result: CompareResult) -> None:
     """A grid that produced empty summaries is not a success (as in summarize): say where, exit 1."""
     empty = [(row.name, b) for row in result.rows if row.kind == "run" for b in row.books if not b.summary.strip()]
     if empty:
@@ -186,7 +195,7 @@ def _refuse_empty_summaries(result: Any) -> None:
         )
 
 
-def _render_plan(plan: Any) -> None:
+def _render_plan(plan: GridPlan) -> None:
     from rich.table import Table
 
     table = Table(title="Pre-flight plan (upper bounds; the judge's prompt-cache reads predicted)",
@@ -206,7 +215,9 @@ def _render_plan(plan: Any) -> None:
                           "and left out of the plan", highlight=False, markup=False, soft_wrap=True)
 
 
-def _run_compare_with_progress(exp: Any, settings: Any, run: Any, *, plots: bool) -> Any:
+def _run_compare_with_progress(
+    exp: Experiment, settings: LLMSettings, run: Callable[..., CompareResult], *, plots: bool
+) -> CompareResult:
     from rich.progress import TaskID
 
     from booksum_app.runners.progress import GridProgress
@@ -216,7 +227,7 @@ def _run_compare_with_progress(exp: Any, settings: Any, run: Any, *, plots: bool
     task = bar.add_task("", total=None, stats="", label="summaries")
     per_config: dict[str, TaskID] = {}
 
-    def draw(snap: Any) -> None:
+    def draw(snap: GridSnapshot) -> None:
         stats = stats_text(snap)
         running = "; ".join(snap.running[:2]) + (f" (+{len(snap.running) - 2})" if len(snap.running) > 2 else "")
         bar.update(task, description=esc(running), completed=snap.done, total=snap.total or None, stats=stats)
@@ -231,7 +242,7 @@ def _run_compare_with_progress(exp: Any, settings: Any, run: Any, *, plots: bool
         return run(exp, settings, progress=tracker, plots=plots)
 
 
-def _heartbeat_line(snap: Any) -> str:
+def _heartbeat_line(snap: GridSnapshot) -> str:
     """The whole grid's line, then the configurations still running (three at most, then a count)."""
     open_configs = [f"{name} {done}/{total}" for name, done, total in snap.configs if done < total]
     more = f" (+{len(open_configs) - 3})" if len(open_configs) > 3 else ""
@@ -241,7 +252,7 @@ def _heartbeat_line(snap: Any) -> str:
 WIDE_TABLE = 260  # the comparison has 16 columns: on a pipe, wide enough that no header wraps
 
 
-def _render_compare(result: Any) -> None:
+def _render_compare(result: CompareResult) -> None:
     from rich.table import Table
 
     if result.judge_notice:
@@ -291,7 +302,7 @@ def _render_compare(result: Any) -> None:
         f"summaries/, annotations/, plots/)", highlight=False, soft_wrap=True, markup=False)
 
 
-def _render_datasets(result: Any) -> None:
+def _render_datasets(result: CompareResult) -> None:
     """The benchmark-dataset table: ROUGE-L F (x100) overall and per length bucket, and IB/IE MSE."""
     from rich.table import Table
 

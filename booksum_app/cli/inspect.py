@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from booksum_app.cli.base import book_from_arg, console, err_console, esc, handle_errors
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, DEFAULT_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from booksum_app.runners.inspect import InspectReport
 
 
 @click.command("inspect")
@@ -59,7 +62,7 @@ def inspect_command(
     _render_inspect(report)
 
 
-def _render_inspect(report: Any) -> None:
+def _render_inspect(report: InspectReport) -> None:
     from rich.table import Table
 
     if report.model_notice:

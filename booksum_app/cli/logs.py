@@ -12,11 +12,16 @@ import re
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from booksum_app.cli.base import console, err_console, esc, handle_errors
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from booksum_app.llm.call_log import LoggedCall
 
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -65,7 +70,7 @@ def _cost(value: float | None) -> str:
     return "$0" if value == 0 else "<$0.0001" if value < 0.0001 else f"${value:.4f}"
 
 
-def _as_dict(call: Any, *, prompts: bool, responses: bool) -> dict[str, Any]:
+def _as_dict(call: LoggedCall, *, prompts: bool, responses: bool) -> dict[str, Any]:
     data: dict[str, Any] = {
         "time": datetime.fromtimestamp(call.created).astimezone().isoformat(timespec="seconds"),
         "run": call.run, "book": call.book, "purpose": call.purpose, "model": call.model,
@@ -82,7 +87,7 @@ def _as_dict(call: Any, *, prompts: bool, responses: bool) -> dict[str, Any]:
     return cleaned
 
 
-def _render_table(calls: Any) -> None:
+def _render_table(calls: Sequence[LoggedCall]) -> None:
     from rich.table import Table
 
     from booksum_app.errors import redact
@@ -102,7 +107,7 @@ def _render_table(calls: Any) -> None:
     console.print(table)
 
 
-def _render_texts(calls: Any, *, prompts: bool, responses: bool) -> None:
+def _render_texts(calls: Sequence[LoggedCall], *, prompts: bool, responses: bool) -> None:
     """Each call as Markdown (heading, figures, prompt, answer), echoed verbatim."""
     from booksum_app.errors import redact
 

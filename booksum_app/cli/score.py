@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,12 @@ from booksum_app.cli.base import (
     plan_options,
 )
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
+
+if TYPE_CHECKING:
+    from booksum_app.llm.calls import CallRecord
+    from booksum_app.runners.score import ScoreRun
+    from booksum_app.scoring.aggregate import SystemScore
+    from booksum_app.scoring.results import SystemScores
 
 
 def _score_modes() -> list[str]:
@@ -105,7 +111,7 @@ def score_command(
 
         printer = call_printer()
 
-        def on_call(record: Any) -> None:
+        def on_call(record: CallRecord) -> None:
             if printer is not None:
                 printer(record)
             calls["n"] += 1
@@ -128,33 +134,36 @@ def score_command(
         err_console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
 
 
-def _render_scores(run: Any) -> None:
+def _render_scores(run: ScoreRun) -> None:
     """The scores table, the error-type table and the signatures, on stdout."""
     from rich.table import Table
 
-    from booksum_app.scoring.judgement import ERROR_TYPES
 
     def f1(value: float | None) -> str:
         return "–" if value is None else f"{value:.1f}"
 
-    def booookscore(s: Any) -> Any:
+    def booookscore(s: SystemScores) -> SystemScore | None:
         return s.booookscore.system if s.booookscore else None
 
-    def score_cell(s: Any) -> str:
+    def score_cell(s: SystemScores) -> str:
         b = booookscore(s)
         return "–" if b is None or b.score is None else f"{100 * b.score:.1f}"
 
-    def ci_cell(s: Any) -> str:
+    def ci_cell(s: SystemScores) -> str:
         b = booookscore(s)
         if b is None or b.score is None:
             return "–"
         return f"{100 * (b.ci_low or 0):.1f}–{100 * (b.ci_high or 0):.1f}"
 
-    def failures_cell(s: Any) -> str:  # e.g. "subjective 95, repetition 4": definitions in docs/scoring.md
+    def failures_cell(s: SystemScores) -> str:  # e.g. "subjective 95, repetition 4": definitions in docs/scoring.md
         counts = s.failures.counts if s.failures else {}
         return ", ".join(f"{mode} {n}" for mode, n in counts.items() if n) or "–"
 
-    def rouge_cell(s: Any) -> str:
+    def unparsed_cell(s: SystemScores) -> str:
+        b = booookscore(s)
+        return "–" if b is None else str(b.n_unparseable)
+
+    def rouge_cell(s: SystemScores) -> str:
         r = s.rouge_l
         return "–" if r is None else f"{100 * r.fmeasure:.1f} / {100 * r.recall:.1f}"
 
@@ -163,11 +172,11 @@ def _render_scores(run: Any) -> None:
     # unparseable judge answers exist only when we ran the judge (annotation files have none)
     any_unparsed = any_calls or any(b and b.n_unparseable for b in map(booookscore, run.systems))
     # (header, cell, shown): only the columns this run has, so a row fits 80 columns
-    columns: list[tuple[str, Callable[[Any], str], bool]] = [
+    columns: list[tuple[str, Callable[[SystemScores], str], bool]] = [
         ("BooookScore", score_cell, judged),
         ("95% CI", ci_cell, judged),
         ("n", lambda s: str(len(s.rows)), True),
-        ("Unparsed", lambda s: str(booookscore(s).n_unparseable) if s.booookscore else "–", any_unparsed),
+        ("Unparsed", unparsed_cell, any_unparsed),
         ("Avg len", lambda s: f1(s.ngrams.avg_tokens), True),
         ("% rep 3g", lambda s: f1(s.ngrams.repeated_pct), True),
         ("% novel 3g", lambda s: f1(s.ngrams.novel_pct), any(s.ngrams.n_with_source for s in run.systems)),
@@ -187,22 +196,30 @@ def _render_scores(run: Any) -> None:
     for s in run.systems:
         table.add_row(esc(s.name), *(esc(cell(s)) for _, cell in shown))
     console.print(table)
-    scored = [s for s in run.systems if s.booookscore]
-    if scored:
-        types = Table(title="Error types (sentences, % of labels)", title_justify="left")
-        types.add_column("Type")
-        for s in scored:
-            types.add_column(esc(s.name), justify="right")
-        for kind in ERROR_TYPES:
-            cells = []
-            for s in scored:
-                b = s.booookscore.system
-                cells.append(f"{dict(b.type_counts).get(kind, 0)} ({100 * b.type_distribution.get(kind, 0.0):.1f}%)")
-            types.add_row(kind, *cells)
-        console.print(types)
+    _render_error_types(run)
     for s in run.systems:
         if s.booookscore:
             console.print(f"{s.name}: {s.booookscore.signature}", highlight=False, soft_wrap=True, markup=False)
         console.print(f"{s.name}: {s.ngrams.signature}", highlight=False, soft_wrap=True, markup=False)
         if s.rouge_signature:
             console.print(f"{s.name}: {s.rouge_signature}", highlight=False, soft_wrap=True, markup=False)
+
+def _render_error_types(run: ScoreRun) -> None:
+    """Per judged system, how often each of the 8 error types was labelled."""
+    from rich.table import Table
+
+    from booksum_app.scoring.judgement import ERROR_TYPES
+
+    scored = [(s.name, s.booookscore.system) for s in run.systems if s.booookscore]
+    if scored:
+        types = Table(title="Error types (sentences, % of labels)", title_justify="left")
+        types.add_column("Type")
+        for name, _ in scored:
+            types.add_column(esc(name), justify="right")
+        for kind in ERROR_TYPES:
+            cells = []
+            for _, b in scored:
+                cells.append(f"{dict(b.type_counts).get(kind, 0)} ({100 * b.type_distribution.get(kind, 0.0):.1f}%)")
+            types.add_row(kind, *cells)
+        console.print(types)
+

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +24,9 @@ from booksum_app.cli.base import (
 )
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 from booksum_app.errors import BooksumError
+
+if TYPE_CHECKING:
+    from booksum_app.runners.progress import ProgressSnapshot
 
 
 def _strategies_help() -> str:
@@ -89,7 +92,7 @@ def summarize_command(
     bar = progress_bar("{task.description}", "{task.fields[count]}")
     task = bar.add_task("starting", total=None, count="", stats="")
 
-    def draw(snap: Any) -> None:
+    def draw(snap: ProgressSnapshot) -> None:
         stats = stats_text(snap)
         count = f"{snap.done}/{snap.total}" if snap.total else ""
         bar.update(task, description=esc(snap.stage), completed=snap.done, total=snap.total or None,
