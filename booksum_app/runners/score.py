@@ -25,7 +25,7 @@ from typing import Any
 
 from booksum_app.errors import BooksumError, InputError
 from booksum_app.llm.base import ChatModel
-from booksum_app.llm.calls import CallRecord
+from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.context import default_context
 from booksum_app.llm.metered import Metered
 from booksum_app.llm.registry import (
@@ -251,7 +251,7 @@ def run_score(
     *,
     on_call: Callable[[CallRecord], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
-    model: Any = None,
+    model: ChatModel | None = None,
 ) -> ScoreRun:
     """Score every SUMMARIES path (one system each) as ``settings`` says.
 
@@ -275,16 +275,17 @@ def run_score(
     annotations, judge_name = _score_sources(settings, loaded)
     references = _references(settings.references) if settings.references else None
     index = _source_index(settings.source) if settings.source else None
-    judge_model = model
+    built: Client | None = None  # a judge we build, and so close
     notice = None
     demo_judge = False
-    if not annotations and settings.use_judge and judge_model is None:
+    if not annotations and settings.use_judge and model is None:
         if judge_name is None:
             notice = NO_JUDGE_NOTE
         else:
             demo_judge = is_demo_model(judge_name, settings=settings.llm)
-            judge_model = get_model(judge_name, settings=settings.llm, on_call=on_call)
+            built = get_model(judge_name, settings=settings.llm, on_call=on_call)
             notice = DEMO_JUDGE_WARNING if demo_judge else None
+    judge_model: ChatModel | None = model if model is not None else built
     try:
         with default_context():  # one run id for every judge call, in ``booksum logs``
             systems = []
@@ -299,15 +300,17 @@ def run_score(
                     stage(f"{name}: judging {len(summaries)} summaries")
                     booookscore, totals = _judge_system(judge_model, summaries, settings, demo_judge=demo_judge)
                 stage(f"{name}: n-gram statistics")
-                systems.append(_statistics(name, path, summaries, booookscore, totals, index, references, notes))
+                system, system_notes = _statistics(name, path, summaries, booookscore, totals, index, references)
+                systems.append(system)
+                notes.extend(system_notes)
     finally:
-        if judge_model is not None and model is None:
-            judge_model.close()  # we built it: release its connections
+        if built is not None:
+            built.close()  # release its connections
     return ScoreRun(systems=tuple(systems), notes=tuple(notes), judge_notice=notice)
 
 
 def _judge_system(
-    judge_model: Any, summaries: Mapping[str, str], settings: ScoreSettings, *, demo_judge: bool = False
+    judge_model: ChatModel, summaries: Mapping[str, str], settings: ScoreSettings, *, demo_judge: bool = False
 ) -> tuple[BooookScoreResult, CallTotals]:
     """BooookScore of one system's summaries, and what its judge calls cost."""
     metered = Metered(judge_model)  # this system's share of a judge shared across systems
@@ -370,15 +373,15 @@ def score_texts(
     refs = dict(references) if isinstance(references, Mapping) else _references(Path(references)) if references else None
     index = _source_index(Path(sources)) if sources is not None else None
     built = get_model(judge, settings=settings.llm) if isinstance(judge, str) else None
+    judge_model = built if built is not None else judge if not isinstance(judge, str) else None
     booookscore, totals = None, CallTotals()
     try:
-        if judge is not None:
-            booookscore, totals = _judge_system(built or judge, texts, settings)
+        if judge_model is not None:
+            booookscore, totals = _judge_system(judge_model, texts, settings)
     finally:
         if built is not None:
             built.close()
-    notes: list[str] = []
-    result = _statistics(name, path or Path(name), texts, booookscore, totals, index, refs, notes)
+    result, notes = _statistics(name, path or Path(name), texts, booookscore, totals, index, refs)
     for note in notes:
         warnings.warn(note, UserWarning, stacklevel=2)
     return result
@@ -392,8 +395,9 @@ def _statistics(
     totals: CallTotals,
     index: Mapping[str, Path] | None,
     references: Mapping[str, str] | None,
-    notes: list[str],
-) -> SystemScores:
+) -> tuple[SystemScores, tuple[str, ...]]:
+    """One system's statistics, and the notes for the user (sources skipped or unmatched, no references)."""
+    notes: list[str] = []
     judged = {j.book: j for j in booookscore.summaries} if booookscore else {}
     refs_by_stem = {_stem(k): v for k, v in references.items()} if references else {}
     rows = []
@@ -447,7 +451,7 @@ def _statistics(
         n_with_reference=len(rouge_scores),
         totals=totals,
         failures=summarize_failures(r.failures for r in rows if r.failures is not None),
-    )
+    ), tuple(notes)
 
 
 def _lang_of(summaries: Mapping[str, str]) -> str:
