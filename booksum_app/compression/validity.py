@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from booksum_app.chunking.sentences import sentence_spans
 from booksum_app.config import COMPRESSION_TEMPERATURE
 from booksum_app.errors import ModelError
-from booksum_app.llm.base import ChatModel, Completion, Request
+from booksum_app.llm.base import ChatModel, Completion, Request, Usage
 
 SENTENCE_FINAL = ".!?。！？…"
 CLOSERS = "\"'”’」』)）]】》*"
@@ -193,6 +193,11 @@ class CallEntry:
             cached_input_tokens=completion.usage.cached_input_tokens,
             cache_write_input_tokens=completion.usage.cache_write_input_tokens,
         )
+
+    @property
+    def usage(self) -> Usage:
+        """The call's tokens, as the provider reported them."""
+        return Usage(self.input_tokens, self.output_tokens, self.cached_input_tokens, self.cache_write_input_tokens)
 
 
 @dataclass(frozen=True)

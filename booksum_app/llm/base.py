@@ -70,10 +70,6 @@ class Tally:
             billed_input_tokens=info.billed_input_tokens(usage),
         )
 
-    def tally(self) -> Tally:
-        """Just the counts (of a subclass that adds other fields)."""
-        return Tally(**{f.name: getattr(self, f.name) for f in fields(Tally)})
-
     def __add__(self, other: Tally) -> Tally:
         return Tally(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(Tally)})
 

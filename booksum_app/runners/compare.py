@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.files import available_cores
-from booksum_app.llm.base import ChatModel, ModelInfo, Tally
-from booksum_app.llm.base import Usage as TokenUsage
+from booksum_app.llm.base import ChatModel, Tally
 from booksum_app.llm.context import call_context, default_context
 from booksum_app.llm.metered import Metered
 from booksum_app.llm.registry import DEMO_JUDGE_WARNING, NO_JUDGE_NOTE, LLMSettings, get_model
@@ -66,18 +65,7 @@ from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngr
 from booksum_app.scoring.release import read_summaries
 from booksum_app.scoring.results import score_annotations
 from booksum_app.scoring.words import resolve_lang
-from booksum_app.strategies.record import SummaryRecord, write_record
-
-# ---- metering ------------------------------------------------------------------------------
-
-
-def _record_usage(record: SummaryRecord, info: ModelInfo) -> Tally:
-    """A record's calls, tallied as the judge's are (list prices from ``info``, cache reads and writes apart)."""
-    usages = (TokenUsage(c.input_tokens, c.output_tokens, c.cached_input_tokens, c.cache_write_input_tokens)
-              for c in record.calls)
-    return sum((Tally.of_call(info, u, cache_hit=c.cache_hit, spent_usd=c.cost_usd)
-                for u, c in zip(usages, record.calls, strict=True)), Tally())
-
+from booksum_app.strategies.record import tally_of, write_record
 
 # ---- running -------------------------------------------------------------------------------
 
@@ -262,7 +250,7 @@ class _GridRun:
             book=ctx.key, summary=record.summary,
             ngrams=ngram_stats(record.summary, source=self.source_of(ctx), lang=ctx.lang),
             judgement=judgement, record_path=str(target), signature=record.signature,
-            usage=_record_usage(record, client.info), judge_usage=judge_usage, wall_s=record.totals.wall_s,
+            usage=tally_of(record.calls, client.info), judge_usage=judge_usage, wall_s=record.totals.wall_s,
             reused=reused, rouge=score_sample(sample, record.summary) if sample else None,
             failures=detect_failures(record.summary, source=self.copy_index_of(ctx), lang=ctx.lang,
                                      requested_tokens=run.max_summary_tokens, count_tokens=client.count_tokens),

@@ -28,7 +28,7 @@ from booksum_app.config import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TOP_P,
 )
-from booksum_app.llm.base import ChatModel, ModelInfo, Tally, Usage
+from booksum_app.llm.base import ChatModel, ModelInfo
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.context import default_context
 from booksum_app.llm.registry import LLMSettings, get_model
@@ -38,7 +38,7 @@ from booksum_app.runners.progress import RunProgress
 from booksum_app.runners.run_config import LANG_CHOICES, RunConfig, resolve_lang
 from booksum_app.strategies import StrategyConfig, StrategyJob
 from booksum_app.strategies.base import ProgressFn, PromptBundle, StrategyResult
-from booksum_app.strategies.record import BookInfo, SummaryRecord, Totals
+from booksum_app.strategies.record import BookInfo, SummaryRecord, Totals, tally_of
 
 
 def default_record_path(book_path: str, strategy: str, out: Path | None) -> Path:
@@ -247,9 +247,7 @@ def _clean(
 
 
 def _totals(calls: tuple[CallEntry, ...], result: StrategyResult, *, info: ModelInfo, wall_s: float) -> Totals:
-    tally = sum((Tally.of_call(info, Usage(c.input_tokens, c.output_tokens, c.cached_input_tokens,
-                                           c.cache_write_input_tokens), cache_hit=c.cache_hit, spent_usd=c.cost_usd)
-                 for c in calls), Tally())
+    tally = tally_of(calls, info)
     return Totals(
         **{**dataclasses.asdict(tally), "cost_usd": round(tally.cost_usd, 6), "spent_usd": round(tally.spent_usd, 6),
            "billed_input_tokens": round(tally.billed_input_tokens, 1)},

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from booksum_app.compression.validity import AttemptInfo, CallEntry
 from booksum_app.errors import InputError
 from booksum_app.files import write_json_atomic
-from booksum_app.llm.base import Tally
+from booksum_app.llm.base import ModelInfo, Tally
 from booksum_app.strategies.base import CompressionInfo, DirectTruncation, SummaryNode
 
 SCHEMA_VERSION = 1
@@ -45,6 +46,11 @@ class Totals(Tally):
     retries: int = 0
     truncations: int = 0
     compressions: int = 0
+
+
+def tally_of(calls: Sequence[CallEntry], info: ModelInfo) -> Tally:
+    """A record's calls as one :class:`Tally`, priced with ``info`` (list price; paid as recorded)."""
+    return sum((Tally.of_call(info, c.usage, cache_hit=c.cache_hit, spent_usd=c.cost_usd) for c in calls), Tally())
 
 
 def _totals(data: dict[str, Any]) -> Totals:
