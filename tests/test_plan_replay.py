@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from judge_fixtures import SUMMARIES
 
 from booksum_app.cli import cli
 from booksum_app.llm.base import Request
@@ -19,10 +20,6 @@ from booksum_app.scoring.booookscore import BooookScoreJudge
 from booksum_app.testing.fake_backend import FakeBackend
 from booksum_app.testing.fake_server import FakeServer
 
-SUMMARIES = {
-    "a.epub": "Mara inherits a bakery. Her cousin wants to sell it. She refuses and wins the bread contest.",
-    "b.epub": "An old pilot crashes on a frozen lake. A girl from the village finds him. He teaches her to fly.",
-}
 JUDGE = "openai:gpt-5-mini"
 
 
@@ -39,8 +36,8 @@ def test_first_requests_are_the_requests_the_judge_sends(mode: str) -> None:
     backend = FakeBackend()
     with Client(backend, concurrency=4) as client:  # type: ignore[arg-type]
         judge = BooookScoreJudge(client, mode=mode, batch_size=2)  # type: ignore[arg-type]
-        planned = judge.first_requests(SUMMARIES["a.epub"])
-        judge.judge({"a.epub": SUMMARIES["a.epub"]})
+        planned = judge.first_requests(SUMMARIES["first.epub"])
+        judge.judge({"first.epub": SUMMARIES["first.epub"]})
         assert not any(client.is_cached(r) for r in planned), "no cache: nothing is ever cached"
     sent = [r for r in backend.calls if r.sample_index == 0]
     assert sorted(map(repr, planned)) == sorted(map(repr, sent))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from judge_fixtures import SUMMARIES
 
 from booksum_app.chunking import get_tokenizer, split_sentences
 from booksum_app.cli import cli
@@ -26,19 +27,6 @@ from booksum_app.scoring.booookscore import BooookScoreJudge, load_judge_prompt
 from booksum_app.testing.fake_backend import FakeBackend
 from booksum_app.testing.fake_server import FakeServer
 
-SUMMARIES = {
-    "first.epub": (
-        "Mara inherits a bakery in the harbour town of Lisk. Her cousin Teo wants to sell it. "
-        "She discovers her grandmother's recipe book hidden under the oven. A rival baker, Quill, "
-        "offers to buy the recipes. Mara refuses and enters the town's bread contest. "
-        "Teo changes his mind after tasting her rye loaf. The bakery stays in the family for good."
-    ),
-    "second.epub": (
-        "An old pilot flies mail across the northern mountains. One winter his engine fails. "
-        "He lands on a frozen lake and waits three days for rescue. A girl from a nearby village finds him. "
-        "He teaches her to fly."
-    ),
-}
 PRICES = {"input_usd_per_mtok": 1.0, "output_usd_per_mtok": 4.0, "cached_input_usd_per_mtok": 0.1}
 N_SENTENCES = sum(len(split_sentences(t)) for t in SUMMARIES.values())
 

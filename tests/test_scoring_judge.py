@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from judge_fixtures import SUMMARIES
 
 from booksum_app.chunking import split_sentences
 from booksum_app.llm.base import Request
@@ -16,20 +17,6 @@ from booksum_app.scoring.booookscore import load_demonstrations
 from booksum_app.signature import parse_signature
 from booksum_app.testing.fake_backend import FakeBackend
 from booksum_app.testing.fake_judge import is_fake_confusing, judge_reply
-
-SUMMARIES = {
-    "first.epub": (
-        "Mara inherits a bakery in the harbour town of Lisk. Her cousin Teo wants to sell it. "
-        "She discovers her grandmother's recipe book hidden under the oven. A rival baker, Quill, "
-        "offers to buy the recipes. Mara refuses and enters the town's bread contest. "
-        "Teo changes his mind after tasting her rye loaf. The bakery stays in the family for good."
-    ),
-    "second.epub": (
-        "An old pilot flies mail across the northern mountains. One winter his engine fails. "
-        "He lands on a frozen lake and waits three days for rescue. A girl from a nearby village finds him. "
-        "He teaches her to fly."
-    ),
-}
 
 
 def expected_score(text: str) -> float:
@@ -163,14 +150,14 @@ def test_annotations_must_be_sentences_of_the_summaries() -> None:
     from booksum_app.errors import InputError
     from booksum_app.scoring.release import judgements_from_release
 
-    summaries = {"a.epub": "Mara bakes bread. Teo sells the shop. They argue."}
-    ok = {"a.epub": {"Teo sells the shop.": {"questions": "Why?", "types": ["causal omission"]}}}
+    summaries = {"first.epub": "Mara bakes bread. Teo sells the shop. They argue."}
+    ok = {"first.epub": {"Teo sells the shop.": {"questions": "Why?", "types": ["causal omission"]}}}
     assert judgements_from_release(ok, summaries=summaries)[0].n_confusing == 1
-    wrong = {"a.epub": {"Teo buys a boat.": {"questions": "Why?", "types": ["causal omission"]}}}
+    wrong = {"first.epub": {"Teo buys a boat.": {"questions": "Why?", "types": ["causal omission"]}}}
     with pytest.raises(InputError, match="1 of 1 annotated sentences do not occur"):
         judgements_from_release(wrong, summaries=summaries)
-    v2 = {"a.epub": {"Mara bakes bread.": {"sentence_num": 1, "questions": None, "types": None}}}
+    v2 = {"first.epub": {"Mara bakes bread.": {"sentence_num": 1, "questions": None, "types": None}}}
     assert judgements_from_release(v2, summaries=summaries)[0].n_sentences == 1
-    v2_wrong = {"a.epub": {"Teo buys a boat.": {"sentence_num": 1, "questions": None, "types": None}}}
+    v2_wrong = {"first.epub": {"Teo buys a boat.": {"sentence_num": 1, "questions": None, "types": None}}}
     with pytest.raises(InputError, match="1 of 1"):
         judgements_from_release(v2_wrong, summaries=summaries)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import book_path
+from judge_fixtures import SUMMARIES
 
 from booksum_app.cli import cli
 from booksum_app.llm.base import ModelInfo, Request, Tally, Usage
@@ -20,10 +21,6 @@ from booksum_app.testing.fake_server import FakeServer
 
 PRICED = ModelInfo("openai:priced", 8192, "cl100k_base", input_usd_per_mtok=1.0, output_usd_per_mtok=4.0,
                    cached_input_usd_per_mtok=0.1)
-SUMMARIES = {
-    "a.epub": "Mara inherits a bakery. Her cousin wants to sell it. She refuses and wins the bread contest.",
-    "b.epub": "An old pilot crashes on a frozen lake. A girl from the village finds him. He teaches her to fly.",
-}
 
 
 def test_a_call_is_priced_at_list_price_and_paid_only_when_it_reached_the_provider() -> None:
