@@ -248,3 +248,20 @@ def test_a_cache_from_before_the_call_log_still_reads(tmp_path: Path, migrations
     rows = logs_json(cache, "-n", "0", "--prompts")
     assert [r["run"] for r in rows] == ["run-[x]", "run-[x]", None]
     assert rows[0]["prompt"] is not None and rows[-1]["prompt"] is None
+
+
+def test_prompt_cache_writes_are_priced_as_the_run_priced_them(tmp_path: Path) -> None:
+    from booksum_app.llm.base import Completion, Usage
+    from booksum_app.llm.cache import CallMeta
+    from booksum_app.llm.registry import choose_model
+
+    usage = Usage(1000, 100, cached_input_tokens=200, cache_write_input_tokens=300)
+    cache = CallCache(tmp_path)
+    cache.put("k", Completion("An answer.", "stop", usage, model="claude-sonnet-4-5", latency_s=1.0),
+              purpose="judge", meta=CallMeta(model_string="anthropic:claude-sonnet-4-5"))
+    cache.close()
+    row = logs_json(tmp_path)[0]
+    assert row["cache_write_input_tokens"] == 300 and row["cached_input_tokens"] == 200
+    info = choose_model("anthropic:claude-sonnet-4-5").info
+    assert row["cost_usd"] == pytest.approx(info.cost_usd(usage))
+    assert row["cost_usd"] == pytest.approx((500 * 3.0 + 200 * 0.3 + 300 * 3.75 + 100 * 15.0) / 1e6)

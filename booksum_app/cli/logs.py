@@ -76,6 +76,7 @@ def _as_dict(call: LoggedCall, *, prompts: bool, responses: bool) -> dict[str, A
         "run": call.run, "book": call.book, "purpose": call.purpose, "model": call.model,
         "reported_model": call.reported_model, "input_tokens": call.usage.input_tokens,
         "output_tokens": call.usage.output_tokens, "cached_input_tokens": call.usage.cached_input_tokens,
+        "cache_write_input_tokens": call.usage.cache_write_input_tokens,
         "cost_usd": None if call.cost_usd is None else round(call.cost_usd, 8),
         "latency_s": round(call.latency_s, 3), "finish_reason": call.finish_reason,
     }

@@ -24,9 +24,10 @@ from booksum_app.llm.registry import ModelEntry, list_models
 
 LAST_RUN = "last"  # --run last: the newest run that has an id
 # columns added by later migrations, and what a row stored before them reads as
-_OPTIONAL = {"purpose": "''", "request": "NULL", "model_string": "NULL", "run": "NULL", "book": "NULL"}
+_OPTIONAL = {"purpose": "''", "request": "NULL", "model_string": "NULL", "run": "NULL", "book": "NULL",
+             "cache_write_input_tokens": "0"}
 _COLUMNS = ("created", "purpose", "model", "model_string", "run", "book", "input_tokens", "output_tokens",
-            "cached_input_tokens", "latency_s", "finish_reason", "text", "request")
+            "cached_input_tokens", "cache_write_input_tokens", "latency_s", "finish_reason", "text", "request")
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class PriceBook:
         self._by_name: dict[str, ModelInfo] = {}
         for e in entries:
             info = ModelInfo(e.name, e.context_window, e.tokenizer, e.input_usd_per_mtok, e.output_usd_per_mtok,
-                             e.cached_input_usd_per_mtok)
+                             e.cached_input_usd_per_mtok, cache_write_usd_per_mtok=e.cache_write_usd_per_mtok)
             for name in (e.name, *e.aliases):
                 self._by_name[name] = info
 
@@ -129,7 +130,8 @@ def _where(f: LogFilter, prices: PriceBook, last_run: str | None) -> tuple[str, 
 
 def _row(row: tuple[Any, ...], prices: PriceBook) -> LoggedCall:
     v = dict(zip(_COLUMNS, row, strict=True))
-    usage = Usage(int(v["input_tokens"]), int(v["output_tokens"]), int(v["cached_input_tokens"]))
+    usage = Usage(int(v["input_tokens"]), int(v["output_tokens"]), int(v["cached_input_tokens"]),
+                  int(v["cache_write_input_tokens"]))
     name = v["model_string"] or v["model"]
     try:
         request = json.loads(v["request"]) if v["request"] else None
