@@ -13,11 +13,10 @@ JUDGE_TEMPERATURE = 0.0  # scoring should be as repeatable as the provider allow
 
 # Calls in flight. A backend states its own fixed default (``default_concurrency``: 1 for the
 # embedded model, vLLM and Ollama, which queue); one that states none gets FIXED_CONCURRENCY.
-# Hosted APIs get an adaptive limit instead (AIMD, llm/limiter.py): it starts at
-# ADAPTIVE_INITIAL_CONCURRENCY, grows 1.5x per window of answers until the first 429/overload,
-# then halves on each; --concurrency N is the hard cap, else ADAPTIVE_MAX_CONCURRENCY.
+# Hosted APIs get an adaptive limit instead (AIMD, llm/limiter.py): it starts at its cap
+# (--concurrency N, else ADAPTIVE_MAX_CONCURRENCY), halves on a 429/overload and grows back by
+# one call per window of answers.
 FIXED_CONCURRENCY = 8
-ADAPTIVE_INITIAL_CONCURRENCY = 16
 ADAPTIVE_MAX_CONCURRENCY = 128
 
 ENV_MODEL = "BOOKSUM_MODEL"  # default model string

@@ -157,7 +157,8 @@ class Client:
             "model": backend.info.name,
             "base_url": getattr(backend, "base_url", None),
         }
-        # calls in flight: a fixed cap, or (adaptive) AIMD under that cap, as TCP does
+        # calls in flight: a fixed cap, or (adaptive) AIMD under that cap, as TCP does; it starts
+        # at the cap unless told otherwise
         self._limit = AdaptiveLimit(
             initial=initial_concurrency or self.concurrency, maximum=self.concurrency, adaptive=adaptive
         )
@@ -352,19 +353,23 @@ class Client:
         pool = self._executor
         if pool is None or not pool.take_slot():  # a pooled call's first attempt has its slot
             self._limit.acquire()
-        mark = self._limit.mark()
         try:
-            with self._lock:
-                self._in_flight += 1
+            ticket = self._limit.send()  # a rejection meanwhile may have lowered the limit
+            overloaded: bool | None = None
             try:
-                completion = self.backend.complete(request)
-            except RateLimited:
-                self._limit.feedback(mark, overloaded=True)
-                raise
-            finally:
                 with self._lock:
-                    self._in_flight -= 1
-            self._limit.feedback(mark, overloaded=False)
+                    self._in_flight += 1
+                try:
+                    completion = self.backend.complete(request)
+                    overloaded = False
+                except RateLimited:
+                    overloaded = True
+                    raise
+                finally:
+                    with self._lock:
+                        self._in_flight -= 1
+            finally:
+                self._limit.answered(ticket, overloaded=overloaded)
         finally:
             self._limit.release()  # also between retries: a backoff is not spent holding a slot
         if not completion.text.strip():

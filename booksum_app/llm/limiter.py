@@ -1,11 +1,21 @@
 """How many calls may be in flight, and which waiting call goes next.
 
-:class:`AdaptiveLimit` is TCP's congestion control applied to an API's rate limits: it starts
-at ``initial``, grows 1.5x per full window of successes (slow start) until the first
-rate-limit answer, then halves on a 429 or overload (at most once per window: calls already
-sent under the old limit do not halve it again) and grows by one call per window of
-successes (additive increase). ``maximum`` is a hard cap (``--concurrency N``). A fixed
-limit is the same object with ``adaptive=False``.
+:class:`AdaptiveLimit` is TCP's congestion control applied to an API's rate limits. It starts
+at ``initial`` (hosted APIs: at its cap, as the roadmap asks: a book's leaves go out at once),
+halves on a 429 or overload answer (at most once per window: calls already sent under the
+old limit do not halve it again) and then grows by one call per window of successes
+(additive increase). Below its cap before the first rejection, it grows 1.5x per window
+(slow start). ``maximum`` is a hard cap (``--concurrency N``). A fixed limit is the same
+object with ``adaptive=False``.
+
+Two counts: *slots* (:meth:`AdaptiveLimit.acquire`) are taken when a call is handed to a
+worker thread; the *send gate* (:meth:`AdaptiveLimit.send`) is passed right before the request
+goes out. Handing out slots is instant, sending is not (each request costs the SDK a few ms of
+CPU), so a burst of 128 slots reaches the wire over tens of ms. A rejection that comes back
+meanwhile lowers the limit, and the gate holds back the calls not yet sent: against a provider
+that allows 16, a start at 128 costs a few rejected requests, not 112. The halving starts from
+the calls on the wire when the rejection came (the provider's real limit), not from a limit
+that was never reached.
 
 :class:`PriorityPool` runs calls on worker threads and, whenever a slot frees up, starts the
 waiting call with the lowest priority value: work that unblocks the most goes first (a
@@ -33,9 +43,10 @@ class AdaptiveLimit:
         self.minimum = max(1, min(minimum, self.maximum))
         self.adaptive = adaptive
         self._limit = float(min(max(initial, self.minimum), self.maximum) if adaptive else self.maximum)
-        self._slow_start = adaptive
-        self._in_flight = 0
-        self._started = 0  # calls started so far: a decrease ignores answers to calls sent before it
+        self._slow_start = adaptive and self._limit < self.maximum
+        self._in_flight = 0  # slots taken
+        self._sending = 0  # requests past the send gate and not yet answered
+        self._started = 0  # requests sent so far: a decrease ignores answers to those sent before it
         self._decreased_at = -1
         self._cond = threading.Condition()
         self.rejections = 0
@@ -46,19 +57,12 @@ class AdaptiveLimit:
         with self._cond:
             return int(self._limit)
 
-    def acquire(self) -> int:
-        """Wait for a slot; returns the call's start number."""
+    def acquire(self) -> None:
+        """Wait for a slot."""
         with self._cond:
             while self._in_flight >= int(self._limit):
                 self._cond.wait()
             self._in_flight += 1
-            self._started += 1
-            return self._started
-
-    def mark(self) -> int:
-        """The number of calls started so far: pass it to :meth:`feedback` for an attempt starting now."""
-        with self._cond:
-            return self._started
 
     def release(self) -> None:
         """Free a slot taken by :meth:`acquire`."""
@@ -66,23 +70,40 @@ class AdaptiveLimit:
             self._in_flight -= 1
             self._cond.notify_all()
 
-    def feedback(self, ticket: int, *, overloaded: bool) -> None:
-        """How one attempt of call ``ticket`` went: answered, or refused as rate limited/overloaded."""
-        if not self.adaptive:
-            return
+    def send(self) -> int:
+        """Wait until one more request may go out under the current limit; returns its ticket.
+
+        The caller holds a slot; it must report the answer with :meth:`answered`.
+        """
         with self._cond:
-            if overloaded:
-                self.rejections += 1
-                if ticket > self._decreased_at:  # once per window: calls sent before do not count
-                    self._limit = max(float(self.minimum), self._limit / 2)
-                    self._slow_start = False
-                    self._decreased_at = self._started
-            elif self._slow_start:  # +1/2 per answer: x1.5 per window, so the overshoot that
-                # finds the provider's limit costs a third of a window, not half
-                self._limit = min(float(self.maximum), self._limit + SLOW_START_STEP)
-            else:
-                self._limit = min(float(self.maximum), self._limit + 1 / self._limit)  # +1 per window
+            while self._sending >= int(self._limit):
+                self._cond.wait()
+            self._sending += 1
+            self._started += 1
+            return self._started
+
+    def answered(self, ticket: int, *, overloaded: bool | None) -> None:
+        """Request ``ticket`` came back: answered (False), refused as rate limited or overloaded
+        (True), or failed otherwise (None: says nothing about the provider's limit)."""
+        with self._cond:
+            if self.adaptive and overloaded is not None:
+                self._adapt(ticket, overloaded)
+            self._sending -= 1
             self._cond.notify_all()
+
+    def _adapt(self, ticket: int, overloaded: bool) -> None:
+        if overloaded:
+            self.rejections += 1
+            if ticket > self._decreased_at:  # once per window: calls sent before do not count
+                # halve what was on the wire (this request included), not a limit never reached
+                self._limit = max(float(self.minimum), min(self._limit, float(self._sending)) / 2)
+                self._slow_start = False
+                self._decreased_at = self._started
+        elif self._slow_start:  # +1/2 per answer: x1.5 per window, so the overshoot that
+            # finds the provider's limit costs a third of a window, not half
+            self._limit = min(float(self.maximum), self._limit + SLOW_START_STEP)
+        else:
+            self._limit = min(float(self.maximum), self._limit + 1 / self._limit)  # +1 per window
 
 
 class PriorityPool:

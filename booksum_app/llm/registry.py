@@ -31,7 +31,6 @@ from typing import Any, Literal
 import platformdirs
 
 from booksum_app.config import (
-    ADAPTIVE_INITIAL_CONCURRENCY,
     ADAPTIVE_MAX_CONCURRENCY,
     DEFAULT_TIMEOUT_S,
     ENV_CACHE_DIR,
@@ -467,7 +466,7 @@ def get_model(
     if settings.concurrency is not None:
         cap = settings.concurrency
     elif adaptive:
-        cap = ADAPTIVE_MAX_CONCURRENCY
+        cap = ADAPTIVE_MAX_CONCURRENCY  # the adaptive limit starts here and backs off on a 429
     else:
         cap = getattr(built, "default_concurrency", FIXED_CONCURRENCY)
     client = Client(
@@ -475,7 +474,6 @@ def get_model(
         cache=cache_store,
         concurrency=cap,
         adaptive=adaptive,
-        initial_concurrency=min(ADAPTIVE_INITIAL_CONCURRENCY, cap),
         max_cost_usd=settings.max_cost_usd,
         max_attempts=settings.max_attempts,
         on_call=on_call,
