@@ -56,7 +56,7 @@ def run(book: Path, latency: float, server_limit: int | None, concurrency: int |
         rejected, peak = server.rejected, server.max_in_flight
     critical = critical_calls(record) * latency
     label = f"server 429 above {server_limit}" if server_limit else "no server limit"
-    label += f", fixed {concurrency}" if concurrency else ", adaptive"
+    label += f", cap {concurrency}" if concurrency else ", adaptive"
     print(f"{label:36} calls {record.totals.calls:4} requests {requests:4} rejected {rejected:3} "
           f"({100 * rejected / max(requests, 1):4.1f}%) peak in flight {peak:3} | wall {wall:5.2f}s, "
           f"critical path {critical:4.2f}s, ratio {wall / critical:4.2f}x")
@@ -74,7 +74,7 @@ def main() -> None:
     with FakeServer() as server:  # warm-up: imports, tokenizers and the book parse are not measured
         summarize_book(book, strategy="direct", model="openai:gpt-4o-mini", max_summary_tokens=100,
                        llm_settings=LLMSettings(base_url=server.openai_base_url, cache_dir=Path(tempfile.mkdtemp())))
-    run(book, args.latency, None, concurrency=8)  # the old default: a fixed 8 in flight
+    run(book, args.latency, None, concurrency=8)  # a cap of 8 in flight (the default before the adaptive limit)
     run(book, args.latency, None)
     run(book, args.latency, args.server_limit)
 

@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, tuple[list[str], bool]] = {
     "books": (["bench_books.py", "--runs", "3"], False),
     "chunking": (["bench_chunking.py", "--runs", "3"], False),
     "llm_calls": (["bench_llm_calls.py", "--calls", "200"], False),
+    "driver": (["bench_driver.py", "--calls", "2000", "--concurrency", "256", "--latency", "1"], False),
     "hier": (["bench_hier.py", "--server", "--latency", "0.5", "--repeat", "1"], False),
     "adaptive": (["bench_adaptive.py", "--book", "pride", "--latency", "0.2"], False),
     "adaptive_war_and_peace": (["bench_adaptive.py", "--book", "war", "--latency", "0.2"], True),
@@ -36,7 +37,7 @@ BENCHMARKS: dict[str, tuple[list[str], bool]] = {
     "judge_bill": (["bench_judge_bill.py"], False),
     "kill": (["bench_kill.py", "--kills", "3"], True),
     "local_threads": (["bench_local_threads.py", "--repeats", "1"], True),
-    "compare_scale": (["bench_compare_scale.py", "--books", "40"], True),
+    "compare_scale": (["bench_compare_scale.py", "--books", "40", "--distinct"], True),
     "quickstart": (["-m", "booksum_app", "summarize", str(REPO / "samples" / "h-g-wells_the-time-machine.epub"),
                     "-o", "{tmp}/the-time-machine"], True),
 }
