@@ -256,9 +256,8 @@ class CallCache:
                 "pass --cache-dir DIR or --no-cache"
             ) from exc
         self.path = self.directory / CACHE_FILENAME
-        # one connection, one transaction at a time: SQLite runs one writer per file anyway, and a
-        # connection per thread made ours wait on each other through SQLite's busy handler
-        # (sleeps of 1-100 ms) and cost 1 ms of CPU per call at 128 in flight
+        # one connection, one transaction at a time: one per thread made our threads wait on each
+        # other in SQLite's busy handler (1-100 ms sleeps) at 128 in flight
         self._conn: sqlite3.Connection | None = None
         self._conn_lock = threading.RLock()
         self._lock = threading.Lock()
@@ -285,9 +284,7 @@ class CallCache:
             _set_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
-            raise ConfigError(
-                f"cannot open call cache {self.path}: {exc}; pass --cache-dir DIR or --no-cache"
-            ) from exc
+            raise ConfigError(f"cannot open call cache {self.path}: {exc}; pass --cache-dir DIR or --no-cache") from exc
         return db
 
     def get(self, key: str) -> Completion | None:

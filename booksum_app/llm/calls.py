@@ -157,8 +157,7 @@ class Client:
             "model": backend.info.name,
             "base_url": getattr(backend, "base_url", None),
         }
-        # calls in flight: a fixed cap, or (adaptive) AIMD under that cap, as TCP does; it starts
-        # at the cap unless told otherwise
+        # calls in flight: a fixed cap, or (adaptive) AIMD under that cap starting at it, as TCP does
         self._limit = AdaptiveLimit(
             initial=initial_concurrency or self.concurrency, maximum=self.concurrency, adaptive=adaptive
         )
@@ -354,21 +353,19 @@ class Client:
         if pool is None or not pool.take_slot():  # a pooled call's first attempt has its slot
             self._limit.acquire()
         try:
-            ticket = self._limit.send()  # a rejection meanwhile may have lowered the limit
-            overloaded: bool | None = None
+            ticket = self._limit.send()  # a 429 meanwhile may have lowered the limit: wait for it
+            overloaded: bool | None = None  # a failure that is not a 429 says nothing of the quota
             try:
                 with self._lock:
                     self._in_flight += 1
-                try:
-                    completion = self.backend.complete(request)
-                    overloaded = False
-                except RateLimited:
-                    overloaded = True
-                    raise
-                finally:
-                    with self._lock:
-                        self._in_flight -= 1
+                completion = self.backend.complete(request)
+                overloaded = False
+            except RateLimited:
+                overloaded = True
+                raise
             finally:
+                with self._lock:
+                    self._in_flight -= 1
                 self._limit.answered(ticket, overloaded=overloaded)
         finally:
             self._limit.release()  # also between retries: a backoff is not spent holding a slot
