@@ -113,11 +113,16 @@ class RateLimited(ModelError):
 
 
 class TransientModelError(ModelError):
-    """A failure worth retrying: 5xx, timeout, dropped connection, empty reply."""
+    """A failure worth retrying: 5xx, timeout, dropped connection, empty reply.
 
-    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+    ``overloaded``: the provider said it is overloaded (503, Anthropic's 529), so the adaptive
+    limit on calls in flight halves as on a 429.
+    """
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None, overloaded: bool = False) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+        self.overloaded = overloaded
 
 
 class ContextTooLong(ModelError):

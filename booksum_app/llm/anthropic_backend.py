@@ -145,6 +145,7 @@ class AnthropicBackend:
             return TransientModelError(
                 f"{name}: server error {status}: {detail}",
                 retry_after_s=retry_after_seconds(exc.response.headers),
+                overloaded=status in (503, 529),
             )
         if status == 404:
             return ModelError(f"{name}: model not found (404); check the model name")

@@ -354,14 +354,14 @@ class Client:
             self._limit.acquire()
         try:
             ticket = self._limit.send()  # a 429 meanwhile may have lowered the limit: wait for it
-            overloaded: bool | None = None  # a failure that is not a 429 says nothing of the quota
+            overloaded: bool | None = None  # a 500 or a timeout says nothing of the quota
             try:
                 with self._lock:
                     self._in_flight += 1
                 completion = self.backend.complete(request)
                 overloaded = False
-            except RateLimited:
-                overloaded = True
+            except (RateLimited, TransientModelError) as exc:
+                overloaded = True if isinstance(exc, RateLimited) or exc.overloaded else None
                 raise
             finally:
                 with self._lock:

@@ -187,6 +187,7 @@ class OpenAIBackend:
             return TransientModelError(
                 f"{name}: server error {status}: {detail}",
                 retry_after_s=retry_after_seconds(exc.response.headers),
+                overloaded=status == 503,
             )
         if status == 404:
             return ModelError(f"{name}: model or endpoint not found (404); check the model name")
