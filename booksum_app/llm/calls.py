@@ -165,7 +165,7 @@ class Client:
         self._totals = Tally()  # every call answered through this client, cached or not
         self._paid = Usage()  # tokens of the calls that reached the provider
         self._reserved_usd = 0.0
-        self._in_flight = 0
+        self._batch_in_flight = 0  # a batch backend's calls bypass the limit's send gate
         self._records: list[CallRecord] = []
         self._executor: PriorityPool | None = None
         self.spec: Any = spec  # the registry's ModelSpec when built by get_model
@@ -282,7 +282,7 @@ class Client:
     def in_flight(self) -> int:
         """Calls sent to the backend and not yet answered."""
         with self._lock:
-            return self._in_flight
+            return self._limit.sending + self._batch_in_flight
 
     def close(self) -> None:
         """Stop the worker pool (waiting for running calls), close the cache and the backend."""
@@ -335,9 +335,10 @@ class Client:
         with self._lock:
             committed = self._totals.spent_usd + self._reserved_usd
             if committed + estimate > self.max_cost_usd:
+                sent = self._limit.sending + self._batch_in_flight
                 in_flight = (
-                    f"; {self._in_flight} call(s) in flight may add up to ${self._reserved_usd:.4f} and are "
-                    "cached when they finish" if self._in_flight else ""
+                    f"; {sent} call(s) in flight may add up to ${self._reserved_usd:.4f} and are "
+                    "cached when they finish" if sent else ""
                 )
                 raise CostLimitExceeded(
                     f"the next call could cost up to ${estimate:.4f}, which would pass the ceiling "
@@ -356,16 +357,12 @@ class Client:
             ticket = self._limit.send()  # a 429 meanwhile may have lowered the limit: wait for it
             overloaded: bool | None = None  # a 500 or a timeout says nothing of the quota
             try:
-                with self._lock:
-                    self._in_flight += 1
                 completion = self.backend.complete(request)
                 overloaded = False
             except (RateLimited, TransientModelError) as exc:
                 overloaded = True if isinstance(exc, RateLimited) or exc.overloaded else None
                 raise
             finally:
-                with self._lock:
-                    self._in_flight -= 1
                 self._limit.answered(ticket, overloaded=overloaded)
         finally:
             self._limit.release()  # also between retries: a backoff is not spent holding a slot
@@ -453,12 +450,12 @@ class Client:
             raise
         try:
             with self._lock:
-                self._in_flight += len(batch)
+                self._batch_in_flight += len(batch)
             try:
                 completions = self._retrying()(backend.complete_batch, batch)
             finally:
                 with self._lock:
-                    self._in_flight -= len(batch)
+                    self._batch_in_flight -= len(batch)
         finally:
             with self._lock:
                 self._reserved_usd -= reserved

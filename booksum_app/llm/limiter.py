@@ -57,6 +57,12 @@ class AdaptiveLimit:
         with self._cond:
             return int(self._limit)
 
+    @property
+    def sending(self) -> int:
+        """Requests past the send gate and not yet answered."""
+        with self._cond:
+            return self._sending
+
     def acquire(self) -> None:
         """Wait for a slot."""
         with self._cond:
