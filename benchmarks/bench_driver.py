@@ -1,7 +1,7 @@
 """Benchmark: how many calls per second one booksum process drives (issue 11, "a driver that scales").
 
-Starts the fake OpenAI-compatible server in a process of its own (answering every call after
-``--latency`` seconds), then sends ``--calls`` distinct ~1,000-token requests from this
+Starts the fake OpenAI-compatible server in a process of its own (``bench_hier.start_server``),
+answering every call after ``--latency`` seconds, then sends ``--calls`` distinct ~1,000-token requests from this
 process through the real call layer (``get_model``: OpenAI SDK, call cache with leases,
 adaptive limit capped at ``--concurrency``, retries), as ``booksum compare`` does. Prints
 calls per second against the ceiling the latency allows (concurrency / latency), CPU per
@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_hier import start_server
 
 from booksum_app.llm.base import Request
 from booksum_app.llm.registry import LLMSettings, get_model
@@ -30,27 +29,10 @@ from booksum_app.llm.registry import LLMSettings, get_model
 TEXT = "The ship left port at dawn. Storms came at noon. By night the crew was lost. " * 60
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def cpu_seconds(pid: int) -> float:
     """User + system CPU of a process, from /proc (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_for(port: int, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    sys.exit("the stand-in did not start")
 
 
 def one_run(url: str, server_pid: int, calls: int, concurrency: int, tag: str) -> tuple[float, float, float]:
@@ -73,14 +55,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "booksum_app.testing.fake_server", "--port", str(port), "--latency", str(args.latency)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    server, url = start_server(args.latency)  # in its own process, on a free port
     try:
-        wait_for(port)
-        url = f"http://127.0.0.1:{port}/v1"
         one_run(url, server.pid, 20, 8, "warm-up")  # imports, tokenizer tables, first connections
         runs = [one_run(url, server.pid, args.calls, args.concurrency, f"run {r}") for r in range(args.repeats)]
     finally:

@@ -157,6 +157,9 @@ def start_server(latency_s: float) -> tuple[subprocess.Popen[bytes], str]:
             break
         except OSError:
             time.sleep(0.1)
+    else:
+        server.terminate()
+        sys.exit(f"the fake API server did not start on port {port}")
     return server, f"http://127.0.0.1:{port}/v1"
 
 
