@@ -123,6 +123,30 @@ def test_changed_options_rerun_only_what_changed(books: list[Path], tmp_path: Pa
     assert third.reused == 0
 
 
+def test_a_finished_books_ngram_sets_are_dropped_unless_a_precomputed_set_needs_them(
+    books: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory flat in the number of books (issue 11: 200 books took 2.2 GB when every set was kept)."""
+    from booksum_app.runners import compare
+
+    left: dict[str, set[str]] = {}
+    close = compare._GridRun.close
+
+    def spy(self: compare._GridRun) -> None:
+        left.update(sources=set(self.sources), indexes=set(self.copy_indexes), jobs=set(self.source_jobs))
+        close(self)
+
+    monkeypatch.setattr(compare._GridRun, "close", spy)
+    (tmp_path / "pre.json").write_text(json.dumps({"book-2.txt": "A short summary of the second book."}),
+                                       encoding="utf-8")
+    exp = Experiment(books=tuple(books), strategies=("direct",), models=("fake",), max_summary_tokens=120,
+                     out=tmp_path / "o", use_judge=False, precomputed=(PrecomputedSet("pre", tmp_path / "pre.json"),))
+    result = run_compare(exp, models={"fake": Client(FakeBackend(), concurrency=4)}, plots=False)
+    assert left == {"sources": {"book-2.txt"}, "indexes": set(), "jobs": set()}
+    pre = next(r for r in result.rows if r.kind == "precomputed")
+    assert pre.ngrams.novel_pct is not None, "the precomputed set's book kept its source n-grams"
+
+
 def test_plots_are_valid_png_and_svg(books: list[Path], tmp_path: Path) -> None:
     exp = Experiment(books=tuple(books), strategies=("hier", "direct"), models=("fake",), chunk_sizes=(256,),
                      max_summary_tokens=120, out=tmp_path / "o")
