@@ -120,3 +120,69 @@ def test_detect_lang(text: str, lang: str) -> None:
 def test_unknown_language_is_refused() -> None:
     with pytest.raises(ConfigError, match="no sentence splitter"):
         split_sentences("Bonjour.", lang="fr")
+
+
+TRICKY = (
+    "“Well?” said the Time Traveller—quite so… Mr. Filby’s résumé (p. 3) cost $4.50; e.g. naïve "
+    "façades, don't won't can't gonna 'tis. Ce n'est pas ça! Ça va? «Oui», dit-il. 2.5 km at 9 a.m.\n\n"
+    "He said ``hello'' -- then left... [Chapter II] {x} <y> U.S.A. Ph.D. İstanbul ǅ ﬁne ½ ².  END"
+)
+
+
+@pytest.fixture()
+def regex_engine(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """A function running ``fn`` with NLTK's patterns on the ``regex`` engine (as NLTK >= 3.9.3 ships them)."""
+    from booksum_app.chunking import sentences
+    from booksum_app.scoring import words
+
+    def clear() -> None:
+        sentences.punkt_english.cache_clear()
+        words._nltk_word_tokenizer.cache_clear()
+
+    def run(fn):  # type: ignore[no-untyped-def]
+        clear()
+        with monkeypatch.context() as m:
+            m.setattr(sentences, "_stdlib_pattern", lambda rx: None)
+            try:
+                return fn()
+            finally:
+                clear()
+
+    return run
+
+
+def test_nltk_patterns_run_on_the_stdlib_engine() -> None:
+    """The faster path is the one taken: no pattern of the word tokenizer or Punkt is left on ``regex``."""
+    import re
+
+    from booksum_app.chunking.sentences import punkt_english
+    from booksum_app.scoring.words import _nltk_word_tokenizer
+
+    def patterns(value: object) -> list[object]:
+        if isinstance(value, list | tuple):
+            return [p for v in value for p in patterns(v)]
+        return [value] if hasattr(value, "pattern") and hasattr(value, "sub") else []
+
+    tokenizer, lang_vars = _nltk_word_tokenizer(), punkt_english()._lang_vars
+    found = patterns([getattr(tokenizer, name) for name in dir(tokenizer) if name.isupper()])
+    found += patterns([lang_vars._word_tokenizer_re(), lang_vars.period_context_re(), lang_vars.re_boundary_realignment])
+    assert len(found) > 30
+    assert all(isinstance(p, re.Pattern) for p in found), {type(p).__name__ for p in found}
+
+
+def test_the_stdlib_engine_splits_and_tokenizes_a_book_as_regex_does(regex_engine) -> None:  # type: ignore[no-untyped-def]
+    """NLTK ran these patterns on ``re`` before 3.9.3; ours do again, with the same words and sentences."""
+    from pathlib import Path
+
+    from booksum_app.books import open_book
+    from booksum_app.scoring.words import ngram_words
+
+    book = Path(__file__).resolve().parents[1] / "samples" / "h-g-wells_the-time-machine.epub"
+    texts = [open_book(book).text(include_front_matter=True), TRICKY, TRICKY.upper()]
+
+    def both() -> list[tuple[list[tuple[int, int]], list[str]]]:
+        return [(sentence_spans(t), ngram_words(t, lang="en")) for t in texts]
+
+    ours = both()
+    assert regex_engine(both) == ours
+    assert len(ours[0][0]) > 1500 and len(ours[0][1]) > 35000

@@ -43,24 +43,46 @@ _ZH_SENTENCE_RE = re.compile(
 
 
 def untimed(value: Any) -> Any:
-    """``value`` with every NLTK ``TimedPattern`` inside it (lists, tuples) rewrapped without a time limit.
+    """``value`` with every NLTK ``TimedPattern`` inside it (lists, tuples) compiled by the stdlib ``re``.
 
-    NLTK (>= 3.9.3) runs every regex under a 5 s *wall-clock* guard meant for caller-supplied,
-    possibly pathological patterns. Its own tokenizers' patterns are fixed and linear, but a
-    whole-book scan while 40 threads share 2 cores (and wait for the GIL) can take 5 s of wall
-    time, and the guard then kills a healthy run (issue 14). NLTK documents ``timeout=None``
-    for trusted patterns; results are unchanged. Hostile *input* stays bounded by the book
-    readers' own size limits, not by wall time.
+    NLTK (>= 3.9.3) runs every regex through the third-party ``regex`` engine under a 5 s
+    *wall-clock* guard meant for caller-supplied, possibly pathological patterns. Its own
+    tokenizers' patterns are fixed and linear, but a whole-book scan while 40 threads share
+    2 cores (and wait for the GIL) can take 5 s of wall time, and the guard then kills a
+    healthy run (issue 14). The same patterns under ``re`` are what NLTK ran before 3.9.3
+    (what BooookScore's reference code ran) and take a quarter less CPU for the n-gram
+    statistics (issue 11); tests/test_sentences.py checks that both engines split and
+    tokenize the books alike. A pattern that uses a flag ``re`` lacks keeps ``regex``, untimed.
+    Hostile *input* stays bounded by the book readers' own size limits, not by wall time.
     """
     from nltk import redos
 
     if isinstance(value, redos.TimedPattern):
-        return redos.TimedPattern(value._rx, timeout=None)
+        return _stdlib_pattern(value._rx) or redos.TimedPattern(value._rx, timeout=None)
     if isinstance(value, list):
         return [untimed(v) for v in value]
     if isinstance(value, tuple):
         return tuple(untimed(v) for v in value)
     return value
+
+
+def _stdlib_pattern(rx: Any) -> re.Pattern[str] | None:
+    """``rx`` (a ``regex`` pattern) compiled by ``re``, or None if it uses what ``re`` has not."""
+    import regex  # type: ignore[import-untyped,unused-ignore]
+
+    # the same flags, not always the same bits (regex.ASCII is 128, re.ASCII 256)
+    shared = {regex.IGNORECASE: re.IGNORECASE, regex.LOCALE: re.LOCALE, regex.MULTILINE: re.MULTILINE,
+              regex.DOTALL: re.DOTALL, regex.UNICODE: re.UNICODE, regex.VERBOSE: re.VERBOSE, regex.ASCII: re.ASCII}
+    rest, flags = rx.flags & ~regex.V0, 0
+    for theirs, ours in shared.items():
+        if rest & theirs:
+            flags, rest = flags | ours, rest & ~theirs
+    if rest or not isinstance(rx.pattern, str):
+        return None
+    try:
+        return re.compile(rx.pattern, flags)
+    except re.error:
+        return None
 
 
 def trusted_class(cls: type) -> type:
