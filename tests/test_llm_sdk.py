@@ -154,8 +154,11 @@ def test_anthropic_shared_prefix_uses_prompt_caching(tmp_path: Path) -> None:
         client = client_for("anthropic", server, tmp_path)
         first = client.complete(Request(prompt="Sentence 1.", shared_prefix=prefix, max_tokens=50))
         second = client.complete(Request(prompt="Sentence 2.", shared_prefix=prefix, max_tokens=50))
-    block = server.requests[0].payload["messages"][0]["content"][0]
-    assert block["cache_control"] == {"type": "ephemeral"} and block["text"] == prefix
+    payload = server.requests[0].payload
+    assert payload["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "Sentence 1."}]}]
+    assert payload["max_tokens"] == 50 and server.requests[0].had_key
     assert first.usage.cached_input_tokens == 0 and first.usage.cache_write_input_tokens > 1000
     assert second.usage.cached_input_tokens > 1000 and second.usage.cache_write_input_tokens == 0
     assert second.usage.input_tokens > second.usage.cached_input_tokens
@@ -175,6 +178,11 @@ def test_openai_parameter_mapping(server: FakeServer) -> None:
     OPENED.append(official)
     official.complete(Request(prompt="Hi.", system="Be brief.", max_tokens=42, stop=("\n\n",)))
     sent = server.requests[-1].payload
+    # the body is exactly ours (it bypasses the SDK's transform through extra_body), with the key
+    assert sent == {"model": "o3", "messages": [{"role": "system", "content": "Be brief."},
+                                                {"role": "user", "content": "Hi."}],
+                    "max_completion_tokens": 42, "stop": ["\n\n"]}
+    assert server.requests[-1].had_key
     assert sent["max_completion_tokens"] == 42 and "max_tokens" not in sent
     assert "temperature" not in sent and "top_p" not in sent  # reasoning models reject them
     assert sent["messages"][0] == {"role": "system", "content": "Be brief."}

@@ -158,7 +158,10 @@ class OpenAIBackend:
         """One request to ``endpoint``; a connection failure, timeout or 5xx takes it out for a while."""
         failed = True
         try:
-            response = endpoint.client.chat.completions.create(**params)
+            # The SDK walks every create() argument through its TypedDict transform (0.4 ms a
+            # call for two messages, a tenth of the SDK's whole cost); ours are plain JSON already,
+            # so they go in extra_body, which the SDK merges into the body as it is.
+            response = endpoint.client.chat.completions.create(model=params["model"], messages=[], extra_body=params)
             failed = False
             return response
         except openai.APIStatusError as exc:
