@@ -8,7 +8,8 @@ OpenAI-compatible server in its own process answering every call after a fixed l
         --judge openai:gpt-4 --concurrency 256 --jobs 40 --out OUT --yes --no-plots
 
 Prints whether it completed, the answered calls (server side), the wall time, answered calls
-per second, the ceiling the latency allows (concurrency / latency) and the driver's peak RSS.
+per second, the ceiling the latency allows (concurrency / latency), the driver's peak RSS and
+its CPU time (with its n-gram worker processes; the stand-in's is not in it).
 
 Identical copies share every request, so the call cache's leases make one copy pay and the
 others wait: that measures the many-copies case, not throughput. ``--distinct`` writes each
@@ -79,7 +80,9 @@ def main() -> None:
         start = time.perf_counter()
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         wall_s = time.perf_counter() - start
-        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the driver and its n-gram workers
+        peak_mb = children.ru_maxrss / 1024
+        cpu_s = children.ru_utime + children.ru_stime
         calls = server.call_count
     finally:
         server.close()
@@ -90,7 +93,8 @@ def main() -> None:
     print(f"completed: {done.returncode == 0} (exit {done.returncode}) {' '.join(tail)}")
     print(f"answered calls: {calls}; wall {wall_s:.1f}s; {calls / wall_s:.1f} calls/s "
           f"(latency ceiling {args.concurrency / args.latency:.0f} calls/s: {calls / wall_s / (args.concurrency / args.latency):.2f}x)")
-    print(f"driver peak RSS: {peak_mb:.0f} MB")
+    print(f"driver peak RSS: {peak_mb:.0f} MB; driver CPU (with its workers): {cpu_s:.1f}s, "
+          f"{1000 * cpu_s / max(calls, 1):.1f} ms per call, {cpu_s / wall_s / len(os.sched_getaffinity(0)):.2f} of the cores")
 
 
 if __name__ == "__main__":
