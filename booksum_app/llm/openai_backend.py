@@ -159,7 +159,7 @@ class OpenAIBackend:
         failed = True
         try:
             # The SDK walks every create() argument through its TypedDict transform (0.4 ms a
-            # call for two messages, a tenth of the SDK's whole cost); ours are plain JSON already,
+            # call for two messages, a tenth of our CPU per call); ours are plain JSON already,
             # so they go in extra_body, which the SDK merges into the body as it is.
             response = endpoint.client.chat.completions.create(model=params["model"], messages=[], extra_body=params)
             failed = False
