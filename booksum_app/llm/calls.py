@@ -130,7 +130,6 @@ class Client:
         max_cost_usd: float | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         adaptive: bool = False,
-        initial_concurrency: int | None = None,
         count_tokens: Callable[[str], int] | None = None,
         on_call: Callable[[CallRecord], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -159,7 +158,7 @@ class Client:
         }
         # calls in flight: a fixed cap, or (adaptive) AIMD under that cap starting at it, as TCP does
         self._limit = AdaptiveLimit(
-            initial=initial_concurrency or self.concurrency, maximum=self.concurrency, adaptive=adaptive
+            initial=self.concurrency, maximum=self.concurrency, adaptive=adaptive
         )
         self._lock = threading.Lock()
         self._totals = Tally()  # every call answered through this client, cached or not
@@ -280,9 +279,8 @@ class Client:
 
     @property
     def in_flight(self) -> int:
-        """Calls sent to the backend and not yet answered."""
-        with self._lock:
-            return self._limit.sending + self._batch_in_flight
+        """Calls sent to the backend and not yet answered (the send gate's, and a batch's)."""
+        return self._limit.sending + self._batch_in_flight  # the gate counts under its own lock
 
     def close(self) -> None:
         """Stop the worker pool (waiting for running calls), close the cache and the backend."""
@@ -335,7 +333,7 @@ class Client:
         with self._lock:
             committed = self._totals.spent_usd + self._reserved_usd
             if committed + estimate > self.max_cost_usd:
-                sent = self._limit.sending + self._batch_in_flight
+                sent = self.in_flight
                 in_flight = (
                     f"; {sent} call(s) in flight may add up to ${self._reserved_usd:.4f} and are "
                     "cached when they finish" if sent else ""
