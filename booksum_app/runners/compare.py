@@ -133,10 +133,12 @@ class _GridRun:
         self.sources: dict[str, frozenset[tuple[str, ...]]] = {}
         self.source_jobs: dict[str, Future[frozenset[tuple[str, ...]]]] = {}
         self.copy_indexes: dict[str, SourceIndex] = {}
+        # precomputed sets are read once, here, before any call: a bad file fails early
+        self.precomputed = {p.name: read_summaries(p.summaries) for p in exp.precomputed}
         # a book's n-gram sets (~10 MB for a 35K-word book) are dropped once its configurations
         # are done, so memory stays flat in the number of books (200 books: 2.2 GB when kept);
         # only the books a precomputed set summarizes keep theirs, for that set's row at the end
-        self.kept_sources = {Path(k).stem.lower() for p in exp.precomputed for k in read_summaries(p.summaries)}
+        self.kept_sources = {Path(k).stem.lower() for texts in self.precomputed.values() for k in texts}
         self._ngram_pool: ProcessPoolExecutor | None = None
         self.results: dict[GridConfig, dict[str, BookResult]] = {c: {} for c in self.grid}
         self.splitters: set[str] = set()
@@ -318,7 +320,8 @@ class _GridRun:
             judge_signature = BooookScoreJudge(self.judge, mode=exp.judge_mode,  # type: ignore[arg-type]
                                                batch_size=exp.batch_size).signature(sorted(self.splitters) or None)
         rows = [_grid_row(c, exp, self.results[c], judge_signature, self.seed, self.samples) for c in self.grid]
-        rows += [_precomputed_row(p, exp, self.judge, self.sources, self.seed) for p in exp.precomputed]
+        rows += [_precomputed_row(p, self.precomputed[p.name], exp, self.judge, self.sources, self.seed)
+                 for p in exp.precomputed]
         return rows
 
 
@@ -336,9 +339,8 @@ def _grid_row(config: GridConfig, exp: Experiment, by_book: Mapping[str, BookRes
     )
 
 
-def _precomputed_row(pre: PrecomputedSet, exp: Experiment, judge: ChatModel | None,
+def _precomputed_row(pre: PrecomputedSet, summaries: Mapping[str, str], exp: Experiment, judge: ChatModel | None,
                      sources: Mapping[str, frozenset[tuple[str, ...]]], seed: int) -> ConfigResult:
-    summaries = read_summaries(pre.summaries)
     judgements: dict[str, SummaryJudgement] = {}
     signature = None
     judge_usage: dict[str, Tally] = {}
