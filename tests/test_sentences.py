@@ -129,26 +129,13 @@ TRICKY = (
 )
 
 
-@pytest.fixture()
-def regex_engine(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """A function running ``fn`` with NLTK's patterns on the ``regex`` engine (as NLTK >= 3.9.3 ships them)."""
+def clear_nltk_tokenizers() -> None:
+    """Drop the built Punkt and word tokenizers: the next use builds them again."""
     from booksum_app.chunking import sentences
     from booksum_app.scoring import words
 
-    def clear() -> None:
-        sentences.punkt_english.cache_clear()
-        words._nltk_word_tokenizer.cache_clear()
-
-    def run(fn):  # type: ignore[no-untyped-def]
-        clear()
-        with monkeypatch.context() as m:
-            m.setattr(sentences, "_stdlib_pattern", lambda rx: None)
-            try:
-                return fn()
-            finally:
-                clear()
-
-    return run
+    sentences.punkt_english.cache_clear()
+    words._nltk_word_tokenizer.cache_clear()
 
 
 def test_nltk_patterns_run_on_the_stdlib_engine() -> None:
@@ -170,11 +157,12 @@ def test_nltk_patterns_run_on_the_stdlib_engine() -> None:
     assert all(isinstance(p, re.Pattern) for p in found), {type(p).__name__ for p in found}
 
 
-def test_the_stdlib_engine_splits_and_tokenizes_a_book_as_regex_does(regex_engine) -> None:  # type: ignore[no-untyped-def]
+def test_the_stdlib_engine_splits_and_tokenizes_a_book_as_regex_does(monkeypatch: pytest.MonkeyPatch) -> None:
     """NLTK ran these patterns on ``re`` before 3.9.3; ours do again, with the same words and sentences."""
     from pathlib import Path
 
     from booksum_app.books import open_book
+    from booksum_app.chunking import sentences
     from booksum_app.scoring.words import ngram_words
 
     book = Path(__file__).resolve().parents[1] / "samples" / "h-g-wells_the-time-machine.epub"
@@ -184,5 +172,12 @@ def test_the_stdlib_engine_splits_and_tokenizes_a_book_as_regex_does(regex_engin
         return [(sentence_spans(t), ngram_words(t, lang="en")) for t in texts]
 
     ours = both()
-    assert regex_engine(both) == ours
+    clear_nltk_tokenizers()  # built again with NLTK's patterns left on ``regex`` (as NLTK >= 3.9.3 ships them)
+    monkeypatch.setattr(sentences, "_stdlib_pattern", lambda rx: None)
+    try:
+        theirs = both()
+    finally:
+        monkeypatch.undo()
+        clear_nltk_tokenizers()
+    assert theirs == ours
     assert len(ours[0][0]) > 1500 and len(ours[0][1]) > 35000
