@@ -13,7 +13,8 @@ import pytest
 
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Completion, Request, Usage
-from booksum_app.llm.cache import MIGRATIONS, CallCache, _set_wal, request_key
+from booksum_app.llm.cache import MIGRATIONS, CallCache, _set_wal
+from booksum_app.llm.request_key import request_key
 
 BACKEND = {"kind": "openai", "model": "openai:gpt-4o", "base_url": None}
 BASE = Request(prompt="Summarize: text.", max_tokens=100, system="You summarize.")

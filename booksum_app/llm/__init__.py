@@ -16,7 +16,7 @@ from booksum_app.llm.base import (
     Request,
     Usage,
 )
-from booksum_app.llm.cache import CallCache, request_key
+from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.registry import (
     FALLBACK_NOTICE,
@@ -26,6 +26,7 @@ from booksum_app.llm.registry import (
     get_model,
     resolve_model,
 )
+from booksum_app.llm.request_key import request_key
 
 __all__ = [
     "FALLBACK_NOTICE",

@@ -1,6 +1,7 @@
 """A persistent SQLite cache of completed calls, so an interrupted run resumes without paying twice.
 
-The key is a tagged sha256 of a canonical JSON of everything that determines the answer:
+The key (``llm/request_key.py``) is a tagged sha256 of a canonical JSON of everything that
+determines the answer:
 backend kind, model, base URL (for OpenAI-compatible servers), system message, user text
 (shared prefix + prompt), max_tokens, temperature, top_p, stop sequences and sample index.
 ``purpose`` is a label, not part of the key. Keys, auth headers and environment are never
@@ -22,24 +23,21 @@ in one transaction; :meth:`CallCache.release` drops it after a failed call.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import secrets
 import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from booksum_app.errors import ConfigError
-from booksum_app.llm.base import Completion, Request, Usage
+from booksum_app.llm.base import Completion, Usage
 
 CACHE_FILENAME = "calls.sqlite3"
-KEY_TAG = "call-v1"
 LEASE_TTL_S = 30.0  # a lease not renewed for this long is taken over
 WAIT_FIRST_S = 0.02  # first poll interval of a waiter; grows by half each time ...
 WAIT_MAX_S = 0.5  # ... up to this
@@ -90,17 +88,6 @@ class CallMeta:
     book: str | None = None
 
 
-def request_json(request: Request) -> str:
-    """The request as the model saw it: chat messages plus sampling options, as compact JSON."""
-    messages = [{"role": "system", "content": request.system}] if request.system is not None else []
-    messages.append({"role": "user", "content": request.user_text})
-    return json.dumps(
-        {"messages": messages, "max_tokens": request.max_tokens, "temperature": request.temperature,
-         "top_p": request.top_p, "stop": list(request.stop), "sample_index": request.sample_index},
-        ensure_ascii=False, separators=(",", ":"),
-    )
-
-
 @dataclass(frozen=True)
 class CacheStats:
     """What ``booksum cache`` shows about one cache file."""
@@ -112,22 +99,6 @@ class CacheStats:
     oldest: float | None  # unix time of the oldest stored answer
     newest: float | None
     by_model: tuple[tuple[str, int, int, int], ...]  # (model, calls, input tokens, output tokens)
-
-
-def request_key(request: Request, *, backend: Mapping[str, str | None]) -> str:
-    """The cache key of ``request`` sent to ``backend`` (kind, model, base_url)."""
-    payload = {
-        "backend": dict(sorted(backend.items())),
-        "system": request.system,
-        "user": request.user_text,
-        "max_tokens": request.max_tokens,
-        "temperature": request.temperature,
-        "top_p": request.top_p,
-        "stop": list(request.stop),
-        "sample_index": request.sample_index,
-    }
-    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return f"{KEY_TAG}:{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}"
 
 
 def _m001_create_calls(db: sqlite3.Connection) -> None:

@@ -40,9 +40,10 @@ from tenacity import (
 from booksum_app.config import FIXED_CONCURRENCY
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Tally, Usage
-from booksum_app.llm.cache import CallMeta, CallStore, Lease, request_json, request_key
+from booksum_app.llm.cache import CallMeta, CallStore, Lease
 from booksum_app.llm.context import current_context
 from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
+from booksum_app.llm.request_key import OnceMemo, prompt_tokens, request_json, request_key
 
 DEFAULT_MAX_ATTEMPTS = 6
 BACKOFF_INITIAL_S = 1.0
@@ -151,6 +152,7 @@ class Client:
         self._wait = _retry_wait(backoff_initial_s, backoff_max_s)
         native = getattr(backend, "count_tokens", None)
         self._count = count_tokens or native or _fallback_counter(backend.info)
+        self._prefix_tokens: OnceMemo[str, int] = OnceMemo()  # a judge's prefix is counted once
         self._identity: dict[str, str | None] = {
             "kind": getattr(backend, "kind", type(backend).__name__),
             "model": backend.info.name,
@@ -322,8 +324,8 @@ class Client:
     def _worst_case_usd(self, request: Request) -> float:
         if self.max_cost_usd is None:
             return 0.0
-        prompt_tokens = self.count_tokens((request.system or "") + request.user_text)
-        return self.info.cost_usd(Usage(prompt_tokens, request.max_tokens))
+        tokens = prompt_tokens(request, self._count, self._prefix_tokens)
+        return self.info.cost_usd(Usage(tokens, request.max_tokens))
 
     def _reserve(self, request: Request) -> float:
         """Hold the worst-case cost of a call about to be made, or raise CostLimitExceeded."""

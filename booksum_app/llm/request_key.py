@@ -1,0 +1,120 @@
+"""What identifies a request (its cache key), what the logs keep of it, and what it weighs.
+
+Many requests share one long ``shared_prefix`` (the judge sends every sentence of a summary
+after the whole summary). Keying, logging or counting ``shared_prefix + prompt`` would copy the
+prefix once per call, and a pool of 128 workers doing it at once held 128 copies and 128
+token lists of a 180K-character summary. So the parts that depend only on the prefix are
+computed once per prefix (:class:`OnceMemo`), and the per-call part costs only the prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, Generic, TypeVar
+
+from booksum_app.llm.base import Request
+
+KEY_TAG = "call-v1"
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class OnceMemo(Generic[K, V]):
+    """The last few values of an expensive function, each computed once.
+
+    Threads that ask for a key while it is being computed wait for that value instead of
+    computing their own: a burst of workers on one prefix does the work (and holds its
+    transient memory) once. One lock for all keys: a computation here is milliseconds.
+    """
+
+    def __init__(self, size: int = 8) -> None:
+        self._size = size
+        self._values: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K, compute: Callable[[K], V]) -> V:
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+            value = compute(key)
+            self._values[key] = value
+            if len(self._values) > self._size:
+                self._values.popitem(last=False)
+            return value
+
+
+def request_json(request: Request) -> str:
+    """The request as the model saw it: chat messages plus sampling options, as compact JSON."""
+    messages = [{"role": "system", "content": request.system}] if request.system is not None else []
+    messages.append({"role": "user", "content": request.user_text})
+    return json.dumps(
+        {"messages": messages, "max_tokens": request.max_tokens, "temperature": request.temperature,
+         "top_p": request.top_p, "stop": list(request.stop), "sample_index": request.sample_index},
+        ensure_ascii=False, separators=(",", ":"),
+    )
+
+
+_PREFIX_HASHES: OnceMemo[tuple[str, str], Any] = OnceMemo()
+
+
+def request_key(request: Request, *, backend: Mapping[str, str | None]) -> str:
+    """The cache key of ``request`` sent to ``backend`` (kind, model, base_url).
+
+    The sha256 of the canonical JSON (sorted keys, compact, UTF-8) of everything that
+    determines the answer. ``user`` sorts last and JSON escapes character by character, so the
+    hash is fed the head, the escaped prefix (hashed once per prefix) and the escaped prompt:
+    the same bytes as ``json.dumps`` of the whole, without building the whole.
+    """
+    head = {
+        "backend": dict(sorted(backend.items())),
+        "system": request.system,
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "stop": list(request.stop),
+        "sample_index": request.sample_index,
+    }
+    opening = _canonical(head)[:-1] + ',"user":"'
+    if request.shared_prefix:
+        state = _PREFIX_HASHES.get((opening, request.shared_prefix), _hash_opening).copy()
+    else:
+        state = hashlib.sha256(opening.encode("utf-8"))
+    state.update(_escaped(request.prompt).encode("utf-8") + b'"}')
+    return f"{KEY_TAG}:{state.hexdigest()}"
+
+
+def _hash_opening(parts: tuple[str, str]) -> Any:
+    opening, prefix = parts
+    state = hashlib.sha256(opening.encode("utf-8"))
+    state.update(_escaped(prefix).encode("utf-8"))
+    return state
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _escaped(text: str) -> str:
+    """``text`` as it appears inside a canonical JSON string, without the quotes."""
+    return _canonical(text)[1:-1]
+
+
+def prompt_tokens(request: Request, count: Callable[[str], int], prefixes: OnceMemo[str, int]) -> int:
+    """Input tokens of ``request`` counted by parts, the prefix's once per ``prefixes`` memo.
+
+    A sum of parts, for the cost ceiling's worst case: BPE merges across the two joins can
+    move it a token or two from a count of the whole, a margin that ``max_tokens`` dwarfs.
+    """
+    tokens = count(request.system) if request.system else 0
+    if request.shared_prefix:
+        tokens += prefixes.get(request.shared_prefix, count)
+    return tokens + count(request.prompt)
+
+
+__all__ = ["KEY_TAG", "OnceMemo", "prompt_tokens", "request_json", "request_key"]
