@@ -65,6 +65,17 @@ def test_metered_counts_one_jobs_share_of_a_shared_client() -> None:
     assert (first.tally.calls, second.tally.calls) == (1, 2)
 
 
+def test_a_metered_call_cancelled_before_it_ran_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    """A cancelled future has no exception to ask for: asking raised inside the done callback."""
+    with Client(FakeBackend(PRICED, latency_s=0.2), concurrency=1) as shared:  # type: ignore[arg-type]
+        metered = Metered(shared)
+        running, waiting = metered.submit(_request("runs")), metered.submit(_request("waits"))
+        assert waiting.cancel()
+        running.result()
+    assert metered.tally.calls == 1
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+
+
 def _request(text: str) -> Request:
     return Request(prompt=text, max_tokens=10)
 

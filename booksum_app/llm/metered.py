@@ -50,7 +50,9 @@ class Metered:
 
     def submit(self, request: Request, *, priority: Any = 0) -> Any:
         future = self._model.submit(request, priority=priority)
-        future.add_done_callback(lambda f: None if f.exception() else self._add(f.result()))
+        future.add_done_callback(  # a cancelled future has no exception to ask for: it raises
+            lambda f: None if f.cancelled() or f.exception() else self._add(f.result())
+        )
         return future
 
     def complete_many(self, requests: Any) -> list[Completion]:
