@@ -9,7 +9,8 @@ OpenAI-compatible server in its own process answering every call after a fixed l
 
 Prints whether it completed, the answered calls (server side), the wall time, answered calls
 per second, the ceiling the latency allows (concurrency / latency), the driver's peak RSS and
-its CPU time (with its n-gram worker processes; the stand-in's is not in it).
+its CPU time (with its n-gram worker processes), and the stand-in's CPU time apart: on one
+machine both share the cores, so the stand-in's cost per call bounds what the driver can reach.
 
 Identical copies share every request, so the call cache's leases make one copy pay and the
 others wait: that measures the many-copies case, not throughput. ``--distinct`` writes each
@@ -77,9 +78,10 @@ def main() -> None:
             "--judge", "openai:gpt-4", "--base-url", server.openai_base_url, "--concurrency", str(args.concurrency),
             "--jobs", str(args.jobs), "--out", str(work / "out"), "--yes", "--no-plots",
         ]
-        start = time.perf_counter()
+        start, stand_in_before = time.perf_counter(), _own_cpu_s()
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         wall_s = time.perf_counter() - start
+        stand_in_cpu_s = _own_cpu_s() - stand_in_before  # this process does nothing else meanwhile
         children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the driver and its n-gram workers
         peak_mb = children.ru_maxrss / 1024
         cpu_s = children.ru_utime + children.ru_stime
@@ -95,6 +97,16 @@ def main() -> None:
           f"(latency ceiling {args.concurrency / args.latency:.0f} calls/s: {calls / wall_s / (args.concurrency / args.latency):.2f}x)")
     print(f"driver peak RSS: {peak_mb:.0f} MB; driver CPU (with its workers): {cpu_s:.1f}s, "
           f"{1000 * cpu_s / max(calls, 1):.1f} ms per call, {cpu_s / wall_s / len(os.sched_getaffinity(0)):.2f} of the cores")
+    cores = len(os.sched_getaffinity(0))
+    per_call = stand_in_cpu_s / max(calls, 1)
+    print(f"stand-in CPU (fake server, this process): {stand_in_cpu_s:.1f}s, {1000 * per_call:.1f} ms per call, "
+          f"{stand_in_cpu_s / wall_s / cores:.2f} of the cores; at 150 calls/s it alone would need "
+          f"{150 * per_call:.2f} of {cores} cores")
+
+
+def _own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 if __name__ == "__main__":
