@@ -1,10 +1,12 @@
 """What identifies a request (its cache key), what the logs keep of it, and what it weighs.
 
 Many requests share one long ``shared_prefix`` (the judge sends every sentence of a summary
-after the whole summary). Keying, logging or counting ``shared_prefix + prompt`` would copy the
-prefix once per call, and a pool of 128 workers doing it at once held 128 copies and 128
-token lists of a 180K-character summary. So the parts that depend only on the prefix are
-computed once per prefix (:class:`OnceMemo`), and the per-call part costs only the prompt.
+after the whole summary). Keying or counting ``shared_prefix + prompt`` copied the prefix once
+per call before the call was even made, and a pool of 128 workers doing it at once held 128
+copies and 128 token lists of a 180K-character summary. So the parts of the key and of the
+count that depend only on the prefix are computed once per prefix (:class:`OnceMemo`), and
+the per-call part costs only the prompt. The log's :func:`request_json` still writes the
+whole request, as sent, once per call answered (docs/logs.md).
 """
 
 from __future__ import annotations
