@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import RELEASE_DIR
+from conftest import BOOKS_DIR, RELEASE_DIR
 
 from booksum_app.cli import cli
 from booksum_app.errors import ConfigError
@@ -232,6 +232,8 @@ def test_experiment_file_with_overrides(books: list[Path], tmp_path: Path) -> No
 
 
 def test_example_experiment_file_loads() -> None:
+    if not (RELEASE_DIR / "summaries").is_dir() or not BOOKS_DIR.is_dir():
+        pytest.skip("the example names ../shared's books and BooookScore release: not found")
     example = Path(__file__).resolve().parents[1] / "examples" / "experiment.toml"
     values = load_experiment(example)
     exp = build_experiment(values, {})
