@@ -32,6 +32,8 @@ import threading
 import time
 from pathlib import Path
 
+from bench_driver import cpu_seconds
+
 from booksum_app.testing.fake_server import FakeServer
 
 SHARED_BOOKS = Path(__file__).resolve().parents[2] / "shared" / "books"
@@ -79,14 +81,14 @@ def main() -> None:
             "--judge", "openai:gpt-4", "--base-url", server.openai_base_url, "--concurrency", str(args.concurrency),
             "--jobs", str(args.jobs), "--out", str(work / "out"), "--yes", "--no-plots",
         ]
-        start, stand_in_before = time.perf_counter(), _own_cpu_s()
+        start, stand_in_before = time.perf_counter(), time.process_time()
         with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
             main_cpu = _MainProcessCpu(process.pid)  # the driver alone, without its n-gram workers
             stdout, stderr = process.communicate()
             main_cpu.stop()
         done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
         wall_s = time.perf_counter() - start
-        stand_in_cpu_s = _own_cpu_s() - stand_in_before  # this process does nothing else meanwhile
+        stand_in_cpu_s = time.process_time() - stand_in_before  # this process does nothing else meanwhile
         children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the driver and its n-gram workers
         peak_mb = children.ru_maxrss / 1024
         cpu_s = children.ru_utime + children.ru_stime
@@ -95,17 +97,17 @@ def main() -> None:
         server.close()
         shutil.rmtree(work, ignore_errors=True)
     tail = done.stderr.strip().splitlines()[-1:] if done.returncode else []
+    cores = len(os.sched_getaffinity(0))
     print(f"{args.books} {'distinct' if args.distinct else 'identical'} books x {args.strategy}, latency {args.latency:g}s, concurrency {args.concurrency}, "
-          f"jobs {args.jobs}, cores {len(os.sched_getaffinity(0))}, load {os.getloadavg()[0]:.2f}")
+          f"jobs {args.jobs}, cores {cores}, load {os.getloadavg()[0]:.2f}")
     print(f"completed: {done.returncode == 0} (exit {done.returncode}) {' '.join(tail)}")
     print(f"answered calls: {calls}; wall {wall_s:.1f}s; {calls / wall_s:.1f} calls/s "
           f"(latency ceiling {args.concurrency / args.latency:.0f} calls/s: {calls / wall_s / (args.concurrency / args.latency):.2f}x)")
     print(f"driver peak RSS: {peak_mb:.0f} MB; driver CPU (with its workers): {cpu_s:.1f}s, "
-          f"{1000 * cpu_s / max(calls, 1):.1f} ms per call, {cpu_s / wall_s / len(os.sched_getaffinity(0)):.2f} of the cores")
+          f"{1000 * cpu_s / max(calls, 1):.1f} ms per call, {cpu_s / wall_s / cores:.2f} of the cores")
     print(f"  of which the driver's own process (calls, chunking, judging; polled): {main_cpu.seconds:.1f}s, "
           f"{1000 * main_cpu.seconds / max(calls, 1):.1f} ms per call; its n-gram worker processes: "
           f"{cpu_s - main_cpu.seconds:.1f}s, {(cpu_s - main_cpu.seconds) / args.books:.2f}s per book")
-    cores = len(os.sched_getaffinity(0))
     per_call = stand_in_cpu_s / max(calls, 1)
     print(f"stand-in CPU (fake server, this process): {stand_in_cpu_s:.1f}s, {1000 * per_call:.1f} ms per call, "
           f"{stand_in_cpu_s / wall_s / cores:.2f} of the cores; at 150 calls/s it alone would need "
@@ -113,12 +115,11 @@ def main() -> None:
 
 
 class _MainProcessCpu:
-    """Polls /proc/PID/stat for a process's own CPU (utime + stime, every thread, no children)."""
+    """Polls a process's own CPU (every thread, no children) until it exits: its last reading."""
 
     def __init__(self, pid: int) -> None:
         self.seconds = 0.0
-        self._path = Path(f"/proc/{pid}/stat")
-        self._tick = os.sysconf("SC_CLK_TCK")
+        self._pid = pid
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -126,19 +127,13 @@ class _MainProcessCpu:
     def _poll(self) -> None:
         while not self._done.wait(0.1):
             try:
-                fields = self._path.read_text().rsplit(")", 1)[1].split()
+                self.seconds = cpu_seconds(self._pid)
             except (OSError, IndexError):
                 return  # exited: the last reading stands (at most 0.1 s short)
-            self.seconds = (int(fields[11]) + int(fields[12])) / self._tick  # utime, stime
 
     def stop(self) -> None:
         self._done.set()
         self._thread.join()
-
-
-def _own_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 if __name__ == "__main__":
