@@ -82,16 +82,14 @@ def request_key(request: Request, *, backend: Mapping[str, str | None]) -> str:
         "stop": list(request.stop),
         "sample_index": request.sample_index,
     }
-    opening = _canonical(head)[:-1] + ',"user":"'
-    if request.shared_prefix:
-        state = _PREFIX_HASHES.get((opening, request.shared_prefix), _hash_opening).copy()
-    else:
-        state = hashlib.sha256(opening.encode("utf-8"))
+    parts = (_canonical(head)[:-1] + ',"user":"', request.shared_prefix)
+    state = _PREFIX_HASHES.get(parts, _hash_opening).copy() if parts[1] else _hash_opening(parts)
     state.update(_escaped(request.prompt).encode("utf-8") + b'"}')
     return f"{KEY_TAG}:{state.hexdigest()}"
 
 
 def _hash_opening(parts: tuple[str, str]) -> Any:
+    """sha256 fed the canonical JSON up to the end of the shared prefix."""
     opening, prefix = parts
     state = hashlib.sha256(opening.encode("utf-8"))
     state.update(_escaped(prefix).encode("utf-8"))
