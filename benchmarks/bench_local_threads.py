@@ -14,7 +14,7 @@ import os
 import statistics
 import time
 
-from booksum_app.llm.local_backend import bundled_weights
+from booksum_app.llm.local_weights import bundled_weights
 
 
 def _measure(n_threads: int, prompt_tokens: int, decode_tokens: int, repeats: int) -> tuple[float, float]:

