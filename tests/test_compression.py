@@ -186,6 +186,41 @@ def test_truncation_stops_where_a_looping_model_started_repeating_itself() -> No
     assert generation.text.endswith("He visits the future. The story is told from a new view.") and generation.truncated
 
 
+def test_a_repeat_counts_once_the_next_sentence_has_begun() -> None:
+    from booksum_app.chunking import repeated_sentence_start
+
+    text = "He builds a machine in his lab. He visits the far future. He builds a machine in his lab."
+    assert repeated_sentence_start(text) == text.rindex("He builds")
+    assert repeated_sentence_start(text, settled=True) is None, "the repeat may yet run on"
+    assert repeated_sentence_start(text + " The", settled=True) == text.rindex("He builds")
+    assert repeated_sentence_start("Yes. No. Yes. He left.", settled=True) is None, "short sentences repeat in dialogue"
+    assert repeated_sentence_start("他走进了那座古老的城堡大门。他走进了那座古老的城堡大门。然后", lang="zh", settled=True) == 14
+
+
+def test_the_truncate_policy_cuts_a_repeat_even_when_the_model_stopped_by_itself() -> None:
+    """Under truncate a loop is cut wherever it ends (max_tokens, the end-of-text token, or a
+    backend that stopped it: finish_reason "loop"); the paper's rule keeps such an answer."""
+    from booksum_app.compression.validity import CUT_OFF, REPEATS
+
+    looped = "He builds a machine in his lab. He visits the far future. He builds a machine in his lab. He"
+    for finish, text in (("stop", looped.removesuffix(" He")), ("loop", looped)):
+        backend = FakeBackend(reply=_script(text), finish_reason=finish)
+        regen = Regenerator(render=lambda w: f"Summarize within {w} words: text.", words=100, max_tokens=200,
+                            temperature=0.5, purpose="summarize", node="L0.0", count_tokens=COUNT,
+                            truncate_over_length=True)
+        assert regen.request().stop_at_loop == "en", "the backend may stop where the policy will cut"
+        generation = generate_valid(Client(backend), regen)
+        assert generation.text == "He builds a machine in his lab. He visits the far future." and generation.truncated
+        assert REPEATS in generation.attempts[0].problems
+        assert (CUT_OFF in generation.attempts[0].problems) == (finish == "loop")
+        assert backend.call_count == 1
+    paper = Regenerator(render=lambda w: f"Summarize within {w} words: text.", words=100, max_tokens=200,
+                        temperature=0.5, purpose="summarize", node="L0.0", count_tokens=COUNT)
+    assert paper.request().stop_at_loop == "", "the paper's rule gets whole answers"
+    kept = generate_valid(Client(FakeBackend(reply=_script(looped.removesuffix(" He")))), paper)
+    assert kept.text == looped.removesuffix(" He") and not kept.truncated
+
+
 def test_empty_every_time_is_a_model_error() -> None:
     with pytest.raises(ModelError, match="no usable text"):
         generate_valid(Client(FakeBackend(reply=_script(" ")), max_attempts=1), _regen(tries=2))

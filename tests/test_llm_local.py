@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,3 +115,61 @@ def test_a_cache_dir_that_cannot_be_written_loads_the_wheel_file(tmp_path: Path)
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     assert fast_weights(bundled_weights(), blocked / "weights") == bundled_weights()
+
+
+def _truncating_backend(n_ctx: int = 2048) -> Any:
+    from booksum_app.llm.base import ModelInfo
+    from booksum_app.llm.local_backend import LocalBackend
+
+    # truncate: no RAM cache of states, so a prompt read twice is read the same way twice
+    return LocalBackend(ModelInfo(name="local", context_window=n_ctx, tokenizer="native", length_policy="truncate"))
+
+
+@pytest.mark.local_model
+@pytest.mark.slow
+@needs_local_model
+def test_completions_are_what_llama_cpp_python_chat_completion_gives() -> None:
+    """booksum formats and sends the chat itself (to watch the generation); the answers must be
+    llama-cpp-python's own create_chat_completion's, token for token."""
+    backend = _truncating_backend()
+    for request in (
+        Request(prompt=STORY, max_tokens=40, temperature=0.0),
+        Request(prompt="Name three colours.", max_tokens=30, temperature=0.9, sample_index=3, system="Be brief."),
+        Request(prompt="Tell me about the sea and the sky.", max_tokens=40, temperature=0.5, stop=("sky",)),
+    ):
+        backend._llm.reset()
+        ours = backend.complete(request)
+        backend._llm.reset()
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        messages.append({"role": "user", "content": request.user_text})
+        theirs = backend._llm.create_chat_completion(
+            messages=messages, max_tokens=request.max_tokens, temperature=request.temperature,
+            top_p=request.top_p, stop=list(request.stop) or None, seed=request.sample_index,
+        )
+        assert ours.text == theirs["choices"][0]["message"]["content"].strip()
+        assert ours.finish_reason == theirs["choices"][0]["finish_reason"]
+        assert ours.usage.input_tokens == theirs["usage"]["prompt_tokens"]
+        assert ours.usage.output_tokens == theirs["usage"]["completion_tokens"]
+    backend.close()
+
+
+@pytest.mark.local_model
+@pytest.mark.slow
+@needs_local_model
+def test_a_looping_generation_stops_a_sentence_after_its_first_repeat() -> None:
+    """SmolLM2 loops on this prompt at temperature 0. Stopped early, the answer is the start of
+    the whole one, and the truncate policy cuts both at the same place."""
+    from booksum_app.compression.validity import cut_repetition_loop
+
+    story = STORY.split("---\n\n")[1].split("\n\n---")[0]
+    prompt = ("Below is a part of a story:\n\n---\n\n" + story * 3 + "\n\n---\n\nWe are creating one comprehensive "
+              "summary for the story. Write a summary for the excerpt provided above. The summary must be within 300 words.")
+    backend = _truncating_backend()
+    whole = backend.complete(Request(prompt=prompt, max_tokens=200, temperature=0.0))
+    backend._llm.reset()
+    stopped = backend.complete(Request(prompt=prompt, max_tokens=200, temperature=0.0, stop_at_loop="en"))
+    assert whole.finish_reason == "length" and stopped.finish_reason == "loop"
+    assert stopped.usage.output_tokens < whole.usage.output_tokens * 0.8
+    assert whole.text.startswith(stopped.text)
+    assert cut_repetition_loop(stopped.text) == cut_repetition_loop(whole.text) != stopped.text
+    backend.close()

@@ -28,6 +28,8 @@ def whole_key(request: Request, backend: dict[str, str | None]) -> str:
         "temperature": request.temperature, "top_p": request.top_p, "stop": list(request.stop),
         "sample_index": request.sample_index,
     }
+    if request.stop_at_loop:
+        payload["stop_at_loop"] = request.stop_at_loop
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return "call-v1:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -54,6 +56,22 @@ def test_a_key_built_by_parts_is_the_key_of_the_whole(cut: int, system: str | No
     assert request_key(request, backend=BACKEND) == whole_key(request, BACKEND)
     for backend in ({**BACKEND, "base_url": AWKWARD}, {**BACKEND, "model": "x"}):
         assert request_key(request, backend=backend) == whole_key(request, backend)
+
+
+def test_a_request_that_may_stop_at_a_loop_has_a_key_of_its_own() -> None:
+    """An answer stopped a sentence after a repeat must never be replayed to a request that
+    wants it whole; a request without the hint keeps the key it always had."""
+    from booksum_app.llm.request_key import request_json
+
+    whole = Request(prompt="Summarize: text.", max_tokens=100, system="You summarize.")
+    hinted = dataclasses.replace(whole, stop_at_loop="en")
+    assert request_key(whole, backend=BACKEND).endswith("f53ad904ddebf92ffe003a695c91299d579064403aa662d5cd15bd1823645add")
+    assert request_key(hinted, backend=BACKEND) != request_key(whole, backend=BACKEND)
+    assert request_key(hinted, backend=BACKEND) != request_key(dataclasses.replace(whole, stop_at_loop="zh"), backend=BACKEND)
+    for prefix_cut in (0, 6):
+        parted = dataclasses.replace(hinted, shared_prefix=hinted.prompt[:prefix_cut], prompt=hinted.prompt[prefix_cut:])
+        assert request_key(parted, backend=BACKEND) == whole_key(parted, BACKEND)
+    assert "stop_at_loop" not in request_json(whole) and json.loads(request_json(hinted))["stop_at_loop"] == "en"
 
 
 def test_the_prefix_hash_remembers_the_head_too() -> None:

@@ -7,6 +7,7 @@ from booksum_app.chunking.chunker import MIN_CHUNK_SIZE, chunk_book, chunk_text
 from booksum_app.chunking.sentences import (
     SPLITTER_NAMES,
     detect_lang,
+    repeated_sentence_start,
     sentence_spans,
     split_sentences,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "count_many",
     "detect_lang",
     "get_tokenizer",
+    "repeated_sentence_start",
     "sentence_spans",
     "split_sentences",
 ]

@@ -161,6 +161,30 @@ def split_sentences(text: str, *, lang: str = "en") -> list[str]:
     return [text[s:e] for s, e in sentence_spans(text, lang=lang)]
 
 
+# "Yes." twice is dialogue; a 20-character sentence (8 Chinese characters) twice is a loop
+MIN_LOOP_SENTENCE_CHARS = {"en": 20, "zh": 8}
+
+
+def repeated_sentence_start(text: str, *, lang: str = "en", settled: bool = False) -> int | None:
+    """Offset of the first sentence of ``text`` that repeats an earlier one word for word
+    (case and spacing aside); None if none does.
+
+    ``settled``: count a repeat only when another sentence follows it. A text still being
+    generated may end where a longer sentence is yet to close; once the next sentence has
+    begun, the repeat's end is decided as it would be in the whole text.
+    """
+    seen: set[str] = set()
+    shortest = MIN_LOOP_SENTENCE_CHARS.get(lang, MIN_LOOP_SENTENCE_CHARS["en"])
+    spans = sentence_spans(text, lang=lang)
+    for i, (start, end) in enumerate(spans):
+        sentence = " ".join(text[start:end].lower().split())
+        if len(sentence) >= shortest:
+            if sentence in seen:
+                return start if not settled or i + 1 < len(spans) else None
+            seen.add(sentence)
+    return None
+
+
 def detect_lang(text: str) -> str:
     """``"zh"`` or ``"en"``: the one language heuristic the book readers use too."""
     return detect_language(text)

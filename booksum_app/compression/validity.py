@@ -23,10 +23,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from booksum_app.chunking.sentences import sentence_spans
+from booksum_app.chunking.sentences import repeated_sentence_start, sentence_spans
 from booksum_app.config import COMPRESSION_TEMPERATURE
 from booksum_app.errors import ModelError
-from booksum_app.llm.base import ChatModel, Completion, Request, Usage
+from booksum_app.llm.base import FINISH_LOOP, ChatModel, Completion, Request, Usage
 
 SENTENCE_FINAL = ".!?。！？…"
 CLOSERS = "\"'”’」』)）]】》*"
@@ -53,6 +53,7 @@ EMPTY = "empty"
 CUT_OFF = "cut_off"
 OVER_LIMIT = "over_limit"
 NO_SENTENCE_END = "no_sentence_end"
+REPEATS = "repeats_sentence"  # only under the truncate length policy: a sentence said twice word for word
 
 
 def ends_sentence(text: str) -> bool:
@@ -76,7 +77,7 @@ def summary_problems(
     if not text.strip():
         return (EMPTY,)
     problems = []
-    if finish_reason == "length":
+    if finish_reason in ("length", FINISH_LOOP):  # a loop stopped by the backend is cut off too
         problems.append(CUT_OFF)
     if (count_tokens(text) if tokens is None else tokens) > max_tokens:
         problems.append(OVER_LIMIT)
@@ -120,21 +121,10 @@ def truncate_at_sentence_end(
     return _hard_cut(text, max_tokens=max_tokens, count_tokens=count_tokens, lang=lang)
 
 
-# "Yes." twice is dialogue; a 20-character sentence (8 Chinese characters) twice is a loop
-MIN_LOOP_SENTENCE_CHARS = {"en": 20, "zh": 8}
-
-
 def cut_repetition_loop(text: str, *, lang: str = "en") -> str:
     """``text`` up to the first sentence that repeats an earlier one word for word (whole text if none)."""
-    seen: set[str] = set()
-    shortest = MIN_LOOP_SENTENCE_CHARS.get(lang, MIN_LOOP_SENTENCE_CHARS["en"])
-    for start, end in sentence_spans(text, lang=lang):
-        sentence = " ".join(text[start:end].lower().split())
-        if len(sentence) >= shortest:
-            if sentence in seen:
-                return text[:start].rstrip()
-            seen.add(sentence)
-    return text
+    start = repeated_sentence_start(text, lang=lang)
+    return text if start is None else text[:start].rstrip()
 
 
 def _hard_cut(
@@ -278,6 +268,8 @@ class Regenerator:
             top_p=self._top_p,
             sample_index=attempt,
             purpose=self.purpose,
+            # the truncate policy cuts at the first repeated sentence: a backend may stop there
+            stop_at_loop=self._lang if self._truncate_over_length else "",
         )
 
     def feed(self, request: Request, completion: Completion) -> bool:
@@ -297,6 +289,8 @@ class Regenerator:
             count_tokens=self._count,
             tokens=limit_tokens,
         )
+        if self._truncate_over_length and repeated_sentence_start(text, lang=self._lang) is not None:
+            problems += (REPEATS,)  # a loop: cut before it even when the model stopped on its own
         self._attempts.append(
             AttemptInfo(self.words_for_attempt(attempt), tokens, completion.finish_reason, problems)
         )
@@ -305,7 +299,7 @@ class Regenerator:
         if not problems:
             self._done = self._generation(text, text, truncated=False, tokens=tokens)
             return True
-        if self._truncate_over_length and (CUT_OFF in problems or OVER_LIMIT in problems):
+        if self._truncate_over_length and {CUT_OFF, OVER_LIMIT, REPEATS} & set(problems):
             # a model that runs past word limits would run past them again: keep what fits,
             # and stop where it started looping (such models run long by repeating themselves)
             cut = truncate_at_sentence_end(

@@ -74,6 +74,9 @@ class Tally:
         return Tally(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(Tally)})
 
 
+FINISH_LOOP = "loop"  # generation stopped after a repeated sentence (Request.stop_at_loop)
+
+
 @dataclass(frozen=True)
 class Request:
     """One chat completion request: an optional system message and one user message.
@@ -87,6 +90,13 @@ class Request:
     not part of the call cache key. ``purpose`` labels the call in records ("summarize", "merge", "judge", ...)
     and is not part of the cache key; ``sample_index`` is, so deliberate resampling
     (regenerating an invalid summary) gets a fresh answer instead of the cached one.
+
+    ``stop_at_loop`` (a language, "en" or "zh"; "" for none) says the caller will cut the
+    answer before its first sentence that repeats an earlier one (the ``truncate`` length
+    policy), so a backend that watches its own generation (the embedded model) may stop a
+    sentence after the repeat and answer ``finish_reason == "loop"`` (:data:`FINISH_LOOP`);
+    others ignore it. It is part of the key only when set: an answer stopped early is never
+    replayed to a request that wants it whole.
     """
 
     prompt: str
@@ -99,6 +109,7 @@ class Request:
     sample_index: int = 0
     purpose: str = ""
     prefix_breaks: tuple[int, ...] = ()
+    stop_at_loop: str = ""
 
     def __post_init__(self) -> None:
         last = 0
@@ -124,7 +135,7 @@ class Completion:
     """A model's answer with what it cost."""
 
     text: str
-    finish_reason: str  # "stop", "length" (cut off at max_tokens), or the backend's own word
+    finish_reason: str  # "stop", "length" (cut off at max_tokens), "loop" (FINISH_LOOP), or the backend's own word
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     latency_s: float = 0.0

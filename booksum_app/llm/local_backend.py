@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from booksum_app.chunking.sentences import repeated_sentence_start
 from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable
 from booksum_app.files import available_cores
-from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+from booksum_app.llm.base import FINISH_LOOP, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.local_weights import INSTALL_HINT, bundled_weights, fast_weights
 
 DEFAULT_N_CTX = 8192  # SmolLM2's context window
@@ -79,6 +80,7 @@ class LocalBackend:
             from llama_cpp import LlamaRAMCache  # type: ignore[import-not-found,attr-defined,unused-ignore]
 
             self._llm.set_cache(LlamaRAMCache(capacity_bytes=KV_CACHE_BYTES))
+        self._format = _chat_formatter(self._llm)
         self.info = dataclasses.replace(info, context_window=n_ctx)
 
     @property
@@ -101,21 +103,37 @@ class LocalBackend:
             return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def complete(self, request: Request) -> Completion:
-        """Generate one chat completion with the model's chat template."""
+        """Generate one chat completion with the model's chat template.
+
+        What llama-cpp-python's ``create_chat_completion`` does for a GGUF with a chat template
+        (the same prompt tokens, stops and sampling), done here so that a generation can be
+        watched: with ``request.stop_at_loop`` it ends a sentence after the first repeated one.
+        """
         messages = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
         messages.append({"role": "user", "content": request.user_text})
+        formatted = self._format(messages=messages)
+        template_stops = formatted.stop if isinstance(formatted.stop, list) else [formatted.stop]
         start = time.perf_counter()
         with self._lock:
+            prompt = self._llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special,
+                                        special=True)
+            criteria = list(formatted.stopping_criteria or [])
+            watch = _LoopWatch(self._llm, len(prompt), request.stop_at_loop) if request.stop_at_loop else None
+            if watch is not None:
+                criteria.append(watch)
             try:
-                result = self._llm.create_chat_completion(
-                    messages=messages,
+                from llama_cpp import StoppingCriteriaList  # type: ignore[import-not-found,attr-defined,unused-ignore]
+
+                result = self._llm.create_completion(
+                    prompt=prompt,
                     max_tokens=request.max_tokens,
                     temperature=request.temperature,
                     top_p=request.top_p,
-                    stop=list(request.stop) or None,
+                    stop=[*request.stop, *(s for s in template_stops if s)],
                     seed=request.sample_index,
+                    stopping_criteria=StoppingCriteriaList(criteria) if criteria else None,
                 )
             except ValueError as exc:
                 if "exceed context window" in str(exc):
@@ -128,8 +146,8 @@ class LocalBackend:
         choice = result["choices"][0]
         usage = result.get("usage") or {}
         return Completion(
-            text=(choice["message"].get("content") or "").strip(),
-            finish_reason=choice.get("finish_reason") or "stop",
+            text=(choice.get("text") or "").strip(),
+            finish_reason=FINISH_LOOP if watch is not None and watch.fired else (choice.get("finish_reason") or "stop"),
             usage=Usage(
                 input_tokens=int(usage.get("prompt_tokens", 0)),
                 output_tokens=int(usage.get("completion_tokens", 0)),
@@ -137,3 +155,52 @@ class LocalBackend:
             model=self.info.name,
             latency_s=latency,
         )
+
+
+class _LoopWatch:
+    """A llama.cpp stopping criterion: true once the answer so far has a settled repeated sentence.
+
+    Checked only when the newest token closes a sentence (a punctuation mark in it), so most
+    tokens cost one detokenized piece. Settled: the sentence after the repeat has begun, so
+    the repeat is cut exactly where the whole answer would be cut (chunking.sentences).
+    """
+
+    _SENTENCE_MARKS = tuple(".!?。！？…")
+
+    def __init__(self, llm: Any, prompt_tokens: int, lang: str) -> None:
+        self._llm = llm
+        self._prompt_tokens = prompt_tokens
+        self._lang = lang
+        self.fired = False
+
+    def __call__(self, input_ids: Any, logits: Any) -> bool:
+        if self.fired:
+            return True
+        if len(input_ids) <= self._prompt_tokens:
+            return False
+        newest = self._llm.detokenize([int(input_ids[-1])]).decode("utf-8", errors="ignore")
+        if not any(mark in newest for mark in self._SENTENCE_MARKS):
+            return False
+        generated = [int(t) for t in input_ids[self._prompt_tokens:]]
+        text = self._llm.detokenize(generated).decode("utf-8", errors="ignore")
+        self.fired = repeated_sentence_start(text, lang=self._lang, settled=True) is not None
+        return self.fired
+
+
+def _chat_formatter(llm: Any) -> Any:
+    """The model's chat template from its GGUF metadata, as llama-cpp-python applies it (a
+    template it recognises it renders with an equal built-in one); without a template,
+    llama-cpp-python's fallback, the Llama-2 format."""
+    from llama_cpp import llama_chat_format  # type: ignore[import-not-found,unused-ignore]
+
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        return llama_chat_format.format_llama2
+
+    def text(token: int) -> str:
+        return llm.detokenize([token], special=True).decode("utf-8", errors="ignore") if token >= 0 else ""
+
+    eos = llm.token_eos()
+    return llama_chat_format.Jinja2ChatFormatter(
+        template=template, eos_token=text(eos), bos_token=text(llm.token_bos()), stop_token_ids=[eos],
+    )

@@ -55,11 +55,13 @@ def request_json(request: Request) -> str:
     """The request as the model saw it: chat messages plus sampling options, as compact JSON."""
     messages = [{"role": "system", "content": request.system}] if request.system is not None else []
     messages.append({"role": "user", "content": request.user_text})
-    return json.dumps(
-        {"messages": messages, "max_tokens": request.max_tokens, "temperature": request.temperature,
-         "top_p": request.top_p, "stop": list(request.stop), "sample_index": request.sample_index},
-        ensure_ascii=False, separators=(",", ":"),
-    )
+    sent: dict[str, Any] = {
+        "messages": messages, "max_tokens": request.max_tokens, "temperature": request.temperature,
+        "top_p": request.top_p, "stop": list(request.stop), "sample_index": request.sample_index,
+    }
+    if request.stop_at_loop:
+        sent["stop_at_loop"] = request.stop_at_loop
+    return json.dumps(sent, ensure_ascii=False, separators=(",", ":"))
 
 
 _PREFIX_HASHES: OnceMemo[tuple[str, str], Any] = OnceMemo()
@@ -73,7 +75,7 @@ def request_key(request: Request, *, backend: Mapping[str, str | None]) -> str:
     hash is fed the head, the escaped prefix (hashed once per prefix) and the escaped prompt:
     the same bytes as ``json.dumps`` of the whole, without building the whole.
     """
-    head = {
+    head: dict[str, Any] = {
         "backend": dict(sorted(backend.items())),
         "system": request.system,
         "max_tokens": request.max_tokens,
@@ -82,6 +84,8 @@ def request_key(request: Request, *, backend: Mapping[str, str | None]) -> str:
         "stop": list(request.stop),
         "sample_index": request.sample_index,
     }
+    if request.stop_at_loop:  # absent otherwise: the keys of every other request stay as they were
+        head["stop_at_loop"] = request.stop_at_loop
     parts = (_canonical(head)[:-1] + ',"user":"', request.shared_prefix)
     state = _PREFIX_HASHES.get(parts, _hash_opening).copy() if parts[1] else _hash_opening(parts)
     state.update(_escaped(request.prompt).encode("utf-8") + b'"}')
