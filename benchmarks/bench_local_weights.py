@@ -8,13 +8,17 @@ sequence, greedy). The quickstart reads ~48K prompt tokens and writes ~5K, so th
 figure sets most of its time. Then, for the Q8_0 copy in a context of 4 sequences (one KV
 stream each, flash attention off and on): the time of one decode holding one token against
 one holding a token of each of 4 sequences. Where the second is near the first (a GPU, many
-cores), decoding leaves together would pay; on these 2 cores it is 3.7x (2026-11-25: 62 ms
-against 17 ms with flash attention off, 3.8x on), so booksum decodes one call at a time.
+cores), decoding leaves together would pay; on these 2 cores it is 3.7-4.1x in two runs on
+2026-11-25 (flash attention off or on), so booksum decodes one call at a time.
+Last, how far each copy's next-token distributions are from the wheel's over 1,500 tokens of
+The Time Machine: mean KL divergence and how often the likeliest token agrees (an F16 copy,
+near-exact storage, shows what a different kernel alone changes).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import statistics
 import tempfile
@@ -100,6 +104,47 @@ def _sequences_together(path: Path, prompt_tokens: int, repeats: int, flash: boo
     return result
 
 
+def _log_softmax(logits: Any) -> Any:
+    import numpy as np
+
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def _next_token_logprobs(path: Path, text: str, tokens: int) -> Any:
+    import numpy as np
+    from llama_cpp import Llama
+
+    cores = available_cores()
+    llm = Llama(model_path=str(path), n_ctx=2048, logits_all=True, n_threads=cores, n_threads_batch=cores,
+                verbose=False)
+    ids = llm.tokenize(text.encode())[:tokens]
+    llm.eval(ids)
+    result = _log_softmax(np.array(llm.scores[: len(ids)]))
+    llm.close()
+    return result
+
+
+def _fidelity(files: dict[str, Path], tmp: Path, tokens: int) -> None:
+    import llama_cpp
+    import numpy as np
+
+    from booksum_app.books.epub import read_epub
+
+    sample = Path(__file__).resolve().parent.parent / "samples" / "h-g-wells_the-time-machine.epub"
+    text = read_epub(sample).text()[40_000:52_000]
+    f16 = tmp / "f16.gguf"
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype, params.allow_requantize = llama_cpp.LLAMA_FTYPE_MOSTLY_F16, True
+    llama_cpp.llama_model_quantize(str(files["wheel Q4_1"]).encode(), str(f16).encode(), ctypes.byref(params))
+    reference = _next_token_logprobs(files["wheel Q4_1"], text, tokens)
+    for label, path in (("Q8_0 copy", files["Q8_0 copy"]), ("F16 copy", f16)):
+        other = _next_token_logprobs(path, text, tokens)
+        kl = float((np.exp(reference) * (reference - other)).sum(axis=-1).mean())
+        agree = float((reference.argmax(axis=-1) == other.argmax(axis=-1)).mean())
+        print(f"{label:10}: KL(wheel || copy) {kl:.4f} nats per token, likeliest token agrees {agree:.1%}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prompt-tokens", type=int, default=2000)
@@ -120,6 +165,7 @@ def main() -> None:
             print(f"Q8_0 copy, flash attention {'on ' if flash else 'off'}: a decode of 1 token "
                   f"{one * 1000:.1f} ms, of 1 token from each of {SEQUENCES} sequences "
                   f"{together * 1000:.1f} ms ({together / one:.2f}x; {SEQUENCES}x would gain nothing)")
+        _fidelity(files, Path(tmp), 1500)
 
 
 if __name__ == "__main__":
