@@ -14,13 +14,11 @@ import os
 import statistics
 import time
 
-from booksum_app.llm.local_weights import bundled_weights
+from booksum_app.llm.local_weights import bundled_weights, open_llama
 
 
 def _measure(n_threads: int, prompt_tokens: int, decode_tokens: int, repeats: int) -> tuple[float, float]:
-    from llama_cpp import Llama
-
-    llm = Llama(model_path=str(bundled_weights()), n_ctx=4096, n_threads=n_threads,
+    llm = open_llama(bundled_weights(), n_ctx=4096, n_threads=n_threads,
                 n_threads_batch=n_threads, verbose=False)
     words = ("the traveller spoke of time as a dimension and the others listened " * 400).split()
     text = " ".join(words)

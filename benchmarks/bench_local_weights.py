@@ -27,17 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.files import available_cores
-from booksum_app.llm.local_weights import bundled_weights, fast_weights
+from booksum_app.llm.local_weights import bundled_weights, fast_weights, open_llama
 
 TEXT = " ".join(("the traveller spoke of time as a dimension and the others listened " * 400).split())
 SEQUENCES = 4
 
 
 def _one_sequence(path: Path, prompt_tokens: int, repeats: int) -> tuple[float, float]:
-    from llama_cpp import Llama
-
     cores = available_cores()
-    llm = Llama(model_path=str(path), n_ctx=4096, n_threads=cores, n_threads_batch=cores, verbose=False)
+    llm = open_llama(path, n_ctx=4096, n_threads=cores, n_threads_batch=cores, verbose=False)
     tokens = llm.tokenize(TEXT.encode())[:prompt_tokens]
     prompt_rates, decode_rates = [], []
     for _ in range(repeats):
@@ -59,9 +57,7 @@ def _one_sequence(path: Path, prompt_tokens: int, repeats: int) -> tuple[float, 
 def _sequences_together(path: Path, prompt_tokens: int, repeats: int, flash: bool) -> tuple[float, float]:
     """Median seconds of a decode of 1 token, and of 1 token from each of SEQUENCES sequences."""
     import llama_cpp
-    from llama_cpp import Llama
-
-    llm = Llama(model_path=str(path), n_ctx=256, verbose=False)  # weights and tokenizer only
+    llm = open_llama(path, n_ctx=256, verbose=False)  # weights and tokenizer only
     params = llama_cpp.llama_context_default_params()
     params.n_ctx, params.n_batch, params.n_ubatch = 4096 * SEQUENCES, 512, 512
     params.n_seq_max, params.kv_unified = SEQUENCES, False
@@ -113,10 +109,8 @@ def _log_softmax(logits: Any) -> Any:
 
 def _next_token_logprobs(path: Path, text: str, tokens: int) -> Any:
     import numpy as np
-    from llama_cpp import Llama
-
     cores = available_cores()
-    llm = Llama(model_path=str(path), n_ctx=2048, logits_all=True, n_threads=cores, n_threads_batch=cores,
+    llm = open_llama(path, n_ctx=2048, logits_all=True, n_threads=cores, n_threads_batch=cores,
                 verbose=False)
     ids = llm.tokenize(text.encode())[:tokens]
     llm.eval(ids)

@@ -173,3 +173,33 @@ def test_a_looping_generation_stops_a_sentence_after_its_first_repeat() -> None:
     assert whole.text.startswith(stopped.text)
     assert cut_repetition_loop(stopped.text) == cut_repetition_loop(whole.text) != stopped.text
     backend.close()
+
+
+@pytest.mark.local_model
+@needs_local_model
+def test_a_llama_cpp_built_with_amx_loads_without_its_extra_weight_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AMX's kernel segfaulted on the first prompt on an AMX machine: such a build loads on the plain CPU path."""
+    from llama_cpp import llama as llama_module
+
+    from booksum_app.llm import local_weights
+
+    low = llama_module.llama_cpp
+    for built_with_amx in (False, True):
+        monkeypatch.setattr(local_weights, "amx_compiled_in", lambda built=built_with_amx: built)
+        llm = local_weights.open_llama(bundled_weights(), n_ctx=256, verbose=False)
+        assert llm.model_params.use_extra_bufts is (not built_with_amx)
+        assert llm.tokenize(b"The lamp would not light.")
+        llm.close()
+    assert low.llama_model_default_params().use_extra_bufts, "the library's defaults are left as they were"
+
+
+def test_amx_is_read_from_the_library_system_info(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("llama_cpp")
+    import llama_cpp
+
+    from booksum_app.llm import local_weights
+
+    monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: b"CPU : AVX2 = 1 | AMX_INT8 = 1 | ")
+    assert local_weights.amx_compiled_in()
+    monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: b"CPU : AVX2 = 1 | AVX512 = 1 | ")
+    assert not local_weights.amx_compiled_in()

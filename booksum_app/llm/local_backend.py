@@ -19,7 +19,7 @@ from booksum_app.chunking.sentences import repeated_sentence_start
 from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable
 from booksum_app.files import available_cores
 from booksum_app.llm.base import FINISH_LOOP, Completion, ModelInfo, Request, Usage
-from booksum_app.llm.local_weights import INSTALL_HINT, bundled_weights, fast_weights
+from booksum_app.llm.local_weights import INSTALL_HINT, bundled_weights, fast_weights, open_llama
 
 DEFAULT_N_CTX = 8192  # SmolLM2's context window
 # recent llama.cpp states kept for prefix reuse, LRU; llama-cpp-python counts only the KV part
@@ -43,7 +43,7 @@ class LocalBackend:
         weights_dir: Path | None = None,
     ) -> None:
         try:
-            from llama_cpp import Llama  # type: ignore[import-not-found,unused-ignore]
+            import llama_cpp  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
         except ImportError as exc:
             raise ModelUnavailable(
                 f"the embedded model needs llama-cpp-python: {INSTALL_HINT}"
@@ -65,10 +65,8 @@ class LocalBackend:
         n_threads = n_threads or available_cores()
         self._lock = threading.Lock()
         try:
-            self._llm: Any = Llama(
-                model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
-                verbose=False,
-            )
+            self._llm: Any = open_llama(path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
+                                        verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
             hint = "; delete it and the next run writes it again" if path.parent == weights_dir else ""
             raise ModelUnavailable(f"cannot load {path}: {exc}{hint}") from exc

@@ -19,7 +19,9 @@ import importlib.metadata
 import logging
 import os
 import tempfile
+import threading
 from pathlib import Path
+from typing import Any
 
 from booksum_app.errors import ModelUnavailable
 from booksum_app.files import FILE_MODE
@@ -100,3 +102,45 @@ def fast_weights(source: Path, weights_dir: Path) -> Path:
         _log.warning("cannot write a %s copy of %s (%s); loading it as it is", FAST_TYPE, source.name, exc)
         return source
     return target
+
+
+# llama.cpp built on a CPU with AMX (Sapphire Rapids and later; a native build, the default
+# for pip's source build of llama-cpp-python) puts Q4/Q8 weights in its AMX buffer type, and
+# its AMX matrix kernel segfaulted on the first prompt on such a machine (llama-cpp-python
+# 0.3.36, 2026-11-25). Loading without llama.cpp's extra buffer types (AMX, repacked layouts)
+# keeps the plain CPU path, llamafile's sgemm included, which reads the Q8_0 copy's prompts at
+# 386 tokens/s on that machine's 2 cores.
+_LOAD_LOCK = threading.Lock()
+
+
+def amx_compiled_in() -> bool:
+    """Whether the installed llama.cpp was built with AMX kernels (its system info says so)."""
+    import llama_cpp  # type: ignore[import-not-found,unused-ignore]
+
+    info = llama_cpp.llama_print_system_info()
+    return b"AMX_INT8 = 1" in (info if isinstance(info, bytes) else str(info).encode())
+
+
+def open_llama(path: Path, **params: Any) -> Any:
+    """``llama_cpp.Llama(model_path=path, **params)``, without the AMX weight buffers where they are built in."""
+    import llama_cpp  # type: ignore[import-not-found,unused-ignore]
+    from llama_cpp import llama as llama_module  # type: ignore[import-not-found,unused-ignore]
+
+    low = llama_module.llama_cpp  # the ctypes module whose defaults Llama() starts from
+    has_switch = "use_extra_bufts" in dict(low.llama_model_params._fields_)
+    if not (has_switch and amx_compiled_in()):
+        return llama_cpp.Llama(model_path=str(path), **params)
+    _log.info("llama.cpp has AMX kernels built in: loading %s without its extra weight buffers", path.name)
+    defaults = low.llama_model_default_params
+
+    def without_extra_buffers() -> Any:
+        model_params = defaults()
+        model_params.use_extra_bufts = False
+        return model_params
+
+    with _LOAD_LOCK:  # Llama() reads the defaults through this module attribute, once, while loading
+        low.llama_model_default_params = without_extra_buffers
+        try:
+            return llama_cpp.Llama(model_path=str(path), **params)
+        finally:
+            low.llama_model_default_params = defaults
