@@ -179,11 +179,10 @@ def test_a_looping_generation_stops_a_sentence_after_its_first_repeat() -> None:
 @needs_local_model
 def test_a_llama_cpp_built_with_amx_loads_without_its_extra_weight_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
     """AMX's kernel segfaulted on the first prompt on an AMX machine: such a build loads on the plain CPU path."""
-    from llama_cpp import llama as llama_module
+    import llama_cpp.llama_cpp as low
 
     from booksum_app.llm import local_weights
 
-    low = llama_module.llama_cpp
     for built_with_amx in (False, True):
         monkeypatch.setattr(local_weights, "amx_compiled_in", lambda built=built_with_amx: built)
         llm = local_weights.open_llama(bundled_weights(), n_ctx=256, verbose=False)

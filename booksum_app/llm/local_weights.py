@@ -124,9 +124,8 @@ def amx_compiled_in() -> bool:
 def open_llama(path: Path, **params: Any) -> Any:
     """``llama_cpp.Llama(model_path=path, **params)``, without the AMX weight buffers where they are built in."""
     import llama_cpp  # type: ignore[import-not-found,unused-ignore]
-    from llama_cpp import llama as llama_module  # type: ignore[import-not-found,unused-ignore]
 
-    low = llama_module.llama_cpp  # the ctypes module whose defaults Llama() starts from
+    low: Any = importlib.import_module("llama_cpp.llama_cpp")  # the ctypes layer Llama() takes its defaults from
     has_switch = "use_extra_bufts" in dict(low.llama_model_params._fields_)
     if not (has_switch and amx_compiled_in()):
         return llama_cpp.Llama(model_path=str(path), **params)
