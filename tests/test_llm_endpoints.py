@@ -42,3 +42,34 @@ def test_a_dead_replica_is_skipped_and_every_call_answered(tmp_path: Path, monke
         client.close()
         assert alive.call_count == 30
     assert len(answers) == 30 and all(a.text for a in answers)
+
+
+def test_calls_to_one_endpoint_spread_over_lanes_of_bounded_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many calls in flight to one URL open more SDK clients (connection pools), each holding at most LANE_CALLS."""
+    from booksum_app.llm import openai_backend
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    monkeypatch.setattr(openai_backend._Endpoint, "LANE_CALLS", 4)
+    busiest: list[int] = []
+    real_take = openai_backend._Endpoint.take_lane
+
+    def take_lane(endpoint: openai_backend._Endpoint) -> openai_backend._Lane:
+        lane = real_take(endpoint)
+        busiest.append(lane.in_flight)
+        return lane
+
+    monkeypatch.setattr(openai_backend._Endpoint, "take_lane", take_lane)
+    with FakeServer(latency_s=0.1) as server:
+        client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url=server.openai_base_url,
+                                                                      cache_dir=tmp_path, concurrency=12))
+        answers = client.complete_many(_requests(36))
+        backend = client.backend
+        assert isinstance(backend, openai_backend.OpenAIBackend)
+        (endpoint,) = backend._endpoints
+        lanes = list(endpoint.lanes)
+        client.close()
+        assert server.call_count == 36 and server.max_in_flight > 4
+    assert len(answers) == 36 and all(a.text for a in answers)
+    assert max(busiest) <= 4, "no lane holds more than LANE_CALLS calls"
+    assert 2 <= len(lanes) <= 3, f"12 in flight need 3 lanes of 4, no more: {len(lanes)}"
+    assert all(lane.in_flight == 0 for lane in lanes) and endpoint.in_flight == 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -75,10 +76,10 @@ class OpenAIBackend:
         )
         self._secret = api_key  # only to redact it from server messages; never printed
         urls = [u.strip() for u in base_url.split(",") if u.strip()] if base_url else [None]
-        self._endpoints = [
-            _Endpoint(url, openai.OpenAI(api_key=api_key, base_url=url, timeout=timeout_s, max_retries=0))
-            for url in urls
-        ]
+        def new_client(url: str | None) -> Callable[[], openai.OpenAI]:
+            return lambda: openai.OpenAI(api_key=api_key, base_url=url, timeout=timeout_s, max_retries=0)
+
+        self._endpoints = [_Endpoint(url, new_client(url)) for url in urls]
         self._lock = threading.Lock()
 
     def complete(self, request: Request) -> Completion:
@@ -98,9 +99,9 @@ class OpenAIBackend:
         if request.stop:
             params["stop"] = list(request.stop)
         start = time.perf_counter()
-        endpoint = self._pick()
+        picked = self._pick()
         try:
-            response = self._send(endpoint, params)
+            response = self._send(picked, params)
         except openai.APITimeoutError as exc:
             raise TransientModelError(f"{self.info.name}: request timed out") from exc
         except openai.APIConnectionError as exc:
@@ -142,26 +143,27 @@ class OpenAIBackend:
     def close(self) -> None:
         """Close the SDK's HTTP connections."""
         for endpoint in self._endpoints:
-            endpoint.client.close()
+            for lane in endpoint.lanes:
+                lane.client.close()
 
-    def _pick(self) -> _Endpoint:
-        """The healthy endpoint with the fewest calls in flight (or, all down, the first back up)."""
+    def _pick(self) -> tuple[_Endpoint, _Lane]:
+        """The healthy endpoint with the fewest calls in flight (or, all down, the first back up), and its lane."""
         with self._lock:
             now = time.monotonic()
             healthy = [e for e in self._endpoints if e.down_until <= now]
             pool = healthy or [min(self._endpoints, key=lambda e: e.down_until)]
             endpoint = min(pool, key=lambda e: e.in_flight)  # ties: the first listed
-            endpoint.in_flight += 1
-            return endpoint
+            return endpoint, endpoint.take_lane()
 
-    def _send(self, endpoint: _Endpoint, params: dict[str, Any]) -> Any:
-        """One request to ``endpoint``; a connection failure, timeout or 5xx takes it out for a while."""
+    def _send(self, picked: tuple[_Endpoint, _Lane], params: dict[str, Any]) -> Any:
+        """One request to an endpoint; a connection failure, timeout or 5xx takes it out for a while."""
+        endpoint, lane = picked
         failed = True
         try:
             # The SDK walks every create() argument through its TypedDict transform (0.4 ms a
             # call for two messages, a tenth of our CPU per call); ours are plain JSON already,
             # so they go in extra_body, which the SDK merges into the body as it is.
-            response = endpoint.client.chat.completions.create(model=params["model"], messages=[], extra_body=params)
+            response = lane.client.chat.completions.create(model=params["model"], messages=[], extra_body=params)
             failed = False
             return response
         except openai.APIStatusError as exc:
@@ -169,7 +171,7 @@ class OpenAIBackend:
             raise
         finally:
             with self._lock:
-                endpoint.in_flight -= 1
+                endpoint.give_back(lane)
                 if len(self._endpoints) > 1:
                     endpoint.record(failed=failed)
 
@@ -205,11 +207,33 @@ class _Endpoint:
     DOWN_FIRST_S = 5.0  # an endpoint that fails is skipped this long, doubling per failure in a row
     DOWN_MAX_S = 60.0
 
-    def __init__(self, url: str | None, client: openai.OpenAI) -> None:
-        self.url, self.client = url, client
+    # httpcore's connection pool walks all its connections on every request and every response
+    # (checking each, polling the idle ones' sockets), so its CPU per call grows with the calls
+    # in flight. Calls to one endpoint are spread over lanes, each its own SDK client and pool,
+    # a new lane opening when every lane holds this many calls (bench_driver.py).
+    LANE_CALLS = 32
+
+    def __init__(self, url: str | None, new_client: Callable[[], openai.OpenAI]) -> None:
+        self.url = url
+        self._new_client = new_client
+        self.lanes = [_Lane(new_client())]
         self.in_flight = 0
         self.failures = 0
         self.down_until = 0.0
+
+    def take_lane(self) -> _Lane:
+        """The lane with the fewest calls in flight, or a new one when all are full (under the backend's lock)."""
+        lane = min(self.lanes, key=lambda candidate: candidate.in_flight)
+        if lane.in_flight >= self.LANE_CALLS:
+            lane = _Lane(self._new_client())
+            self.lanes.append(lane)
+        lane.in_flight += 1
+        self.in_flight += 1
+        return lane
+
+    def give_back(self, lane: _Lane) -> None:
+        lane.in_flight -= 1
+        self.in_flight -= 1
 
     def record(self, *, failed: bool) -> None:
         if not failed:
@@ -218,6 +242,14 @@ class _Endpoint:
         self.failures += 1
         pause = min(self.DOWN_MAX_S, self.DOWN_FIRST_S * 2 ** (self.failures - 1))
         self.down_until = time.monotonic() + pause
+
+
+class _Lane:
+    """One SDK client (its own HTTP connection pool) of an endpoint, and its calls in flight."""
+
+    def __init__(self, client: openai.OpenAI) -> None:
+        self.client = client
+        self.in_flight = 0
 
 
 def _message(exc: openai.APIStatusError) -> str:
