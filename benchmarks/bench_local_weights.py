@@ -8,8 +8,9 @@ sequence, greedy). The quickstart reads ~48K prompt tokens and writes ~5K, so th
 figure sets most of its time. Then, for the Q8_0 copy in a context of 4 sequences (one KV
 stream each, flash attention off and on): the time of one decode holding one token against
 one holding a token of each of 4 sequences. Where the second is near the first (a GPU, many
-cores), decoding leaves together would pay; on these 2 cores it is 3.7-4.1x in two runs on
-2026-11-25 (flash attention off or on), so booksum decodes one call at a time.
+cores), decoding leaves together would pay; on 2 cores it was 3.7-4.1x in two runs on
+2026-11-25 (flash attention off or on) and 2.5x on a faster AVX-512 machine the same
+afternoon, so booksum decodes one call at a time (see docs/models.md).
 Last, how far each copy's next-token distributions are from the wheel's over 1,500 tokens of
 The Time Machine: mean KL divergence and how often the likeliest token agrees (an F16 copy,
 near-exact storage, shows what a different kernel alone changes).
