@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -103,3 +104,30 @@ def test_the_direct_template_is_in_the_key_of_direct_only() -> None:
 def test_a_config_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         RunConfig().strategy = "inc"  # type: ignore[misc]
+
+
+def test_the_cpu_gate_is_held_while_chunking_and_released_before_the_first_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compare passes its one-book-per-core slots: chunking waits for one, the calls never hold it."""
+    import threading
+
+    import booksum_app.runners.summarize as summarize_module
+
+    gate = threading.Lock()
+    held_during_calls: list[bool] = []
+    chunked_under_gate: list[bool] = []
+    real_chunk_book = summarize_module.chunk_book
+
+    def reply(request: object) -> str:
+        held_during_calls.append(gate.locked())
+        return "The traveller came back."
+
+    def chunk_book(*args: Any, **kwargs: Any) -> Any:
+        chunked_under_gate.append(gate.locked())
+        return real_chunk_book(*args, **kwargs)
+
+    monkeypatch.setattr(summarize_module, "chunk_book", chunk_book)
+    record = run_summary(book_path("time-machine"), RunConfig(strategy="hier", chunk_size=4096),
+                         chat=Client(FakeBackend(reply=reply), concurrency=4), cpu_gate=gate)  # type: ignore[arg-type]
+    assert record.summary and chunked_under_gate == [True]
+    assert held_during_calls and not any(held_during_calls), "no call waits on the gate"
+    assert not gate.locked()

@@ -145,7 +145,7 @@ class _GridRun:
         self.lock = threading.Lock()
         self.stop = threading.Event()
         # Books run `jobs`-wide for the I/O-bound model calls; the CPU-bound work around them
-        # (parsing a book, the n-grams of its whole text) runs at most one per core, so 40 books
+        # (parsing and chunking a book, the n-grams of its whole text) runs at most one per core, so 40 books
         # on 2 cores do not time-slice each other into minutes (issue 14).
         self.cpu_slots = threading.BoundedSemaphore(available_cores())
 
@@ -257,7 +257,7 @@ class _GridRun:
         reused = record is not None
         if record is None:
             progress.stage(label, "summarizing")
-            record = run_summary(ctx.book, run, chat=client,
+            record = run_summary(ctx.book, run, chat=client, cpu_gate=self.cpu_slots,
                                  on_progress=lambda e: progress.stage(label, f"{e.stage} {e.done}/{e.total}"))
             extra = {**record.extra, "compare": {"job_key": key, "config": config.slug, "book_sha256": ctx.sha256}}
             record = dataclasses.replace(record, extra=extra)

@@ -12,6 +12,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -114,11 +115,13 @@ def run_summary(
     on_progress: ProgressFn | None = None,
     on_call: Callable[[CallRecord], None] | None = None,
     progress: RunProgress | None = None,
+    cpu_gate: AbstractContextManager[Any] | None = None,
 ) -> SummaryRecord:
     """Summarize a book under ``run`` (see :func:`summarize_book` for the keywords that build one).
 
     ``chat`` is a ready model to use instead of building ``run.model``'s client (compare shares
-    one client per model); the caller then closes it.
+    one client per model); the caller then closes it. ``cpu_gate`` is held while the book is
+    chunked (compare: one book per core, so the first books' calls start while others chunk).
     """
     book = path_or_book if isinstance(path_or_book, Book) else open_book(
         path_or_book, include_front_matter=run.include_front_matter)
@@ -128,7 +131,7 @@ def run_summary(
     label = Path(book.source_path).name if book.source_path else (book.title or None)
     try:
         with default_context(book=label):  # ``booksum logs --run/--book`` find these calls
-            return _run(book, run, chat=model, on_progress=notify,
+            return _run(book, run, chat=model, on_progress=notify, cpu_gate=cpu_gate or nullcontext(),
                         on_plan=progress.set_planned_calls if progress is not None else None)
     finally:
         if owned is not None:
@@ -171,19 +174,21 @@ def _run(
     chat: ChatModel,
     on_progress: ProgressFn | None,
     on_plan: Callable[[int], None] | None = None,
+    cpu_gate: AbstractContextManager[Any],
 ) -> SummaryRecord:
     started = time.perf_counter()
     impl, config = run.impl, run.strategy_config()
     tokenizer = CallableTokenizer(f"model:{chat.info.name}", chat.count_tokens)
-    chunks = tuple(
-        chunk_book(
-            book,
-            chunk_size=run.chunk_size,
-            tokenizer=tokenizer,
-            chapter_aware=run.chapter_aware,
-            include_front_matter=run.include_front_matter,
+    with cpu_gate:
+        chunks = tuple(
+            chunk_book(
+                book,
+                chunk_size=run.chunk_size,
+                tokenizer=tokenizer,
+                chapter_aware=run.chapter_aware,
+                include_front_matter=run.include_front_matter,
+            )
         )
-    )
     text = book.text(include_front_matter=run.include_front_matter)
     bundle = run.prompt_bundle()
     chapter_texts = tuple(
