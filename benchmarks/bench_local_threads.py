@@ -13,16 +13,18 @@ import argparse
 import os
 import statistics
 import time
+from pathlib import Path
 
 from booksum_app.llm.local_weights import bundled_weights, open_llama
 
+TEXT = " ".join(("the traveller spoke of time as a dimension and the others listened " * 400).split())
 
-def _measure(n_threads: int, prompt_tokens: int, decode_tokens: int, repeats: int) -> tuple[float, float]:
-    llm = open_llama(bundled_weights(), n_ctx=4096, n_threads=n_threads,
-                n_threads_batch=n_threads, verbose=False)
-    words = ("the traveller spoke of time as a dimension and the others listened " * 400).split()
-    text = " ".join(words)
-    tokens = llm.tokenize(text.encode())[:prompt_tokens]
+
+def measure_rates(path: Path, n_threads: int, prompt_tokens: int, decode_tokens: int,
+                  repeats: int) -> tuple[float, float]:
+    """Median prompt and decoded tokens/s of the GGUF at ``path`` on ``n_threads`` (greedy, one sequence)."""
+    llm = open_llama(path, n_ctx=4096, n_threads=n_threads, n_threads_batch=n_threads, verbose=False)
+    tokens = llm.tokenize(TEXT.encode())[:prompt_tokens]
     prompt_rates, decode_rates = [], []
     for _ in range(repeats):
         llm.reset()  # no prefix reuse between repeats: measure the full prompt each time
@@ -50,7 +52,7 @@ def main() -> None:
     base: tuple[float, float] | None = None
     print(f"cores available: {cores}; load average {os.getloadavg()[0]:.2f}")
     for n in sorted({1, max(1, cores // 2), cores}):
-        prompt, decode = _measure(n, args.prompt_tokens, args.decode_tokens, args.repeats)
+        prompt, decode = measure_rates(bundled_weights(), n, args.prompt_tokens, args.decode_tokens, args.repeats)
         base = base or (prompt, decode)
         print(f"n_threads={n}: prompt {prompt:7.0f} tok/s ({prompt / base[0]:.2f}x), "
               f"decode {decode:6.1f} tok/s ({decode / base[1]:.2f}x)")

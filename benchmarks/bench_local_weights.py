@@ -27,32 +27,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_local_threads import TEXT, measure_rates
+
 from booksum_app.files import available_cores
 from booksum_app.llm.local_weights import bundled_weights, fast_weights, open_llama
 
-TEXT = " ".join(("the traveller spoke of time as a dimension and the others listened " * 400).split())
 SEQUENCES = 4
-
-
-def _one_sequence(path: Path, prompt_tokens: int, repeats: int) -> tuple[float, float]:
-    cores = available_cores()
-    llm = open_llama(path, n_ctx=4096, n_threads=cores, n_threads_batch=cores, verbose=False)
-    tokens = llm.tokenize(TEXT.encode())[:prompt_tokens]
-    prompt_rates, decode_rates = [], []
-    for _ in range(repeats):
-        llm.reset()  # no prefix reuse between repeats: read the whole prompt each time
-        start = time.perf_counter()
-        llm.eval(tokens)
-        prompt_rates.append(len(tokens) / (time.perf_counter() - start))
-        start = time.perf_counter()
-        generated = 0
-        for _token in llm.generate(tokens[-8:], temp=0.0, reset=False):
-            generated += 1
-            if generated >= 64:
-                break
-        decode_rates.append(generated / (time.perf_counter() - start))
-    llm.close()
-    return statistics.median(prompt_rates), statistics.median(decode_rates)
 
 
 def _sequences_together(path: Path, prompt_tokens: int, repeats: int, flash: bool) -> tuple[float, float]:
@@ -151,7 +131,7 @@ def main() -> None:
         files: dict[str, Any] = {"wheel Q4_1": source, "Q8_0 copy": fast_weights(source, Path(tmp))}
         base: tuple[float, float] | None = None
         for label, path in files.items():
-            prompt, decode = _one_sequence(path, args.prompt_tokens, args.repeats)
+            prompt, decode = measure_rates(path, available_cores(), args.prompt_tokens, 64, args.repeats)
             base = base or (prompt, decode)
             print(f"{label:10}: prompt {prompt:4.0f} tok/s ({prompt / base[0]:.2f}x the wheel's), "
                   f"decode {decode:5.1f} tok/s ({decode / base[1]:.2f}x)")
