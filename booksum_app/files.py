@@ -9,10 +9,11 @@ an hour of LLM calls.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,15 +88,29 @@ def _write_temp(target: Path, text: str) -> str:
     return tmp
 
 
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary file beside ``path`` for another writer to fill (a C library writing by name);
+    leaving the block without an error fsyncs it and renames it onto ``path``, an error removes it."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        os.close(fd)
+        yield Path(tmp)
+        with open(tmp, "rb") as written:  # on disk before it has the name readers trust
+            os.fsync(written.fileno())
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically, creating parent directories; returns the path."""
     target = Path(path)
-    tmp = _write_temp(target, text)
-    try:
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with replacing(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return target
 
 

