@@ -50,11 +50,11 @@ class LocalBackend:
             ) from exc
         # the bundled weights load from their Q8_0 copy in weights_dir when one is given
         # (local_weights.py: prompts read 1.5x faster); a file the user names loads as it is
-        if model_path is None:
-            model_path = bundled_weights()
-            if weights_dir is not None:
-                model_path = fast_weights(model_path, weights_dir)
         path = model_path
+        if path is None:
+            path = bundled_weights()
+            if weights_dir is not None:
+                path = fast_weights(path, weights_dir)
         if not path.is_file():
             raise ModelUnavailable(f"no GGUF file at {path}; pass --model local:PATH.gguf")
         self.model_path = path
