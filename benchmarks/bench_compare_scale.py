@@ -8,7 +8,8 @@ OpenAI-compatible server in its own process answering every call after a fixed l
         --judge openai:gpt-4 --concurrency 256 --jobs 40 --out OUT --yes --no-plots
 
 Prints whether it completed, the answered calls (server side), the wall time, answered calls
-per second, the ceiling the latency allows (concurrency / latency), the driver's peak RSS and
+per second, the rate sustained over the middle 80% of requests, the ceiling the latency allows
+(concurrency / latency), the driver's peak RSS and
 its CPU time (with its n-gram worker processes), and the stand-in's CPU time apart: on one
 machine both share the cores, so the stand-in's cost per call bounds what the driver can reach.
 
@@ -93,6 +94,7 @@ def main() -> None:
         peak_mb = children.ru_maxrss / 1024
         cpu_s = children.ru_utime + children.ru_stime
         calls = server.call_count
+        sustained = sustained_rate([r.received_s for r in server.requests])
     finally:
         server.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -103,6 +105,8 @@ def main() -> None:
     print(f"completed: {done.returncode == 0} (exit {done.returncode}) {' '.join(tail)}")
     print(f"answered calls: {calls}; wall {wall_s:.1f}s; {calls / wall_s:.1f} calls/s "
           f"(latency ceiling {args.concurrency / args.latency:.0f} calls/s: {calls / wall_s / (args.concurrency / args.latency):.2f}x)")
+    print(f"sustained: {sustained:.1f} calls/s over the middle {SUSTAINED_SHARE:.0%} of requests (the grid's start and "
+          f"its tail of dependent rounds left out; {sustained / (args.concurrency / args.latency):.2f}x the ceiling)")
     print(f"driver peak RSS: {peak_mb:.0f} MB; driver CPU (with its workers): {cpu_s:.1f}s, "
           f"{1000 * cpu_s / max(calls, 1):.1f} ms per call, {cpu_s / wall_s / cores:.2f} of the cores")
     print(f"  of which the driver's own process (calls, chunking, judging; polled): {main_cpu.seconds:.1f}s, "
@@ -112,6 +116,24 @@ def main() -> None:
     print(f"stand-in CPU (fake server, this process): {stand_in_cpu_s:.1f}s, {1000 * per_call:.1f} ms per call, "
           f"{stand_in_cpu_s / wall_s / cores:.2f} of the cores; at 150 calls/s it alone would need "
           f"{150 * per_call:.2f} of {cores} cores")
+
+
+SUSTAINED_SHARE = 0.8
+
+
+def sustained_rate(arrivals: list[float], share: float = SUSTAINED_SHARE) -> float:
+    """Requests per second between the arrivals that open and close the middle ``share`` of them.
+
+    A grid starts with reading and chunking and ends with rounds of one dependent call per
+    book (merge, cleaning, the judge's warm-up): its total rate is bounded by that shape. The
+    middle of the run is where the driver alone sets the pace.
+    """
+    times = sorted(arrivals)
+    if len(times) < 10:
+        return float("nan")
+    first = int(len(times) * (1 - share) / 2)
+    last = len(times) - 1 - first
+    return (last - first) / max(times[last] - times[first], 1e-9)
 
 
 class _MainProcessCpu:

@@ -55,7 +55,7 @@ from booksum_app.runners.datasets import Sample, load_samples, score_sample
 from booksum_app.runners.experiment import Experiment, GridConfig, PrecomputedSet
 from booksum_app.runners.progress import GridProgress, GridSnapshot
 from booksum_app.runners.summarize import run_summary
-from booksum_app.runners.workers import exit_with_parent
+from booksum_app.runners.workers import background_worker
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
 from booksum_app.scoring.booookscore import BooookScoreJudge, split_summary
 from booksum_app.scoring.buckets import dataset_scores
@@ -291,11 +291,11 @@ class _GridRun:
         exp = self.exp
         units: list[Path | Sample] = [*exp.books, *self.samples.values()]
         if len(units) > 1 and available_cores() > 1:
-            # one worker per core: this process mostly waits on the network meanwhile; spawn, not
-            # fork, since this process already runs threads (the cache's lease renewer, clients)
+            # one worker per core, below this process's priority: it sends the paid calls. Spawn,
+            # not fork: this process already runs threads (the cache's lease renewer, clients)
             self._ngram_pool = ProcessPoolExecutor(max_workers=available_cores(),
                                                    mp_context=multiprocessing.get_context("spawn"),
-                                                   initializer=exit_with_parent, initargs=(os.getpid(),))
+                                                   initializer=background_worker, initargs=(os.getpid(),))
         self.progress.start(len(self.grid) * len(units), {c.slug: len(units) for c in self.grid})
         errors: list[BaseException] = []
         pool = ThreadPoolExecutor(max_workers=max(1, min(exp.jobs, len(units) or 1)), thread_name_prefix="booksum-book")

@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
@@ -73,6 +73,7 @@ class LoggedRequest:
     payload: dict[str, Any]
     fault: str | None
     had_key: bool
+    received_s: float = field(default_factory=time.monotonic)  # when it arrived (time.monotonic)
 
 
 class _Handler(BaseHTTPRequestHandler):
