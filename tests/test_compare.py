@@ -400,3 +400,21 @@ def test_every_configuration_reports_every_failure_mode(books: list[Path], tmp_p
     for row in rows:
         assert set(row["failures"]["counts"]) == {"subjective", "copying", "repetition", "echo", "too_short", "cut_off"}
         assert all(isinstance(n, int) for n in row["failures"]["counts"].values())
+
+
+def test_the_run_takes_the_plans_cuts_instead_of_chunking_each_book_again(
+    books: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import booksum_app.chunking.memo as memo_module
+    import booksum_app.runners.summarize as summarize_module
+
+    cuts: list[int] = []
+    real_spans, real_chunk_book = memo_module.chunk_book_spans, summarize_module.chunk_book
+    monkeypatch.setattr(memo_module, "chunk_book_spans", lambda book, **kw: cuts.append(kw["chunk_size"]) or real_spans(book, **kw))
+    monkeypatch.setattr(summarize_module, "chunk_book", lambda book, **kw: cuts.append(-1) or real_chunk_book(book, **kw))
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    with FakeServer() as server:
+        args = grid_args(books, server, tmp_path / "out", tmp_path / "cache", "--no-plots", "--yes")
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert sorted(cuts) == sorted([256, 512] * len(books)), "each book cut once per chunk size, by the plan"

@@ -293,3 +293,23 @@ def test_cost_ceiling_message_counts_the_calls_in_flight() -> None:
         client.complete(Request(prompt="Q2.", max_tokens=5))  # 12 reserved + 12 > 20
     gate.set()
     running.result(timeout=5)
+
+
+class _NoCounterBackend:
+    """A backend without a counter of its own: the client counts with its info's tokenizer."""
+
+    def __init__(self) -> None:
+        self.info = FakeBackend().info
+
+    def complete(self, request: Request) -> Completion:
+        raise AssertionError("not called")
+
+
+def test_the_client_names_the_tokenizer_it_counts_with_only_when_it_uses_a_named_one() -> None:
+    from booksum_app.chunking import get_tokenizer
+
+    plain = Client(_NoCounterBackend())  # type: ignore[arg-type]
+    assert plain.tokenizer_name == "cl100k_base"
+    assert plain.count_tokens("one two three") == get_tokenizer("cl100k_base").count("one two three")
+    assert Client(FakeBackend()).tokenizer_name is None, "the backend's own counter is not a named tokenizer"
+    assert Client(_NoCounterBackend(), count_tokens=len).tokenizer_name is None  # type: ignore[arg-type]

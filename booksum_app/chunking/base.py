@@ -26,3 +26,14 @@ class Chunk:
     text: str
     n_tokens: int
     chapter_indices: tuple[int, ...]  # indices into Book.chapters this chunk draws from
+    start: int = 0  # offset of ``text`` in the text that was chunked
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSpan:
+    """Where a chunk lies in the text that was chunked, and its tokens: a chunk without its text."""
+
+    start: int
+    end: int
+    n_tokens: int
+    chapter_indices: tuple[int, ...]

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from booksum_app.chunking.base import Chunk, Tokenizer
+from booksum_app.chunking.base import Chunk, ChunkSpan, Tokenizer
 from booksum_app.chunking.sentences import detect_lang, sentence_spans
 from booksum_app.chunking.tokens import count_many
 from booksum_app.errors import ConfigError
@@ -86,6 +86,8 @@ def chunk_book(
 ) -> list[Chunk]:
     """Chunk the selected chapters of ``book``; ``Chunk.chapter_indices`` index ``book.chapters``.
 
+    The same as :func:`chunk_book_spans` followed by :func:`chunks_at`.
+
     Args:
         book: the book; non-narrative chapters are skipped unless ``include_front_matter``.
         chunk_size: the token budget of each chunk (BooookScore default 2048).
@@ -116,6 +118,39 @@ def chunk_book(
     lang = _book_lang(book.language, text)
     units = _units(text, spans, chapters, chunk_size, tokenizer, lang)
     return _pack(text, units, chunk_size, tokenizer, chapter_aware=chapter_aware)
+
+
+def chunk_book_spans(
+    book: Book,
+    *,
+    chunk_size: int,
+    tokenizer: Tokenizer,
+    chapter_aware: bool = False,
+    include_front_matter: bool = False,
+) -> tuple[ChunkSpan, ...]:
+    """Where :func:`chunk_book` cuts ``book``: offsets into the selected text, without its text.
+
+    Kept instead of the chunks when many books are chunked ahead of their use (compare's plan):
+    a few numbers per chunk, not a copy of every book.
+    """
+    chunks = chunk_book(book, chunk_size=chunk_size, tokenizer=tokenizer, chapter_aware=chapter_aware,
+                        include_front_matter=include_front_matter)
+    return tuple(ChunkSpan(c.start, c.start + len(c.text), c.n_tokens, c.chapter_indices) for c in chunks)
+
+
+def chunks_at(book: Book, spans: Sequence[ChunkSpan], *, include_front_matter: bool = False) -> list[Chunk]:
+    """The chunks of ``book`` at ``spans`` (from :func:`chunk_book_spans` with the same options).
+
+    Raises:
+        ValueError: spans that cannot be this text's cuts (past its end, or starting or ending
+            on whitespace, which a cut never does).
+    """
+    text = book.text(include_front_matter=include_front_matter)
+    chunks = [Chunk(i, text[sp.start : sp.end], sp.n_tokens, sp.chapter_indices, sp.start) for i, sp in enumerate(spans)]
+    for sp, chunk in zip(spans, chunks, strict=True):
+        if sp.end > len(text) or not chunk.text or chunk.text[0].isspace() or chunk.text[-1].isspace():
+            raise ValueError("chunk spans of another text")
+    return chunks
 
 
 def _check_chunk_size(chunk_size: int) -> None:
@@ -265,6 +300,6 @@ def _pack(
                 break
             j -= 1
         chapters = tuple(sorted({u.chapter for u in units[i:j] if u.chapter >= 0}))
-        chunks.append(Chunk(len(chunks), chunk_text_, n_tokens, chapters))
+        chunks.append(Chunk(len(chunks), chunk_text_, n_tokens, chapters, units[i].start))
         i = j
     return chunks

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,6 +133,7 @@ def compare_command(
     max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool, **llm: Any,
 ) -> None:
     """Run a grid (strategies x models x chunk sizes) over BOOKS and --dataset samples, score every summary, print the tables."""
+    from booksum_app.chunking.memo import ChunkMemo
     from booksum_app.errors import ConfigError
     from booksum_app.files import check_writable_dir
     from booksum_app.llm.registry import choose_model
@@ -172,13 +174,15 @@ def compare_command(
             err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
     if not plan_only:
         check_writable_dir(exp.out)  # before the first paid call
-    plan = plan_grid(exp, settings)
+    chunk_memo = ChunkMemo()  # where the plan cuts each book, for the run to reuse
+    plan = plan_grid(exp, settings, chunk_memo=chunk_memo)
     _render_plan(plan)
     if plan_only:
         return
     if not check_plan(plan, max_cost_usd=max_plan_cost, confirmed=yes, interactive=sys.stdin.isatty()):
         click.confirm(f"The plan could cost up to ${plan.cost_usd:.2f}. Run it?", abort=True, err=True)
-    result = _run_compare_with_progress(exp, settings, run_compare, plots=not no_plots)
+    result = _run_compare_with_progress(exp, settings, functools.partial(run_compare, chunk_memo=chunk_memo),
+                                        plots=not no_plots)
     _render_compare(result)
     _refuse_empty_summaries(result)
 

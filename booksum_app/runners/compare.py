@@ -30,6 +30,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from booksum_app.chunking.memo import ChunkMemo
 from booksum_app.files import available_cores
 from booksum_app.llm.base import ChatModel, Tally
 from booksum_app.llm.context import call_context, default_context
@@ -79,11 +80,13 @@ def run_compare(
     judge_model: ChatModel | None = None,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
     plots: bool = True,
+    chunk_memo: ChunkMemo | None = None,
 ) -> CompareResult:
     """Run, score and write the whole comparison; returns the rows of the table.
 
     ``models`` / ``judge_model`` replace the clients built from model strings (tests, dry runs);
-    ``plots`` writes ``OUT/plots/*.png|svg`` (needs matplotlib).
+    ``plots`` writes ``OUT/plots/*.png|svg`` (needs matplotlib); ``chunk_memo`` holds the cuts
+    :func:`~booksum_app.runners.compare_plan.plan_grid` made, so books are not chunked twice.
 
     Raises:
         ConfigError, BookFormatError, ModelError, CostLimitExceeded, InputError.
@@ -93,7 +96,8 @@ def run_compare(
         from booksum_app.runners.plots import require_matplotlib
 
         require_matplotlib()
-    grid_run = _GridRun(exp, settings or LLMSettings(), progress or GridProgress(), models, judge_model, seed)
+    grid_run = _GridRun(exp, settings or LLMSettings(), progress or GridProgress(), models, judge_model, seed,
+                        chunk_memo if chunk_memo is not None else ChunkMemo())
     try:
         with default_context():  # one run id for the whole grid in ``booksum logs``
             rows = grid_run.run()
@@ -116,8 +120,10 @@ class _GridRun:
     """One comparison: the clients and judge, every (book, configuration) job, and the rows."""
 
     def __init__(self, exp: Experiment, settings: LLMSettings, progress: GridProgress,
-                 models: Mapping[str | None, ChatModel] | None, judge_model: ChatModel | None, seed: int) -> None:
+                 models: Mapping[str | None, ChatModel] | None, judge_model: ChatModel | None, seed: int,
+                 chunk_memo: ChunkMemo) -> None:
         self.exp, self.settings, self.progress, self.seed = exp, settings, progress, seed
+        self.chunk_memo = chunk_memo
         self.owned: list[Any] = []
         self.samples = {s.key: s for s in load_samples(exp)}  # datasets: read and checked before any call
         self.clients: dict[str | None, ChatModel] = {}
@@ -258,6 +264,7 @@ class _GridRun:
         if record is None:
             progress.stage(label, "summarizing")
             record = run_summary(ctx.book, run, chat=client, cpu_gate=self.cpu_slots,
+                                 chunk_memo=(self.chunk_memo, ctx.sha256),
                                  on_progress=lambda e: progress.stage(label, f"{e.stage} {e.done}/{e.total}"))
             extra = {**record.extra, "compare": {"job_key": key, "config": config.slug, "book_sha256": ctx.sha256}}
             record = dataclasses.replace(record, extra=extra)

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from booksum_app.books import Book, open_book
-from booksum_app.chunking import CallableTokenizer, chunk_book
+from booksum_app.chunking import CallableTokenizer, get_tokenizer
+from booksum_app.chunking.memo import ChunkMemo
 from booksum_app.config import DEFAULT_CHUNK_SIZE
 from booksum_app.errors import BooksumError
 from booksum_app.llm.base import ModelInfo
@@ -165,13 +166,17 @@ def needs_judge(exp: Experiment, settings: LLMSettings | None = None) -> bool:
     return wants and judge_string(exp, settings) is not None
 
 
-def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
+def plan_grid(exp: Experiment, settings: LLMSettings | None = None, *, chunk_memo: ChunkMemo | None = None) -> GridPlan:
     """Upper bounds on calls, tokens and dollars of what remains of ``exp``; calls no LLM.
+
+    ``chunk_memo`` keeps where each book was cut, for the run to reuse (see
+    :mod:`booksum_app.chunking.memo`).
 
     Raises:
         ConfigError, BookFormatError: bad options, model strings or books.
     """
     settings = settings or LLMSettings()
+    memo = chunk_memo if chunk_memo is not None else ChunkMemo()
     infos = _resolve(exp, settings)
     counters = {m: token_counter(info, settings, m) for m, info in infos.items()}
     names = {m: info.name for m, info in infos.items()}
@@ -198,10 +203,12 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None) -> GridPlan:
             model = by_name[config.model]
             size = config.chunk_size or max(exp.chunk_sizes)
             if (model, size) not in chunks:
-                tokenizer = CallableTokenizer(f"model:{config.model}", counters[model])
-                chunks[(model, size)] = [c.n_tokens for c in chunk_book(
-                    ctx.book, chunk_size=size, tokenizer=tokenizer, chapter_aware=exp.chapter_aware,
-                    include_front_matter=exp.include_front_matter)]
+                info = infos[model]
+                tokenizer = get_tokenizer(info.tokenizer) if info.tokenizer != "native" else CallableTokenizer(
+                    f"model:{config.model}", counters[model])  # the counter token_counter gives
+                chunks[(model, size)] = [c.n_tokens for c in memo.spans(
+                    ctx.book, book_id=ctx.sha256, tokenizer=tokenizer, chunk_size=size,
+                    chapter_aware=exp.chapter_aware, include_front_matter=exp.include_front_matter)]
             plan = plan_strategy(config.strategy, chunk_tokens=chunks[(model, size)], info=infos[model],
                                  count_tokens=counters[model], config=run.strategy_config(), clean=run.clean)
             t = totals[config]

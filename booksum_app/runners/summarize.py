@@ -18,8 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.books import Book, open_book
-from booksum_app.chunking import CallableTokenizer, chunk_book
+from booksum_app.chunking import (
+    ENCODING_NAMES,
+    ESTIMATE_NAME,
+    CallableTokenizer,
+    Tokenizer,
+    chunk_book,
+    get_tokenizer,
+)
 from booksum_app.chunking.base import Chunk
+from booksum_app.chunking.memo import ChunkMemo
 from booksum_app.compression.artifacts import remove_artifacts
 from booksum_app.compression.validity import CallEntry
 from booksum_app.config import (
@@ -116,12 +124,15 @@ def run_summary(
     on_call: Callable[[CallRecord], None] | None = None,
     progress: RunProgress | None = None,
     cpu_gate: AbstractContextManager[Any] | None = None,
+    chunk_memo: tuple[ChunkMemo, str] | None = None,
 ) -> SummaryRecord:
     """Summarize a book under ``run`` (see :func:`summarize_book` for the keywords that build one).
 
     ``chat`` is a ready model to use instead of building ``run.model``'s client (compare shares
     one client per model); the caller then closes it. ``cpu_gate`` is held while the book is
     chunked (compare: one book per core, so the first books' calls start while others chunk).
+    ``chunk_memo`` is a memo and the book's id in it (its file's sha256): compare's plan has
+    already cut the book, and the run takes those cuts.
     """
     book = path_or_book if isinstance(path_or_book, Book) else open_book(
         path_or_book, include_front_matter=run.include_front_matter)
@@ -132,7 +143,7 @@ def run_summary(
     try:
         with default_context(book=label):  # ``booksum logs --run/--book`` find these calls
             return _run(book, run, chat=model, on_progress=notify, cpu_gate=cpu_gate or nullcontext(),
-                        on_plan=progress.set_planned_calls if progress is not None else None)
+                        on_plan=progress.set_planned_calls if progress is not None else None, chunk_memo=chunk_memo)
     finally:
         if owned is not None:
             owned.close()
@@ -175,20 +186,19 @@ def _run(
     on_progress: ProgressFn | None,
     on_plan: Callable[[int], None] | None = None,
     cpu_gate: AbstractContextManager[Any],
+    chunk_memo: tuple[ChunkMemo, str] | None = None,
 ) -> SummaryRecord:
     started = time.perf_counter()
     impl, config = run.impl, run.strategy_config()
-    tokenizer = CallableTokenizer(f"model:{chat.info.name}", chat.count_tokens)
+    tokenizer = model_tokenizer(chat)
     with cpu_gate:
-        chunks = tuple(
-            chunk_book(
-                book,
-                chunk_size=run.chunk_size,
-                tokenizer=tokenizer,
-                chapter_aware=run.chapter_aware,
-                include_front_matter=run.include_front_matter,
-            )
-        )
+        if chunk_memo is not None:
+            memo, book_id = chunk_memo
+            chunks = tuple(memo.chunks(book, book_id=book_id, tokenizer=tokenizer, chunk_size=run.chunk_size,
+                                       chapter_aware=run.chapter_aware, include_front_matter=run.include_front_matter))
+        else:
+            chunks = tuple(chunk_book(book, chunk_size=run.chunk_size, tokenizer=tokenizer,
+                                      chapter_aware=run.chapter_aware, include_front_matter=run.include_front_matter))
     text = book.text(include_front_matter=run.include_front_matter)
     bundle = run.prompt_bundle()
     chapter_texts = tuple(
@@ -225,6 +235,15 @@ def _run(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         extra=extra,
     )
+
+
+def model_tokenizer(chat: ChatModel) -> Tokenizer:
+    """The tokenizer ``chat`` counts with: the named one when it uses one (so cuts made with it
+    elsewhere, as by compare's plan, can be shared), else a wrapper of its own counter."""
+    name = getattr(chat, "tokenizer_name", None)
+    if isinstance(name, str) and name in (*ENCODING_NAMES, ESTIMATE_NAME):
+        return get_tokenizer(name)
+    return CallableTokenizer(f"model:{chat.info.name}", chat.count_tokens)
 
 
 def _clean(
