@@ -122,7 +122,7 @@ def test_per_sentence_annotations_need_the_summaries() -> None:
 
 def test_source_ngrams_in_paragraph_pieces_equal_those_of_the_whole_text() -> None:
     """A book is tokenized in pieces (NLTK's regex time limit) without losing any 3-gram."""
-    from booksum_app.scoring.ngrams import ngrams, source_ngrams
+    from booksum_app.scoring.ngrams import gram_key, ngrams, source_ngrams
     from booksum_app.scoring.words import ngram_words
 
     paragraphs = [
@@ -130,6 +130,25 @@ def test_source_ngrams_in_paragraph_pieces_equal_those_of_the_whole_text() -> No
         for i in range(200)
     ]
     text = "\n\n".join(paragraphs)
-    whole = frozenset(ngrams(ngram_words(text, lang="en"), 3))
+    whole = frozenset(map(gram_key, ngrams(ngram_words(text, lang="en"), 3)))
     assert source_ngrams(text, lang="en", piece_chars=300) == whole
     assert len(whole) > 1000
+
+
+@pytest.mark.parametrize(("lang", "text"), [
+    ("en", "Tea\u00a0time at\u2009noon:\tthe  end.\u3000“Quoted,” said\u2028she. Mr.\u00a0Darcy's  hat; 3,000 men."),
+    ("zh", "宋江\u3000道：「兄弟，\u00a0且住。」\t众人 大笑。ABC def"),
+])
+def test_gram_keys_are_unambiguous_because_no_word_holds_whitespace(lang: str, text: str) -> None:
+    from booksum_app.scoring.ngrams import GRAM_SEP, gram_key, ngram_stats, ngrams, source_ngrams
+    from booksum_app.scoring.words import ngram_words
+
+    words = ngram_words(text, lang=lang)
+    assert words and not any(ch.isspace() for w in words for ch in w), words
+    assert GRAM_SEP.isspace()
+    assert source_ngrams(text, lang=lang) == {gram_key(g) for g in ngrams(words)}
+    # % novel against the keys is % novel against the grams themselves
+    summary = text[: len(text) // 2] + " Something else entirely, said nobody."
+    grams = set(ngrams(ngram_words(summary, lang=lang)))
+    stats = ngram_stats(summary, source=source_ngrams(text, lang=lang), lang=lang)
+    assert stats.n_novel == len(grams - set(ngrams(words))) > 0

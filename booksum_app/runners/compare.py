@@ -62,7 +62,7 @@ from booksum_app.scoring.booookscore import BooookScoreJudge, split_summary
 from booksum_app.scoring.buckets import dataset_scores
 from booksum_app.scoring.detectors import SourceIndex, detect_failures
 from booksum_app.scoring.judgement import SummaryJudgement
-from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngrams
+from booksum_app.scoring.ngrams import SourceGrams, ngram_stats, source_ngrams, summarize_ngrams
 from booksum_app.scoring.release import read_summaries
 from booksum_app.scoring.results import score_annotations
 from booksum_app.scoring.words import resolve_lang
@@ -136,8 +136,8 @@ class _GridRun:
         self.grid = exp.grid(lambda m: names[m])
         self.by_name = {name: m for m, name in names.items()}
         self.judge, self.notice = self._choose_judge(judge_model)
-        self.sources: dict[str, frozenset[tuple[str, ...]]] = {}
-        self.source_jobs: dict[str, Future[frozenset[tuple[str, ...]]]] = {}
+        self.sources: dict[str, SourceGrams] = {}
+        self.source_jobs: dict[str, Future[SourceGrams]] = {}
         self.copy_indexes: dict[str, SourceIndex] = {}
         # precomputed sets are read once, here, before any call: a bad file fails early
         self.precomputed = {p.name: read_summaries(p.summaries) for p in exp.precomputed}
@@ -210,7 +210,7 @@ class _GridRun:
                 self.copy_indexes.setdefault(ctx.key, index)
         return self.copy_indexes[ctx.key]
 
-    def source_of(self, ctx: BookContext) -> frozenset[tuple[str, ...]]:
+    def source_of(self, ctx: BookContext) -> SourceGrams:
         if ctx.key not in self.sources:  # once per book, reused by every configuration of the book
             job = self.source_jobs.get(ctx.key)
             if job is not None:
@@ -347,7 +347,7 @@ def _grid_row(config: GridConfig, exp: Experiment, by_book: Mapping[str, BookRes
 
 
 def _precomputed_row(pre: PrecomputedSet, summaries: Mapping[str, str], exp: Experiment, judge: ChatModel | None,
-                     sources: Mapping[str, frozenset[tuple[str, ...]]], seed: int) -> ConfigResult:
+                     sources: Mapping[str, SourceGrams], seed: int) -> ConfigResult:
     judgements: dict[str, SummaryJudgement] = {}
     signature = None
     judge_usage: dict[str, Tally] = {}
