@@ -98,8 +98,9 @@ def words_of(text: str, *, lang: str) -> list[str]:
 
 
 def _gram_keys(words: Sequence[str], n: int) -> list[int]:
-    # hash of the n-gram tuple: 8 bytes a gram instead of a tuple of 8 strings in the set
-    return [hash(tuple(words[i : i + n])) for i in range(len(words) - n + 1)]
+    # hash of the n-gram tuple: 8 bytes a gram instead of a tuple of 8 strings in the set;
+    # zip builds the tuples in C (a third faster than slicing a book's 33K words)
+    return list(map(hash, zip(*(words[i:] for i in range(n)), strict=False)))
 
 
 @dataclass(frozen=True)
