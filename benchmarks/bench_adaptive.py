@@ -49,17 +49,18 @@ def run(book: Path, latency: float, server_limit: int | None, concurrency: int |
     with FakeServer(latency_s=latency, rate_limit_in_flight=server_limit, retry_after_s=latency) as server:
         settings = LLMSettings(base_url=server.openai_base_url, cache_dir=Path(tempfile.mkdtemp()),
                                concurrency=concurrency)
-        start = time.perf_counter()
+        start, started = time.perf_counter(), time.monotonic()
         record = summarize_book(book, strategy="hier", model="openai:gpt-4o-mini", llm_settings=settings)
         wall = time.perf_counter() - start
         requests = server.call_count
+        first_call = min((r.received_s for r in server.requests), default=started) - started
         rejected, peak = server.rejected, server.max_in_flight
     critical = critical_calls(record) * latency
     label = f"server 429 above {server_limit}" if server_limit else "no server limit"
     label += f", cap {concurrency}" if concurrency else ", adaptive"
     print(f"{label:36} calls {record.totals.calls:4} requests {requests:4} rejected {rejected:3} "
           f"({100 * rejected / max(requests, 1):4.1f}%) peak in flight {peak:3} | wall {wall:5.2f}s, "
-          f"critical path {critical:4.2f}s, ratio {wall / critical:4.2f}x")
+          f"critical path {critical:4.2f}s, ratio {wall / critical:4.2f}x; first call at {first_call:4.2f}s")
 
 
 def main() -> None:

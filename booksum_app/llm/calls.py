@@ -152,7 +152,9 @@ class Client:
         self._wait = _retry_wait(backoff_initial_s, backoff_max_s)
         native = getattr(backend, "count_tokens", None)
         self._count = count_tokens or native or _fallback_counter(backend.info)
-        self._tokenizer_name = None if count_tokens or native else backend.info.tokenizer
+        # the named tokenizer count_tokens uses (chunk cuts made with it can be shared); None
+        # when it counts with the model's own counter or one it was given
+        self.tokenizer_name: str | None = None if count_tokens or native else backend.info.tokenizer
         self._prefix_tokens: OnceMemo[str, int] = OnceMemo()  # a judge's prefix is counted once
         self._identity: dict[str, str | None] = {
             "kind": getattr(backend, "kind", type(backend).__name__),
@@ -183,12 +185,6 @@ class Client:
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` as this model counts them."""
         return self._count(text)
-
-    @property
-    def tokenizer_name(self) -> str | None:
-        """The named tokenizer (``chunking.get_tokenizer``) :meth:`count_tokens` counts with;
-        None when it counts with the model's own counter or one it was given."""
-        return self._tokenizer_name
 
     def complete(self, request: Request) -> Completion:
         """Answer one request: from the cache when possible, else from the backend with retries."""

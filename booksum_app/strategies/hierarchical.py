@@ -14,15 +14,15 @@
 Every summary is validated (:mod:`booksum_app.compression.validity`): regenerated when empty,
 cut off, over budget or unfinished, then truncated at a sentence end.
 
-Scheduling: a dependency-driven event loop over futures, with priorities: when calls wait
-for a slot, merges and regenerations (something waits for them) start before first tries of
-leaves, earliest part of the book first. All leaves are submitted at once; a merge
-group of level l+1 starts as soon as the level-l summaries it covers exist, its boundary is
-known (the next summary overflows it, or level l is complete) and, for later groups, the
-previous group of its level has finished (the prior-context chain). Levels therefore overlap
-and the wall time approaches the critical path (longest dependency chain), not the sum of
-per-level rounds. Deviation from App. A.1 step 1: level-0 calls summarize one chunk each (the
-reference code does too); the chunk size already fills the budgeted context.
+Scheduling: a dependency-driven event loop over answers as they come, with priorities: when calls
+wait for a slot, merges and regenerations (something waits for them) start before first tries of
+leaves, earliest part of the book first. All leaves are submitted at once; a merge group of level
+l+1 starts as soon as the level-l summaries it covers exist, its boundary is known (the next
+summary overflows it, or level l is complete) and, for later groups, the previous group of its
+level has finished (the prior-context chain). Levels therefore overlap and the wall time approaches
+the critical path (longest dependency chain), not the sum of per-level rounds. Deviation from
+App. A.1 step 1: level-0 calls summarize one chunk each (the reference code does too); the chunk
+size already fills the budgeted context.
 
 ``hier-evidence`` (:mod:`.hier_evidence`) is this run with other merge templates and source
 passages beside each merged summary, through four hooks of ``_Run`` (``item_extra_budget``,
@@ -32,8 +32,9 @@ passages beside each merged summary, through four hooks of ``_Run`` (``item_extr
 from __future__ import annotations
 
 import dataclasses
+import queue
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from booksum_app.compression.budget import (
@@ -218,6 +219,8 @@ class _Run:
         )
         self.levels: list[_Level] = [_Level()]
         self.futures: dict[Future[Completion], _Pending] = {}
+        # answers in the order they come: wait(FIRST_COMPLETED) locks every pending future each time
+        self.answered: queue.SimpleQueue[Future[Completion]] = queue.SimpleQueue()
         self.calls: list[CallEntry] = []
         self.root: SummaryNode | None = None
         self.total_nodes = sum(self.plan.nodes_per_level)
@@ -253,12 +256,12 @@ class _Run:
     # ---- submission --------------------------------------------------------------------
 
     def submit(self, pending: _Pending) -> None:
-        # critical path first: merges and regenerations (something waits for them) before
-        # first tries of leaves, and within each, the earliest part of the book (groups close
-        # left to right)
+        # critical path first: merges and regenerations (something waits for them) before first
+        # tries of leaves, and within each, the earliest part of the book (groups close left to right)
         urgent = pending.level > 0 or pending.request.sample_index > 0
         future = self.model.submit(pending.request, priority=(0 if urgent else 1, pending.chunk_span[0]))
         self.futures[future] = pending
+        future.add_done_callback(self.answered.put)
 
     def start_leaves(self) -> None:
         """Submit every chunk summary at once.
@@ -316,7 +319,9 @@ class _Run:
         self.start_leaves()
         try:
             while self.futures:
-                done, _ = wait(list(self.futures), return_when=FIRST_COMPLETED)
+                done = [self.answered.get()]
+                while not self.answered.empty():  # every answer already in: one schedule() for all
+                    done.append(self.answered.get())
                 for future in done:
                     pending = self.futures.pop(future)
                     completion = future.result()
