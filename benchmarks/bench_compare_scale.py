@@ -17,7 +17,7 @@ Identical copies share every request, so the call cache's leases make one copy p
 others wait: that measures the many-copies case, not throughput. ``--distinct`` writes each
 copy as plain text with a marker of its own in every paragraph, so every call is new.
 
-    python benchmarks/bench_compare_scale.py [--books 40] [--latency 1.0] [--concurrency 256] [--jobs 40] [--distinct]
+    python benchmarks/bench_compare_scale.py [--books 40] [--latency 1.0] [--concurrency 256] [--jobs 40] [--distinct] [--timeline]
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=40)
     parser.add_argument("--strategy", default="hier")
     parser.add_argument("--distinct", action="store_true", help="every copy different: no shared request")
+    parser.add_argument("--timeline", action="store_true", help="requests received in each half second")
     args = parser.parse_args()
     if args.book is None or not args.book.is_file():
         sys.exit("no sample book: pass --book PATH.epub")
@@ -82,7 +83,7 @@ def main() -> None:
             "--judge", "openai:gpt-4", "--base-url", server.openai_base_url, "--concurrency", str(args.concurrency),
             "--jobs", str(args.jobs), "--out", str(work / "out"), "--yes", "--no-plots",
         ]
-        start, stand_in_before = time.perf_counter(), time.process_time()
+        start, stand_in_before, started = time.perf_counter(), time.process_time(), time.monotonic()
         with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
             main_cpu = _MainProcessCpu(process.pid)  # the driver alone, without its n-gram workers
             stdout, stderr = process.communicate()
@@ -94,7 +95,8 @@ def main() -> None:
         peak_mb = children.ru_maxrss / 1024
         cpu_s = children.ru_utime + children.ru_stime
         calls = server.call_count
-        sustained = sustained_rate([r.received_s for r in server.requests])
+        arrivals = [r.received_s for r in server.requests]
+        sustained = sustained_rate(arrivals)
     finally:
         server.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -112,6 +114,8 @@ def main() -> None:
     print(f"  of which the driver's own process (calls, chunking, judging; polled): {main_cpu.seconds:.1f}s, "
           f"{1000 * main_cpu.seconds / max(calls, 1):.1f} ms per call; its n-gram worker processes: "
           f"{cpu_s - main_cpu.seconds:.1f}s, {(cpu_s - main_cpu.seconds) / args.books:.2f}s per book")
+    if args.timeline:
+        print_timeline(arrivals, started)
     per_call = stand_in_cpu_s / max(calls, 1)
     print(f"stand-in CPU (fake server, this process): {stand_in_cpu_s:.1f}s, {1000 * per_call:.1f} ms per call, "
           f"{stand_in_cpu_s / wall_s / cores:.2f} of the cores; at 150 calls/s it alone would need "
@@ -134,6 +138,15 @@ def sustained_rate(arrivals: list[float], share: float = SUSTAINED_SHARE) -> flo
     first = int(len(times) * (1 - share) / 2)
     last = len(times) - 1 - first
     return (last - first) / max(times[last] - times[first], 1e-9)
+
+
+def print_timeline(arrivals: list[float], started: float, step_s: float = 0.5) -> None:
+    """Requests received in each ``step_s`` since the driver started, one line a step."""
+    counts: dict[int, int] = {}
+    for t in arrivals:
+        counts[int((t - started) / step_s)] = counts.get(int((t - started) / step_s), 0) + 1
+    for k in range(max(counts, default=-1) + 1):
+        print(f"  {k * step_s:5.1f}s {counts.get(k, 0):4} {'#' * (counts.get(k, 0) // 4)}")
 
 
 class _MainProcessCpu:
