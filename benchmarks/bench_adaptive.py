@@ -2,8 +2,9 @@
 
 Runs ``summarize_book(strategy="hier")`` on a sample book through the real OpenAI SDK to the
 fake server (in this process, answering each call after ``--latency`` seconds), with the
-default options (adaptive limit for hosted APIs), then the same against a server that answers
-429 above ``--server-limit`` calls in flight. Prints calls, wall time, the critical path
+default options (adaptive limit for hosted APIs); then the same with the fake server in a
+process of its own (as a real server is: its CPU no longer shares this process's GIL); then
+against a server in this process that answers 429 above ``--server-limit`` calls in flight. Prints calls, wall time, the critical path
 (longest chain of dependent calls x latency, from the record: a leaf's tries, then each merge
 after its inputs and the previous group of its level, then cleaning) and their ratio, the
 peak in flight, and the share of calls rejected.
@@ -19,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench_hier import start_server
 
 from booksum_app.llm.registry import LLMSettings
 from booksum_app.runners.summarize import summarize_book
@@ -63,6 +66,26 @@ def run(book: Path, latency: float, server_limit: int | None, concurrency: int |
           f"critical path {critical:4.2f}s, ratio {wall / critical:4.2f}x; first call at {first_call:4.2f}s")
 
 
+def run_own_process(book: Path, latency: float) -> None:
+    """Default options against a stand-in in a process of its own, as a real server is: its CPU
+    then does not share this process's GIL (the calls it counts are not visible from here)."""
+    server, url = start_server(latency)
+    try:
+        summarize_book(book, strategy="direct", model="openai:gpt-4o-mini", max_summary_tokens=100,  # its warm-up
+                       llm_settings=LLMSettings(base_url=url, cache_dir=Path(tempfile.mkdtemp())))
+        settings = LLMSettings(base_url=url, cache_dir=Path(tempfile.mkdtemp()))
+        start, cpu = time.perf_counter(), time.process_time()
+        record = summarize_book(book, strategy="hier", model="openai:gpt-4o-mini", llm_settings=settings)
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    finally:
+        server.terminate()
+        server.wait()
+    critical = critical_calls(record) * latency
+    print(f"{'stand-in in its own process, adaptive':36} calls {record.totals.calls:4} | wall {wall:5.2f}s, "
+          f"critical path {critical:4.2f}s, ratio {wall / critical:4.2f}x; driver CPU {cpu:4.2f}s "
+          f"({1000 * cpu / max(record.totals.calls, 1):.1f} ms a call, reading and chunking included)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--book", default="pride")
@@ -77,6 +100,7 @@ def main() -> None:
                        llm_settings=LLMSettings(base_url=server.openai_base_url, cache_dir=Path(tempfile.mkdtemp())))
     run(book, args.latency, None, concurrency=8)  # a cap of 8 in flight (the default before the adaptive limit)
     run(book, args.latency, None)
+    run_own_process(book, args.latency)
     run(book, args.latency, args.server_limit)
 
 
