@@ -151,6 +151,7 @@ def test_nltk_patterns_run_on_the_stdlib_engine() -> None:
         return [value] if hasattr(value, "pattern") and hasattr(value, "sub") else []
 
     tokenizer, lang_vars = _nltk_word_tokenizer(), punkt_english()._lang_vars
+    tokenizer = getattr(tokenizer, "base", tokenizer)  # the prechecked tokenizer runs its base's patterns
     found = patterns([getattr(tokenizer, name) for name in dir(tokenizer) if name.isupper()])
     found += patterns([lang_vars._word_tokenizer_re(), lang_vars.period_context_re(), lang_vars.re_boundary_realignment])
     assert len(found) > 30

@@ -30,8 +30,10 @@ def _nltk_word_tokenizer() -> Any:
     from nltk.tokenize import NLTKWordTokenizer
 
     from booksum_app.chunking.sentences import trusted_class
+    from booksum_app.scoring.nltk_words import prechecked
 
-    return trusted_class(NLTKWordTokenizer)()  # NLTK's fixed patterns, without the wall-clock guard
+    # NLTK's fixed patterns, without the wall-clock guard, each skipped where it cannot match
+    return prechecked(trusted_class(NLTKWordTokenizer)())
 
 
 @functools.cache
