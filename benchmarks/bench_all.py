@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, tuple[list[str], bool]] = {
     "kill": (["bench_kill.py", "--kills", "3"], True),
     "local_threads": (["bench_local_threads.py", "--repeats", "1"], True),
     "compare_scale": (["bench_compare_scale.py", "--books", "40", "--distinct"], True),
+    "compare_scale_200": (["bench_compare_scale.py", "--books", "200", "--distinct"], True),
     "quickstart": (["-m", "booksum_app", "summarize", str(REPO / "samples" / "h-g-wells_the-time-machine.epub"),
                     "-o", "{tmp}/the-time-machine"], True),
 }
