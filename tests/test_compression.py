@@ -277,6 +277,9 @@ def test_compression_that_keeps_failing_is_truncated() -> None:
         ("Darcy proposes. Then Elizabeth", "Darcy proposes."),
         ("In the next chapter, they talk.", "In the next chapter, they talk."),  # narrative, kept
         ("更新后的摘要（300字）：\n在这一片段中，阳旭得到了宝物。然后", "阳旭得到了宝物。"),
+        ("He travels.\n\nSummary 22:\n\nHe returns.\n\n**Summary 23:**\nHe leaves.", "He travels.\n\nHe returns.\n\nHe leaves."),
+        ("Summary 3: the third day dawns.", "Summary 3: the third day dawns."),  # text after the colon: kept
+        ("She read the summary 3 times:\nonce, twice, thrice.", "She read the summary 3 times:\nonce, twice, thrice."),
     ],
 )
 def test_deterministic_cleanup(raw: str, cleaned: str) -> None:
@@ -302,3 +305,8 @@ def test_llm_pass_is_used_then_cleaned_and_a_gutted_answer_is_rejected() -> None
     gutted = FakeBackend(reply=lambda r: "Short.")
     result = remove_artifacts(summary, model=Client(gutted), template=load_template("clean"))
     assert result.llm_rejected == "too_short" and result.cleaned.startswith("Elizabeth meets Darcy")
+
+
+def test_merge_input_headers_a_small_model_copied_are_recorded_as_removed() -> None:
+    cleaned, removed = clean_deterministic("He travels.\n\nSummary 22:\n\nHe returns.")
+    assert cleaned == "He travels.\n\nHe returns." and removed == ("Summary 22:",)

@@ -14,6 +14,8 @@ Two passes, both optional, both recorded:
    - stepwise phrases: "In this segment, ", ", in the current excerpt,", "In the updated
      summary, ", " in this part of the story." and the Chinese 在这一片段中，...
    - sentences copied from the prompt templates (numbers ignored when comparing);
+   - lines that are only a merge prompt's input header ("Summary 22:"), which a small model
+     copies from hier's merge prompt into its answer;
    - a trailing incomplete sentence (when at least one complete sentence precedes it).
 """
 
@@ -72,6 +74,8 @@ _ZH_PHRASE = re.compile(
     r"(?:在|于)(?:这|本|此|当前|上述|更新后的)(?:一|个)?(?:片段|部分|节选|段落|段|摘要)(?:中|里)?[，,]"
 )
 _MULTI_BLANK = re.compile(r"\n{3,}")
+# hier's ITEM_HEADER ("Summary {k}:") alone on a line, bold or not: prompt structure, never story
+_ITEM_HEADER_LINE = re.compile(r"^[ \t]*(?:\*\*)?summary[ \t]+\d+[ \t]*:(?:\*\*)?[ \t]*$", re.IGNORECASE | re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,10 @@ def clean_deterministic(
         for m in pattern.finditer(text):
             removed.append(m.group(0).strip())
         text = pattern.sub(repl, text)
+
+    for m in _ITEM_HEADER_LINE.finditer(text):
+        removed.append(m.group(0).strip())
+    text = _ITEM_HEADER_LINE.sub("", text)
 
     prompts = [_norm(p) for p in prompt_texts]
     if prompts:
