@@ -73,11 +73,22 @@ def check_writable_dir(path: str | os.PathLike[str]) -> Path:
     return directory
 
 
-def _write_temp(target: Path, text: str) -> str:
+def _temp_beside(target: Path) -> tuple[int, str]:
+    """A new file (mode ``FILE_MODE``) beside ``target``, to be renamed onto it: ``(fd, path)``."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, FILE_MODE)
+    except BaseException:
+        os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return fd, tmp
+
+
+def _write_temp(target: Path, text: str) -> str:
+    fd, tmp = _temp_beside(target)
+    try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -93,10 +104,8 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary file beside ``path`` for another writer to fill (a C library writing by name);
     leaving the block without an error fsyncs it and renames it onto ``path``, an error removes it."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = _temp_beside(target)
     try:
-        os.fchmod(fd, FILE_MODE)
         os.close(fd)
         yield Path(tmp)
         with open(tmp, "rb") as written:  # on disk before it has the name readers trust
