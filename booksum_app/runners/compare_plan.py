@@ -179,6 +179,9 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None, *, chunk_mem
     memo = chunk_memo if chunk_memo is not None else ChunkMemo()
     infos = _resolve(exp, settings)
     counters = {m: token_counter(info, settings, m) for m, info in infos.items()}
+    # the same counters as tokenizers: the named one itself where there is one, so its cuts are shared
+    tokenizers = {m: get_tokenizer(info.tokenizer) if info.tokenizer != "native" else
+                  CallableTokenizer(f"model:{info.name}", counters[m]) for m, info in infos.items()}
     names = {m: info.name for m, info in infos.items()}
     grid = exp.grid(lambda m: names[m])
     by_name = {name: m for m, name in names.items()}
@@ -203,11 +206,8 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None, *, chunk_mem
             model = by_name[config.model]
             size = config.chunk_size or max(exp.chunk_sizes)
             if (model, size) not in chunks:
-                info = infos[model]
-                tokenizer = get_tokenizer(info.tokenizer) if info.tokenizer != "native" else CallableTokenizer(
-                    f"model:{config.model}", counters[model])  # the counter token_counter gives
                 chunks[(model, size)] = [c.n_tokens for c in memo.spans(
-                    ctx.book, book_id=ctx.sha256, tokenizer=tokenizer, chunk_size=size,
+                    ctx.book, book_id=ctx.sha256, tokenizer=tokenizers[model], chunk_size=size,
                     chapter_aware=exp.chapter_aware, include_front_matter=exp.include_front_matter)]
             plan = plan_strategy(config.strategy, chunk_tokens=chunks[(model, size)], info=infos[model],
                                  count_tokens=counters[model], config=run.strategy_config(), clean=run.clean)
