@@ -8,7 +8,11 @@ calls per second against the ceiling the latency allows (concurrency / latency),
 call of the driver and of the stand-in, and the driver's peak RSS. The stand-in shares the
 machine's cores with the driver, so on a small machine both figures are lower bounds.
 
+``--transport sdk`` sends through the openai SDK instead of the lean client that plain http://
+servers get by default (``BOOKSUM_OPENAI_TRANSPORT=sdk``); ``--transport both`` measures both, in turns.
+
     python benchmarks/bench_driver.py [--calls 2000] [--concurrency 256] [--latency 1.0] [--repeats 3]
+                                      [--transport auto|sdk|both]
 """
 
 from __future__ import annotations
@@ -35,12 +39,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one_run(url: str, server_pid: int, calls: int, concurrency: int, tag: str) -> tuple[float, float, float]:
+def one_run(url: str, server_pid: int, calls: int, concurrency: int, tag: str,
+            transport: str = "auto") -> tuple[float, float, float]:
     """(calls/s, driver CPU ms per call, stand-in CPU ms per call) of one batch."""
     settings = LLMSettings(base_url=url, cache_dir=Path(tempfile.mkdtemp()), concurrency=concurrency)
     requests = [Request(prompt=f"{tag} part {i}. Summarize within 50 words.\n\n{TEXT}", max_tokens=80)
                 for i in range(calls)]
-    with get_model("openai:gpt-4o-mini", settings=settings, env={"OPENAI_API_KEY": "dummy"}) as client:
+    with get_model("openai:gpt-4o-mini", settings=settings, env={"OPENAI_API_KEY": "dummy",
+                                                                      "BOOKSUM_OPENAI_TRANSPORT": transport}) as client:
         server_cpu, cpu, start = cpu_seconds(server_pid), time.process_time(), time.perf_counter()
         client.complete_many(requests)
         wall = time.perf_counter() - start
@@ -54,22 +60,32 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--transport", choices=("auto", "sdk", "both"), default="auto")
     args = parser.parse_args()
+    transports = ("auto", "sdk") if args.transport == "both" else (args.transport,)
     server, url = start_server(args.latency)  # in its own process, on a free port
+    runs: dict[str, list[tuple[float, float, float]]] = {t: [] for t in transports}
     try:
-        one_run(url, server.pid, 20, 8, "warm-up")  # imports, tokenizer tables, first connections
-        runs = [one_run(url, server.pid, args.calls, args.concurrency, f"run {r}") for r in range(args.repeats)]
+        for transport in transports:
+            one_run(url, server.pid, 20, 8, f"warm-up {transport}", transport)  # imports, first connections
+        for r in range(args.repeats):
+            for transport in transports:  # in turns, so drift in the machine hits both alike
+                runs[transport].append(one_run(url, server.pid, args.calls, args.concurrency, f"run {r} {transport}",
+                                               transport))
     finally:
         server.terminate()
         server.wait()
-    rate = statistics.median(r[0] for r in runs)
     ceiling = args.concurrency / args.latency
     print(f"{args.calls} calls, {args.concurrency} in flight at most, stand-in answering in {args.latency:g} s "
           f"(its own process), cores {len(os.sched_getaffinity(0))}, load {os.getloadavg()[0]:.2f}")
-    print(f"calls/s, median of {args.repeats}: {rate:.0f} (runs: {', '.join(f'{r[0]:.0f}' for r in runs)}); "
-          f"latency ceiling {ceiling:.0f}/s: {rate / ceiling:.2f}x")
-    print(f"CPU per call: driver {statistics.median(r[1] for r in runs):.2f} ms, "
-          f"stand-in {statistics.median(r[2] for r in runs):.2f} ms")
+    for transport, results in runs.items():
+        rate = statistics.median(r[0] for r in results)
+        label = "lean client" if transport == "auto" else "openai SDK"
+        print(f"[{label}] calls/s, median of {args.repeats}: {rate:.0f} "
+              f"(runs: {', '.join(f'{r[0]:.0f}' for r in results)}); latency ceiling {ceiling:.0f}/s: "
+              f"{rate / ceiling:.2f}x")
+        print(f"[{label}] CPU per call: driver {statistics.median(r[1] for r in results):.2f} ms, "
+              f"stand-in {statistics.median(r[2] for r in results):.2f} ms")
     print(f"driver peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 

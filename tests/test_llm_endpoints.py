@@ -45,20 +45,21 @@ def test_a_dead_replica_is_skipped_and_every_call_answered(tmp_path: Path, monke
 
 
 def test_calls_to_one_endpoint_spread_over_lanes_of_bounded_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Many calls in flight to one URL open more SDK clients (connection pools), each holding at most LANE_CALLS."""
+    """Through the SDK, many calls in flight to one URL open more SDK clients (connection pools), each holding at most LANE_CALLS."""
     from booksum_app.llm import openai_backend
 
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
-    monkeypatch.setattr(openai_backend._Endpoint, "LANE_CALLS", 4)
+    monkeypatch.setenv("BOOKSUM_OPENAI_TRANSPORT", "sdk")
+    monkeypatch.setattr(openai_backend._SdkSender, "LANE_CALLS", 4)
     busiest: list[int] = []
-    real_take = openai_backend._Endpoint.take_lane
+    real_take = openai_backend._SdkSender._take_lane
 
-    def take_lane(endpoint: openai_backend._Endpoint) -> openai_backend._Lane:
-        lane = real_take(endpoint)
+    def take_lane(sender: openai_backend._SdkSender) -> openai_backend._Lane:
+        lane = real_take(sender)
         busiest.append(lane.in_flight)
         return lane
 
-    monkeypatch.setattr(openai_backend._Endpoint, "take_lane", take_lane)
+    monkeypatch.setattr(openai_backend._SdkSender, "_take_lane", take_lane)
     with FakeServer(latency_s=0.1) as server:
         client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url=server.openai_base_url,
                                                                       cache_dir=tmp_path, concurrency=12))
@@ -66,7 +67,9 @@ def test_calls_to_one_endpoint_spread_over_lanes_of_bounded_size(tmp_path: Path,
         backend = client.backend
         assert isinstance(backend, openai_backend.OpenAIBackend)
         (endpoint,) = backend._endpoints
-        lanes = list(endpoint.lanes)
+        sender = endpoint.sender
+        assert isinstance(sender, openai_backend._SdkSender)
+        lanes = list(sender.lanes)
         client.close()
         assert server.call_count == 36 and server.max_in_flight > 4
     assert len(answers) == 36 and all(a.text for a in answers)

@@ -1,4 +1,8 @@
-"""The OpenAI and Anthropic backends through their real SDKs, against the fake server on localhost."""
+"""The OpenAI and Anthropic backends against the fake server on localhost.
+
+"openai" reaches the fake server's plain http:// URL through the lean client (``http_json``),
+"openai-sdk" through the openai SDK (``BOOKSUM_OPENAI_TRANSPORT=sdk``), "anthropic" through its SDK.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +14,14 @@ import pytest
 from booksum_app.errors import AuthError, ContextTooLong, ModelError, TransientModelError
 from booksum_app.llm.base import ModelInfo, Request
 from booksum_app.llm.calls import Client
-from booksum_app.llm.openai_backend import OpenAIBackend
+from booksum_app.llm.openai_backend import OpenAIBackend, Transport
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.testing.fake_replies import default_reply
 from booksum_app.testing.fake_server import FakeServer
 
 SECRET = "sk-test-DO-NOT-LEAK-123"
-APIS = ("openai", "anthropic")
-MODEL = {"openai": "openai:gpt-4o", "anthropic": "anthropic:claude-haiku-4-5"}
+APIS = ("openai", "openai-sdk", "anthropic")
+MODEL = {"openai": "openai:gpt-4o", "openai-sdk": "openai:gpt-4o", "anthropic": "anthropic:claude-haiku-4-5"}
 TEXT = "The ship left port at dawn. Storms came at noon. By night the crew was lost."
 REQ = Request(prompt=f"Summarize within 30 words.\n\n---\n\n{TEXT}", max_tokens=60)
 
@@ -48,7 +52,9 @@ def client_for(
     **settings: object,
 ) -> Client:
     env = {"OPENAI_API_KEY": SECRET, "ANTHROPIC_API_KEY": SECRET}
-    base_url = server.openai_base_url if api == "openai" else server.anthropic_base_url
+    if api == "openai-sdk":
+        env["BOOKSUM_OPENAI_TRANSPORT"] = "sdk"
+    base_url = server.anthropic_base_url if api == "anthropic" else server.openai_base_url
     options: dict[str, object] = {"cache_dir": tmp_path / "cache", "config_path": tmp_path / "none"}
     options.update(settings)
     client = get_model(
@@ -165,7 +171,8 @@ def test_anthropic_shared_prefix_uses_prompt_caching(tmp_path: Path) -> None:
     assert second.cost_usd < first.cost_usd
 
 
-def test_openai_parameter_mapping(server: FakeServer) -> None:
+@pytest.mark.parametrize("transport", ["auto", "sdk"])
+def test_openai_parameter_mapping(transport: Transport, server: FakeServer) -> None:
     info = ModelInfo(name="openai:o3", context_window=200_000, tokenizer="o200k_base")
     official = OpenAIBackend(
         info,
@@ -174,6 +181,7 @@ def test_openai_parameter_mapping(server: FakeServer) -> None:
         base_url=server.openai_base_url,
         reasoning=True,
         legacy_max_tokens=False,  # what api.openai.com gets
+        transport=transport,
     )
     OPENED.append(official)
     official.complete(Request(prompt="Hi.", system="Be brief.", max_tokens=42, stop=("\n\n",)))
@@ -187,7 +195,8 @@ def test_openai_parameter_mapping(server: FakeServer) -> None:
     assert "temperature" not in sent and "top_p" not in sent  # reasoning models reject them
     assert sent["messages"][0] == {"role": "system", "content": "Be brief."}
     assert sent["stop"] == ["\n\n"]
-    compatible = OpenAIBackend(info, model_id="m", api_key=None, base_url=server.openai_base_url)
+    compatible = OpenAIBackend(info, model_id="m", api_key=None, base_url=server.openai_base_url,
+                               transport=transport)
     OPENED.append(compatible)
     compatible.complete(Request(prompt="Hi.", max_tokens=7, temperature=0.5))
     sent = server.requests[-1].payload

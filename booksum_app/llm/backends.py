@@ -42,10 +42,13 @@ PLUGIN_DEFAULTS: Mapping[str, Any] = {
 
 
 def _openai(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
-    from booksum_app.llm.openai_backend import OpenAIBackend
+    from booksum_app.llm.openai_backend import OpenAIBackend, Transport
 
+    # BOOKSUM_OPENAI_TRANSPORT=sdk: every call through the openai SDK, even to a plain http:// server
+    transport: Transport = "sdk" if env.get("BOOKSUM_OPENAI_TRANSPORT", "").strip().lower() == "sdk" else "auto"
     return OpenAIBackend(spec.info, model_id=spec.model_id, api_key=env.get("OPENAI_API_KEY") or None,
-                         base_url=spec.base_url, timeout_s=settings.timeout_s, reasoning=spec.reasoning)
+                         base_url=spec.base_url, timeout_s=settings.timeout_s, reasoning=spec.reasoning,
+                         transport=transport)
 
 
 def _anthropic(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:

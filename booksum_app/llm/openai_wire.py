@@ -1,0 +1,170 @@
+"""The chat-completions wire format: the body booksum sends, and what it accepts back.
+
+Both ways of reaching an OpenAI-compatible server (the SDK, and ``http_json``'s lean client
+for plain ``http://`` servers) send the same body and read replies here, so a reply is held
+to one standard whichever carried it: JSON, a ``choices`` list whose first entry has a
+message with string content, a string finish reason, and token counts that are
+non-negative integers. Anything else is refused as a malformed reply (retried by the call
+layer), never turned into a plausible empty answer or a negative cost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from booksum_app.errors import (
+    AuthError,
+    ContextTooLong,
+    ModelError,
+    RateLimited,
+    TransientModelError,
+    redact,
+)
+from booksum_app.llm.base import Completion, Request, Usage
+from booksum_app.llm.calls import retry_after_seconds
+
+DETAIL_CHARS = 300  # of a server's error message kept in ours
+
+
+def chat_body(request: Request, *, model_id: str, legacy_max_tokens: bool, reasoning: bool) -> dict[str, Any]:
+    """The JSON body of one chat completion request.
+
+    ``legacy_max_tokens``: compatible servers get ``max_tokens``; api.openai.com gets
+    ``max_completion_tokens``. Reasoning models get no temperature / top_p, which they reject.
+    """
+    messages: list[dict[str, str]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    messages.append({"role": "user", "content": request.user_text})
+    body: dict[str, Any] = {"model": model_id, "messages": messages}
+    body["max_tokens" if legacy_max_tokens else "max_completion_tokens"] = request.max_tokens
+    if not reasoning:
+        body["temperature"] = request.temperature
+        body["top_p"] = request.top_p
+    if request.stop:
+        body["stop"] = list(request.stop)
+    return body
+
+
+def completion_from_reply(body: bytes, *, name: str, model_id: str, latency_s: float, secret: str | None) -> Completion:
+    """The completion in a 2xx reply's body, or :class:`TransientModelError` if it is not one."""
+    try:
+        reply = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:  # a proxy's HTML page, a cut-off body
+        raise TransientModelError(
+            f"{name}: the server's reply was not JSON (a proxy or gateway error?)"
+        ) from exc
+    if not isinstance(reply, dict):
+        raise _malformed(name, "not a JSON object")
+    choices = reply.get("choices")
+    if choices is None and "error" in reply:  # some gateways answer 200 with an error object
+        detail = redact(_error_message(reply) or "no message", secret)
+        raise TransientModelError(f"{name}: the server answered with an error: {detail}")
+    if not isinstance(choices, list):
+        raise _malformed(name, "no choices list")
+    if not choices:
+        raise TransientModelError(f"{name}: the reply had no choices")
+    choice = choices[0]
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        raise _malformed(name, "no message in the first choice")
+    content = message.get("content")
+    finish_reason = choice.get("finish_reason")
+    model = reply.get("model")
+    if not (content is None or isinstance(content, str)):
+        raise _malformed(name, "the message content is not text")
+    if not (finish_reason is None or isinstance(finish_reason, str)):
+        raise _malformed(name, "the finish reason is not text")
+    return Completion(
+        text=content or "",
+        finish_reason=finish_reason or "stop",
+        usage=_usage(reply.get("usage"), name),
+        model=model if isinstance(model, str) and model else model_id,
+        latency_s=latency_s,
+    )
+
+
+def status_error(name: str, status: int, headers: Mapping[str, str] | Any, detail: str) -> Exception:
+    """The booksum error for an HTTP error status; ``detail`` is the server's message, already redacted."""
+    if status == 429:
+        return RateLimited(
+            f"{name}: rate limited (429): {detail}", retry_after_s=retry_after_seconds(headers)
+        )
+    if status in (401, 403):
+        return AuthError(
+            f"{name}: the API key was rejected ({status}); check OPENAI_API_KEY and its access"
+        )
+    if status == 408 or status >= 500:
+        return TransientModelError(
+            f"{name}: server error {status}: {detail}",
+            retry_after_s=retry_after_seconds(headers),
+            overloaded=status == 503,
+        )
+    if status == 404:
+        return ModelError(f"{name}: model or endpoint not found (404); check the model name")
+    if _is_context_error(detail):
+        return ContextTooLong(f"{name}: prompt too long for the context window: {detail}")
+    return ModelError(f"{name}: request rejected ({status}): {detail}")
+
+
+def error_detail(body: bytes) -> str:
+    """The server's own message from an error reply's body (JSON ``error.message``, else its text)."""
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return " ".join(body[:DETAIL_CHARS].decode("utf-8", "replace").split())
+    return (_error_message(parsed) or "no message")[:DETAIL_CHARS]
+
+
+def _error_message(parsed: Any) -> str | None:
+    if not isinstance(parsed, dict):
+        return None
+    inner = parsed.get("error", parsed)
+    if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+        return " ".join(str(inner["message"]).split())[:DETAIL_CHARS]
+    if isinstance(inner, str):
+        return " ".join(inner.split())[:DETAIL_CHARS]
+    return None
+
+
+def _usage(usage: Any, name: str) -> Usage:
+    if usage is None:
+        return Usage()
+    if not isinstance(usage, dict):
+        raise _malformed(name, "usage is not an object")
+    prompt_tokens = _count(usage.get("prompt_tokens"), name)
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    # a compatible server's odd cached count (over the prompt, negative, not a number) must not
+    # make a cost negative: it is read as no cache at all, or at most the whole prompt
+    cached_tokens = 0
+    if isinstance(cached, int) and not isinstance(cached, bool):
+        cached_tokens = min(max(cached, 0), prompt_tokens)
+    return Usage(
+        input_tokens=prompt_tokens,
+        output_tokens=_count(usage.get("completion_tokens"), name),
+        cached_input_tokens=cached_tokens,
+    )
+
+
+def _count(value: Any, name: str) -> int:
+    if value is None:
+        return 0
+    if not _is_int(value) or value < 0:
+        raise _malformed(name, "a token count is not a non-negative integer")
+    return int(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_context_error(message: str) -> bool:
+    lowered = message.lower()
+    return "context_length" in lowered or "context length" in lowered or "maximum context" in lowered
+
+
+def _malformed(name: str, why: str) -> TransientModelError:
+    return TransientModelError(f"{name}: malformed reply from the server ({why})")
