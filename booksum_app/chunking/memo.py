@@ -69,6 +69,24 @@ class ChunkMemo:
                 self._spans.setdefault(key, spans)
         return spans
 
+    def add(
+        self, spans: tuple[ChunkSpan, ...], *, book_id: str, tokenizer_name: str, chunk_size: int,
+        chapter_aware: bool = False, include_front_matter: bool = False,
+    ) -> None:
+        """Cuts made elsewhere (compare's plan workers) with the named tokenizer ``tokenizer_name``."""
+        if tokenizer_name not in (*ENCODING_NAMES, ESTIMATE_NAME):
+            raise ValueError(f"not a named tokenizer: {tokenizer_name!r}")
+        with self._lock:
+            self._spans.setdefault((book_id, tokenizer_name, chunk_size, chapter_aware, include_front_matter), spans)
+
+    def known(
+        self, *, book_id: str, tokenizer_name: str, chunk_size: int, chapter_aware: bool = False,
+        include_front_matter: bool = False,
+    ) -> tuple[ChunkSpan, ...] | None:
+        """The remembered cuts, or None."""
+        with self._lock:
+            return self._spans.get((book_id, tokenizer_name, chunk_size, chapter_aware, include_front_matter))
+
     def chunks(
         self, book: Book, *, book_id: str, tokenizer: Tokenizer, chunk_size: int,
         chapter_aware: bool = False, include_front_matter: bool = False,

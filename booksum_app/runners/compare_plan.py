@@ -12,24 +12,26 @@
   as the judge will send them; a summary still to write is taken to have G tokens in
   ``ceil(G / 20)`` sentences (an over-estimate for the 25-30-token sentences summaries
   usually have). Provider prompt caching is accounted; judge calls the call cache will
-  replay (a finished record judged before by the same judge) are not subtracted.
+  replay (a finished record judged before by the same judge) are not subtracted. Large grids
+  have their books cut by worker processes (:mod:`~booksum_app.runners.plan_cuts`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from booksum_app.books import Book, open_book
 from booksum_app.chunking import CallableTokenizer, get_tokenizer
-from booksum_app.chunking.memo import ChunkMemo
+from booksum_app.chunking.memo import ChunkMemo, is_named
 from booksum_app.config import DEFAULT_CHUNK_SIZE
-from booksum_app.errors import BooksumError
+from booksum_app.errors import BookFormatError, BooksumError
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.registry import LLMSettings, choose_judge, choose_model
-from booksum_app.runners.datasets import load_samples
+from booksum_app.runners.datasets import Sample, load_samples
 from booksum_app.runners.experiment import Experiment, GridConfig
 from booksum_app.runners.judge_plan import (
     DEFAULT_MAX_PLAN_COST_USD,
@@ -42,6 +44,7 @@ from booksum_app.runners.judge_plan import (
     unreplayed,
 )
 from booksum_app.runners.plan import plan_strategy
+from booksum_app.runners.plan_cuts import CutOrder, PlanCutters
 from booksum_app.runners.run_config import RunConfig, resolve_lang
 from booksum_app.scoring.release import read_summaries
 from booksum_app.strategies.record import SummaryRecord, read_record
@@ -150,6 +153,17 @@ def _resolve(exp: Experiment, settings: LLMSettings) -> dict[str | None, ModelIn
     return {m: choose_model(m, settings=settings).info for m in (exp.models if exp.books or exp.datasets else ())}
 
 
+_Todo = tuple[GridConfig, RunConfig, "str | None", int]  # a configuration to plan: its run, model, chunk size
+
+
+def _reopened(path: Path, book_id: str, exp: Experiment) -> Book:
+    """A deferred book read again when no worker cut it: refused if the file changed meanwhile."""
+    ctx = open_context(path, exp)
+    if ctx.sha256 != book_id:
+        raise BookFormatError(f"{path.name}: the file changed while the grid was being planned; run again")
+    return ctx.book
+
+
 def judge_string(exp: Experiment, settings: LLMSettings | None = None) -> str | None:
     """The judge: ``--judge`` > config/env judge > the grid's first model if one was named.
 
@@ -166,6 +180,96 @@ def needs_judge(exp: Experiment, settings: LLMSettings | None = None) -> bool:
     return wants and judge_string(exp, settings) is not None
 
 
+class _SummaryPlanner:
+    """The summaries' part of a plan: each book's unfinished configurations, priced from its chunks.
+
+    With many book files (:class:`~booksum_app.runners.plan_cuts.PlanCutters`), a book's cuts
+    are handed to worker processes once it is read, and its configurations priced at
+    :meth:`finish`; otherwise each book is cut and priced as it is read.
+    """
+
+    def __init__(self, exp: Experiment, infos: dict[str | None, ModelInfo],
+                 counters: dict[str | None, Callable[[str], int]], memo: ChunkMemo) -> None:
+        self.exp, self.infos, self.counters, self.memo = exp, infos, counters, memo
+        # the same counters as tokenizers: the named one itself where there is one, so its cuts are shared
+        self.tokenizers = {m: get_tokenizer(info.tokenizer) if info.tokenizer != "native" else
+                           CallableTokenizer(f"model:{info.name}", counters[m]) for m, info in infos.items()}
+        names = {m: info.name for m, info in infos.items()}
+        self.grid = exp.grid(lambda m: names[m])
+        self.by_name = {name: m for m, name in names.items()}
+        self.totals: dict[GridConfig, list[int | float]] = {c: [0, 0, 0, 0, 0.0] for c in self.grid}
+        self.remaining = 0
+        self.written: list[str] = []  # summaries of finished records: the judge judges them too
+        self.cut_options = {"chapter_aware": exp.chapter_aware, "include_front_matter": exp.include_front_matter}
+        self.cutters = PlanCutters.for_grid(len(exp.books), tokenizers_named=all(map(is_named, self.tokenizers.values())),
+                                            **self.cut_options)
+        self.ordered: dict[str, tuple[Path, set[tuple[str, int]]]] = {}  # by sha256: identical copies cut once
+        self.deferred: list[tuple[str, list[_Todo]]] = []  # priced once the workers have cut their books
+
+    def add(self, ctx: BookContext, sample: Sample | None) -> None:
+        """One book (or benchmark sample): skip its finished configurations, price or defer the rest."""
+        exp, todo = self.exp, []
+        for config in self.grid:
+            run = run_config(config, exp.for_job(
+                config, max_summary_tokens=sample.max_new_tokens if sample else None), ctx.lang)
+            finished = finished_record(record_path(exp.out, config, ctx.path),
+                                       run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size))
+            if finished is not None:
+                self.written.append(finished.summary)
+                continue
+            self.remaining += 1
+            todo.append((config, run, self.by_name[config.model], config.chunk_size or max(exp.chunk_sizes)))
+        cutters = self.cutters
+        if cutters is not None and sample is None and todo and cutters.wanted(
+                len(ctx.book.text(include_front_matter=exp.include_front_matter))):
+            path, cuts = self.ordered.setdefault(ctx.sha256, (ctx.path, set()))
+            new = {(self.tokenizers[m].name, size) for _, _, m, size in todo} - cuts
+            if new:
+                cuts |= new
+                cutters.submit(CutOrder(path, ctx.sha256, tuple(sorted(new))))
+            self.deferred.append((ctx.sha256, todo))
+        else:
+            self._price(ctx.book, ctx.sha256, todo)
+
+    def finish(self) -> None:
+        """Take the workers' cuts into the memo and price the books that waited for them."""
+        if self.cutters is None:
+            return
+        for order, spans in self.cutters.results():
+            for (name, size), book_spans in spans.items():
+                self.memo.add(book_spans, book_id=order.sha256, tokenizer_name=name, chunk_size=size,
+                              **self.cut_options)
+        for book_id, todo in self.deferred:
+            self._price(None, book_id, todo)
+
+    def close(self) -> None:
+        if self.cutters is not None:
+            self.cutters.close()
+
+    def _price(self, book: Book | None, book_id: str, todo: list[_Todo]) -> None:
+        """Add one book's unfinished configurations to the totals (``book``: None when deferred)."""
+        chunks: dict[tuple[str | None, int], list[int]] = {}
+        for config, run, model, size in todo:
+            if (model, size) not in chunks:
+                tokenizer = self.tokenizers[model]
+                spans = self.memo.known(book_id=book_id, tokenizer_name=tokenizer.name, chunk_size=size,
+                                        **self.cut_options) if is_named(tokenizer) else None
+                if spans is None:
+                    if book is None:  # deferred, and no worker cut it
+                        book = _reopened(self.ordered[book_id][0], book_id, self.exp)
+                    spans = self.memo.spans(book, book_id=book_id, tokenizer=tokenizer, chunk_size=size,
+                                            **self.cut_options)
+                chunks[(model, size)] = [c.n_tokens for c in spans]
+            plan = plan_strategy(config.strategy, chunk_tokens=chunks[(model, size)], info=self.infos[model],
+                                 count_tokens=self.counters[model], config=run.strategy_config(), clean=run.clean)
+            t = self.totals[config]
+            t[0] = int(t[0]) + 1
+            t[1] = int(t[1]) + plan.calls
+            t[2] = int(t[2]) + plan.input_tokens
+            t[3] = int(t[3]) + plan.output_tokens
+            t[4] = float(t[4]) + plan.cost_usd
+
+
 def plan_grid(exp: Experiment, settings: LLMSettings | None = None, *, chunk_memo: ChunkMemo | None = None) -> GridPlan:
     """Upper bounds on calls, tokens and dollars of what remains of ``exp``; calls no LLM.
 
@@ -176,47 +280,19 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None, *, chunk_mem
         ConfigError, BookFormatError: bad options, model strings or books.
     """
     settings = settings or LLMSettings()
-    memo = chunk_memo if chunk_memo is not None else ChunkMemo()
     infos = _resolve(exp, settings)
     counters = {m: token_counter(info, settings, m) for m, info in infos.items()}
-    # the same counters as tokenizers: the named one itself where there is one, so its cuts are shared
-    tokenizers = {m: get_tokenizer(info.tokenizer) if info.tokenizer != "native" else
-                  CallableTokenizer(f"model:{info.name}", counters[m]) for m, info in infos.items()}
-    names = {m: info.name for m, info in infos.items()}
-    grid = exp.grid(lambda m: names[m])
-    by_name = {name: m for m, name in names.items()}
-    totals: dict[GridConfig, list[int | float]] = {c: [0, 0, 0, 0, 0.0] for c in grid}
-    remaining_summaries = 0
-    written: list[str] = []  # summaries of finished records: the judge judges them too
+    planner = _SummaryPlanner(exp, infos, counters, chunk_memo if chunk_memo is not None else ChunkMemo())
     samples = {s.key: s for s in load_samples(exp)}  # benchmark datasets: samples play the part of books
     contexts = itertools.chain((open_context(p, exp) for p in exp.books),
                                (BookContext(s.path, s.book, s.lang, s.sha256) for s in samples.values()))
-    for ctx in contexts:
-        chunks: dict[tuple[str | None, int], list[int]] = {}
-        sample = samples.get(ctx.key)
-        for config in grid:
-            run = run_config(config, exp.for_job(config, max_summary_tokens=sample.max_new_tokens if sample else None),
-                             ctx.lang)
-            finished = finished_record(record_path(exp.out, config, ctx.path),
-                                       run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size))
-            if finished is not None:
-                written.append(finished.summary)
-                continue
-            remaining_summaries += 1
-            model = by_name[config.model]
-            size = config.chunk_size or max(exp.chunk_sizes)
-            if (model, size) not in chunks:
-                chunks[(model, size)] = [c.n_tokens for c in memo.spans(
-                    ctx.book, book_id=ctx.sha256, tokenizer=tokenizers[model], chunk_size=size,
-                    chapter_aware=exp.chapter_aware, include_front_matter=exp.include_front_matter)]
-            plan = plan_strategy(config.strategy, chunk_tokens=chunks[(model, size)], info=infos[model],
-                                 count_tokens=counters[model], config=run.strategy_config(), clean=run.clean)
-            t = totals[config]
-            t[0] = int(t[0]) + 1
-            t[1] = int(t[1]) + plan.calls
-            t[2] = int(t[2]) + plan.input_tokens
-            t[3] = int(t[3]) + plan.output_tokens
-            t[4] = float(t[4]) + plan.cost_usd
+    try:
+        for ctx in contexts:
+            planner.add(ctx, samples.get(ctx.key))
+        planner.finish()
+    finally:
+        planner.close()
+    totals, written, remaining_summaries = planner.totals, planner.written, planner.remaining
     lines = [PlanLine(c.slug, len(exp.books) + len(samples), int(t[0]), int(t[1]), int(t[2]), int(t[3]), float(t[4]))
              for c, t in totals.items()]
     judge_name, replayed = None, 0
