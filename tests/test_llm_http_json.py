@@ -216,6 +216,8 @@ def test_the_lean_client_is_used_only_where_no_proxy_or_tls_is_needed(monkeypatc
 
     assert transports("http://10.0.0.5:8000/v1,https://example.org/v1") == ["direct", "sdk"]
     assert transports(None) == ["sdk"]  # api.openai.com
+    assert transports("http://user:secret@10.0.0.5:8000/v1") == ["sdk"]  # basic auth in the URL: the SDK's
+    assert transports("http://10.0.0.5:8000/v1?api-version=1") == ["sdk"]
     assert transports("http://10.0.0.5:8000/v1", "sdk") == ["sdk"]
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
     assert transports("http://10.0.0.5:8000/v1") == ["sdk"]  # the SDK routes through the proxy

@@ -44,9 +44,9 @@ class HttpReply:
 
 
 def is_plain_http(url: str) -> bool:
-    """Whether ``url`` is an ``http://`` URL with a host (what :class:`JsonPoster` can reach)."""
+    """Whether ``url`` is an ``http://`` URL with a host and no credentials or query (what :class:`JsonPoster` reaches)."""
     parts = urlsplit(url)
-    return parts.scheme == "http" and bool(parts.hostname)
+    return parts.scheme == "http" and bool(parts.hostname) and parts.username is None and not parts.query
 
 
 class JsonPoster:
