@@ -112,11 +112,11 @@ def opened() -> Iterator[list[Client]]:
 
 def client_for(peer: RawPeer, transport: str, tmp_path: Path, opened: list[Client],
                monkeypatch: pytest.MonkeyPatch, **settings: object) -> Client:
-    monkeypatch.setenv("BOOKSUM_OPENAI_TRANSPORT", transport)
     options: dict[str, object] = {"cache_dir": tmp_path / "cache", "config_path": tmp_path / "none", "timeout_s": 5.0}
     options.update(settings)
     client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url=peer.url, **options),  # type: ignore[arg-type]
-                       env={"OPENAI_API_KEY": "sk-test-raw-peer-0001", "BOOKSUM_OPENAI_TRANSPORT": transport})
+                       env={"OPENAI_API_KEY": "sk-test-raw-peer-0001",
+                            "BOOKSUM_OPENAI_TRANSPORT": "sdk" if transport == "sdk" else "auto"})
     assert isinstance(client.backend, OpenAIBackend) and client.backend.transports == [transport]
     client._sleep = lambda seconds: None  # no real waiting between retries
     opened.append(client)
@@ -238,3 +238,11 @@ def test_requests_are_the_same_bytes_of_json_through_either_carrier(
     assert sent[0] == sent[1]
     assert sent[0]["messages"] == [{"role": "system", "content": "Be brief."},
                                    {"role": "user", "content": "Résumé: 水浒传, «quoted»."}]
+
+
+def test_an_unknown_transport_setting_is_refused_in_one_line(tmp_path: Path) -> None:
+    from booksum_app.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"BOOKSUM_OPENAI_TRANSPORT='httpx': use auto \(the default\) or sdk"):
+        get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url="http://127.0.0.1:9/v1", cache_dir=tmp_path),
+                  env={"BOOKSUM_OPENAI_TRANSPORT": "httpx"})

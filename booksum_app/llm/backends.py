@@ -45,7 +45,10 @@ def _openai(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> B
     from booksum_app.llm.openai_backend import OpenAIBackend, Transport
 
     # BOOKSUM_OPENAI_TRANSPORT=sdk: every call through the openai SDK, even to a plain http:// server
-    transport: Transport = "sdk" if env.get("BOOKSUM_OPENAI_TRANSPORT", "").strip().lower() == "sdk" else "auto"
+    chosen = env.get("BOOKSUM_OPENAI_TRANSPORT", "").strip().lower() or "auto"
+    if chosen not in ("auto", "sdk"):
+        raise ConfigError(f"BOOKSUM_OPENAI_TRANSPORT={chosen[:20]!r}: use auto (the default) or sdk")
+    transport: Transport = "sdk" if chosen == "sdk" else "auto"
     return OpenAIBackend(spec.info, model_id=spec.model_id, api_key=env.get("OPENAI_API_KEY") or None,
                          base_url=spec.base_url, timeout_s=settings.timeout_s, reasoning=spec.reasoning,
                          transport=transport)
