@@ -35,7 +35,8 @@ from booksum_app.runners.workers import exit_with_parent
 MIN_BOOKS = 8
 # Workers pay off once the grid's text is long enough: serial cutting runs at ~9.5M characters
 # a second and spawning the workers takes ~0.7 s (2-core machine, 35K-word books: break-even
-# measured near 80 books, 15M characters), so cores workers win above BOOT_S * c / (c - 1).
+# measured near 80 books, 15M characters), so c workers win once the serial cutting would take
+# longer than BOOT_S * c / (c - 1).
 SERIAL_CHARS_PER_S = 9.5e6
 BOOT_S = 0.7
 MARGIN = 1.2
@@ -64,7 +65,7 @@ def cut_file(order: CutOrder, chapter_aware: bool, include_front_matter: bool) -
 
 
 class PlanCutters:
-    """Worker processes that cut books for a plan (started at once, so they boot while it reads)."""
+    """Worker processes that cut books for a plan (they start with the first order, and boot while it reads on)."""
 
     def __init__(self, *, workers: int, chapter_aware: bool, include_front_matter: bool) -> None:
         # spawn, not fork: the CLI process may already run threads
