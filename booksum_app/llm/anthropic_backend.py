@@ -5,8 +5,9 @@ cache breakpoint (``Request.prefix_blocks``: the judge's are after the demonstra
 by every summary, and after the summary), so repeated judge prompts are read from Anthropic's
 prompt cache. ``usage.cache_read_input_tokens`` is reported as cached input and
 ``cache_creation_input_tokens`` as cache writes (billed 1.25x input).
-``stop_reason`` "max_tokens" becomes finish reason "length". SDK retries are off; the
-call layer retries. The key never appears in a message.
+``stop_reason`` "max_tokens" becomes finish reason "length". The raw reply is read by
+``anthropic_wire``, which refuses what is not a message (the SDK does not validate its
+models). SDK retries are off; the call layer retries. The key never appears in a message.
 
 Deviation: the installed SDK (anthropic 2.x) no longer exposes ``temperature`` / ``top_p`` on
 ``messages.create``, and current Claude models choose their own sampling. They are sent (via
@@ -17,7 +18,6 @@ OpenAI ones at temperature 0. The call cache still makes reruns identical.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -31,10 +31,9 @@ from booksum_app.errors import (
     TransientModelError,
     redact,
 )
-from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+from booksum_app.llm.anthropic_wire import completion_from_message
+from booksum_app.llm.base import Completion, ModelInfo, Request
 from booksum_app.llm.calls import retry_after_seconds
-
-_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
 
 class AnthropicBackend:
@@ -90,7 +89,9 @@ class AnthropicBackend:
             params["stop_sequences"] = list(request.stop)
         start = time.perf_counter()
         try:
-            message = self._client.messages.create(**params)
+            # the raw reply, read by anthropic_wire: the SDK's models are built without validation
+            raw = self._client.messages.with_raw_response.create(**params)
+            body = raw.read()
         except anthropic.APITimeoutError as exc:
             raise TransientModelError(f"{self.info.name}: request timed out") from exc
         except anthropic.APIConnectionError as exc:
@@ -98,31 +99,8 @@ class AnthropicBackend:
             raise TransientModelError(f"{self.info.name}: connection failed ({detail})") from exc
         except anthropic.APIStatusError as exc:
             raise self._translate(exc) from exc
-        except json.JSONDecodeError as exc:  # a 200 whose body is not JSON (a proxy's HTML page)
-            raise TransientModelError(
-                f"{self.info.name}: the server's reply was not JSON (a proxy or gateway error?)"
-            ) from exc
-        latency = time.perf_counter() - start
-        text = "".join(
-            block.text for block in message.content if getattr(block, "type", "") == "text"
-        )
-        u = message.usage
-        cache_read = max(getattr(u, "cache_read_input_tokens", None) or 0, 0)
-        cache_write = max(getattr(u, "cache_creation_input_tokens", None) or 0, 0)
-        usage = Usage(
-            # Anthropic's input_tokens excludes cache reads and writes; ours is the total.
-            input_tokens=(u.input_tokens or 0) + cache_read + cache_write,
-            output_tokens=u.output_tokens or 0,
-            cached_input_tokens=cache_read,
-            cache_write_input_tokens=cache_write,
-        )
-        return Completion(
-            text=text,
-            finish_reason=_FINISH.get(message.stop_reason or "end_turn", message.stop_reason or ""),
-            usage=usage,
-            model=message.model or self.model_id,
-            latency_s=latency,
-        )
+        return completion_from_message(body, name=self.info.name, model_id=self.model_id,
+                                       latency_s=time.perf_counter() - start, secret=self._secret)
 
     def close(self) -> None:
         """Close the SDK's HTTP connections."""
