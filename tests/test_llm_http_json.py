@@ -110,8 +110,7 @@ def opened() -> Iterator[list[Client]]:
         client.close()
 
 
-def client_for(peer: RawPeer, transport: str, tmp_path: Path, opened: list[Client],
-               monkeypatch: pytest.MonkeyPatch, **settings: object) -> Client:
+def client_for(peer: RawPeer, transport: str, tmp_path: Path, opened: list[Client], **settings: object) -> Client:
     options: dict[str, object] = {"cache_dir": tmp_path / "cache", "config_path": tmp_path / "none", "timeout_s": 5.0}
     options.update(settings)
     client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url=peer.url, **options),  # type: ignore[arg-type]
@@ -125,11 +124,11 @@ def client_for(peer: RawPeer, transport: str, tmp_path: Path, opened: list[Clien
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_body_cut_off_before_its_length_is_retried_never_read_as_an_answer(
-    transport: str, tmp_path: Path, opened: list[Client], monkeypatch: pytest.MonkeyPatch
+    transport: str, tmp_path: Path, opened: list[Client]
 ) -> None:
     whole = json.dumps(GOOD).encode()
     peer = RawPeer([("send_close", http_reply(whole[:40], length=len(whole)))])
-    client = client_for(peer, transport, tmp_path, opened, monkeypatch)
+    client = client_for(peer, transport, tmp_path, opened)
     completion = client.complete(REQ)
     assert completion.text == "The crew was lost." and len(peer.bodies) == 2
     assert client.calls[-1].attempts == 2
@@ -148,10 +147,10 @@ def test_a_body_cut_off_before_its_length_is_retried_never_read_as_an_answer(
     b'{"error": {"message": "upstream overloaded, key sk-test-raw-peer-0001"}}',
 ])
 def test_json_that_is_not_a_completion_is_refused_in_one_line(
-    transport: str, body: bytes, tmp_path: Path, opened: list[Client], monkeypatch: pytest.MonkeyPatch
+    transport: str, body: bytes, tmp_path: Path, opened: list[Client]
 ) -> None:
     peer = RawPeer([("send", http_reply(body))] * 2)
-    client = client_for(peer, transport, tmp_path, opened, monkeypatch, max_attempts=2)
+    client = client_for(peer, transport, tmp_path, opened, max_attempts=2)
     with pytest.raises(TransientModelError) as caught:
         client.complete(REQ)
     message = str(caught.value)
@@ -163,12 +162,12 @@ def test_json_that_is_not_a_completion_is_refused_in_one_line(
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_gzip_and_chunked_replies_are_read(
-    transport: str, tmp_path: Path, opened: list[Client], monkeypatch: pytest.MonkeyPatch
+    transport: str, tmp_path: Path, opened: list[Client]
 ) -> None:
     whole = json.dumps(GOOD).encode()
     peer = RawPeer([("send", http_reply(gzip.compress(whole), headers=("Content-Encoding: gzip",))),
                     ("send", chunked(whole))])
-    client = client_for(peer, transport, tmp_path, opened, monkeypatch, use_cache=False)
+    client = client_for(peer, transport, tmp_path, opened, use_cache=False)
     first, second = client.complete(REQ), client.complete(REQ)
     assert first.text == second.text == "The crew was lost."
     assert first.usage.input_tokens == 12 and second.usage.output_tokens == 5
@@ -178,11 +177,11 @@ def test_gzip_and_chunked_replies_are_read(
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_keep_alive_connection_closed_while_idle_is_not_reused_and_nothing_is_sent_twice(
-    transport: str, tmp_path: Path, opened: list[Client], monkeypatch: pytest.MonkeyPatch
+    transport: str, tmp_path: Path, opened: list[Client]
 ) -> None:
     whole = json.dumps(GOOD).encode()
     peer = RawPeer([("idle_close", http_reply(whole))] * 5)  # keep-alive promised, then closed
-    client = client_for(peer, transport, tmp_path, opened, monkeypatch, use_cache=False)
+    client = client_for(peer, transport, tmp_path, opened, use_cache=False)
     for _ in range(5):
         assert client.complete(REQ).text == "The crew was lost."
         time.sleep(0.15)  # the peer has closed the idle connection by now
@@ -197,7 +196,7 @@ def test_a_reply_over_the_size_limit_is_refused(
     monkeypatch.setattr(http_json, "MAX_BODY_BYTES", 1000)
     huge = json.dumps({**GOOD, "padding": "x" * 5000}).encode()
     peer = RawPeer([("send", http_reply(huge)), ("send", http_reply(gzip.compress(huge), headers=("Content-Encoding: gzip",)))])
-    client = client_for(peer, "direct", tmp_path, opened, monkeypatch, max_attempts=2)
+    client = client_for(peer, "direct", tmp_path, opened, max_attempts=2)
     with pytest.raises(TransientModelError, match="larger than"):
         client.complete(REQ)
     assert len(peer.bodies) == 2
@@ -226,12 +225,12 @@ def test_the_lean_client_is_used_only_where_no_proxy_or_tls_is_needed(monkeypatc
 
 
 def test_requests_are_the_same_bytes_of_json_through_either_carrier(
-    tmp_path: Path, opened: list[Client], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, opened: list[Client]
 ) -> None:
     sent = []
     for transport in TRANSPORTS:
         peer = RawPeer([])
-        client = client_for(peer, transport, tmp_path / transport, opened, monkeypatch)
+        client = client_for(peer, transport, tmp_path / transport, opened)
         client.complete(Request(prompt="Résumé: 水浒传, «quoted».", system="Be brief.", max_tokens=9, stop=("\n\n",)))
         sent.append(peer.bodies[0])
         peer.close()
