@@ -20,12 +20,17 @@ from booksum_app.errors import (
     ModelError,
     RateLimited,
     TransientModelError,
-    redact,
 )
 from booksum_app.llm.base import Completion, Request, Usage
 from booksum_app.llm.calls import retry_after_seconds
-
-DETAIL_CHARS = 300  # of a server's error message kept in ours
+from booksum_app.llm.wire import (
+    DETAIL_CHARS,
+    error_message,
+    gateway_error,
+    json_object,
+    malformed,
+    token_count,
+)
 
 
 def chat_body(request: Request, *, model_id: str, legacy_max_tokens: bool, reasoning: bool) -> dict[str, Any]:
@@ -50,33 +55,25 @@ def chat_body(request: Request, *, model_id: str, legacy_max_tokens: bool, reaso
 
 def completion_from_reply(body: bytes, *, name: str, model_id: str, latency_s: float, secret: str | None) -> Completion:
     """The completion in a 2xx reply's body, or :class:`TransientModelError` if it is not one."""
-    try:
-        reply = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:  # a proxy's HTML page, a cut-off body
-        raise TransientModelError(
-            f"{name}: the server's reply was not JSON (a proxy or gateway error?)"
-        ) from exc
-    if not isinstance(reply, dict):
-        raise _malformed(name, "not a JSON object")
+    reply = json_object(body, name)
     choices = reply.get("choices")
     if choices is None and "error" in reply:  # some gateways answer 200 with an error object
-        detail = redact(_error_message(reply) or "no message", secret)
-        raise TransientModelError(f"{name}: the server answered with an error: {detail}")
+        raise gateway_error(name, reply, secret)
     if not isinstance(choices, list):
-        raise _malformed(name, "no choices list")
+        raise malformed(name, "no choices list")
     if not choices:
         raise TransientModelError(f"{name}: the reply had no choices")
     choice = choices[0]
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
-        raise _malformed(name, "no message in the first choice")
+        raise malformed(name, "no message in the first choice")
     content = message.get("content")
     finish_reason = choice.get("finish_reason")
     model = reply.get("model")
     if not (content is None or isinstance(content, str)):
-        raise _malformed(name, "the message content is not text")
+        raise malformed(name, "the message content is not text")
     if not (finish_reason is None or isinstance(finish_reason, str)):
-        raise _malformed(name, "the finish reason is not text")
+        raise malformed(name, "the finish reason is not text")
     return Completion(
         text=content or "",
         finish_reason=finish_reason or "stop",
@@ -115,26 +112,15 @@ def error_detail(body: bytes) -> str:
         parsed = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         return " ".join(body[:DETAIL_CHARS].decode("utf-8", "replace").split())
-    return (_error_message(parsed) or "no message")[:DETAIL_CHARS]
-
-
-def _error_message(parsed: Any) -> str | None:
-    if not isinstance(parsed, dict):
-        return None
-    inner = parsed.get("error", parsed)
-    if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-        return " ".join(str(inner["message"]).split())[:DETAIL_CHARS]
-    if isinstance(inner, str):
-        return " ".join(inner.split())[:DETAIL_CHARS]
-    return None
+    return (error_message(parsed) or "no message")[:DETAIL_CHARS]
 
 
 def _usage(usage: Any, name: str) -> Usage:
     if usage is None:
         return Usage()
     if not isinstance(usage, dict):
-        raise _malformed(name, "usage is not an object")
-    prompt_tokens = _count(usage.get("prompt_tokens"), name)
+        raise malformed(name, "usage is not an object")
+    prompt_tokens = token_count(usage.get("prompt_tokens"), name)
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
     # a compatible server's odd cached count (over the prompt, negative, not a number) must not
@@ -144,27 +130,11 @@ def _usage(usage: Any, name: str) -> Usage:
         cached_tokens = min(max(cached, 0), prompt_tokens)
     return Usage(
         input_tokens=prompt_tokens,
-        output_tokens=_count(usage.get("completion_tokens"), name),
+        output_tokens=token_count(usage.get("completion_tokens"), name),
         cached_input_tokens=cached_tokens,
     )
-
-
-def _count(value: Any, name: str) -> int:
-    if value is None:
-        return 0
-    if not _is_int(value) or value < 0:
-        raise _malformed(name, "a token count is not a non-negative integer")
-    return int(value)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _is_context_error(message: str) -> bool:
     lowered = message.lower()
     return "context_length" in lowered or "context length" in lowered or "maximum context" in lowered
-
-
-def _malformed(name: str, why: str) -> TransientModelError:
-    return TransientModelError(f"{name}: malformed reply from the server ({why})")

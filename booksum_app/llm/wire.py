@@ -1,0 +1,65 @@
+"""What every provider's reply is held to, whatever its shape: the pieces both wire formats share.
+
+``openai_wire`` (chat completions) and ``anthropic_wire`` (messages) each check their own
+shape; both start from a body that must be a JSON object, report a gateway's 200 that carries
+an error object with that error's own message, refuse token counts that are not non-negative
+integers, and name what was wrong in one "malformed reply" line.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from booksum_app.errors import TransientModelError, redact
+
+DETAIL_CHARS = 300  # of a server's error message kept in ours
+
+
+def json_object(body: bytes, name: str) -> dict[str, Any]:
+    """The reply body as a JSON object, or :class:`TransientModelError` (retried) if it is not one."""
+    try:
+        reply = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:  # a proxy's HTML page, a cut-off body
+        raise TransientModelError(
+            f"{name}: the server's reply was not JSON (a proxy or gateway error?)"
+        ) from exc
+    if not isinstance(reply, dict):
+        raise malformed(name, "not a JSON object")
+    return reply
+
+
+def gateway_error(name: str, reply: Any, secret: str | None) -> TransientModelError:
+    """A 200 whose body is an error object: its own message, redacted, on one line."""
+    detail = redact(error_message(reply) or "no message", secret)
+    return TransientModelError(f"{name}: the server answered with an error: {detail}")
+
+
+def error_message(parsed: Any) -> str | None:
+    """``error.message`` (or a plain ``error`` string) of a parsed body, on one line, cut short."""
+    if not isinstance(parsed, dict):
+        return None
+    inner = parsed.get("error", parsed)
+    if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+        return " ".join(str(inner["message"]).split())[:DETAIL_CHARS]
+    if isinstance(inner, str):
+        return " ".join(inner.split())[:DETAIL_CHARS]
+    return None
+
+
+def token_count(value: Any, name: str) -> int:
+    """A reported token count: absent is 0; anything but a non-negative integer is refused."""
+    if value is None:
+        return 0
+    if not is_int(value) or value < 0:
+        raise malformed(name, "a token count is not a non-negative integer")
+    return int(value)
+
+
+def is_int(value: Any) -> bool:
+    """An ``int`` that is not a ``bool`` (JSON's true would otherwise count as 1)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def malformed(name: str, why: str) -> TransientModelError:
+    return TransientModelError(f"{name}: malformed reply from the server ({why})")
