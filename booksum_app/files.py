@@ -10,6 +10,7 @@ an hour of LLM calls.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -36,6 +37,11 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 of a file's bytes: a book's identity in job keys and chunk memos."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def check_writable(path: str | os.PathLike[str]) -> Path:

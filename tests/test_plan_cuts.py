@@ -16,7 +16,7 @@ from booksum_app.chunking.memo import ChunkMemo
 from booksum_app.cli import cli
 from booksum_app.errors import BookFormatError
 from booksum_app.runners import plan_cuts
-from booksum_app.runners.compare_plan import open_context, plan_grid
+from booksum_app.runners.compare_plan import GridPlan, open_context, plan_grid
 from booksum_app.runners.experiment import Experiment
 from booksum_app.runners.plan_cuts import CutOrder, PlanCutters, cut_file
 from booksum_app.testing.fake_server import FakeServer
@@ -63,6 +63,13 @@ def experiment(books: list[Path], out: Path) -> Experiment:
                       chunk_sizes=(256, 512), max_summary_tokens=120, out=out)
 
 
+def serial_plan(exp: Experiment, monkeypatch: pytest.MonkeyPatch) -> GridPlan:
+    """The plan made without workers: what the workers' plan must equal."""
+    with monkeypatch.context() as serial:
+        serial.setattr(plan_cuts, "MIN_BOOKS", 10**6)
+        return plan_grid(exp)
+
+
 def no_cutting_here(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunking in this process fails the test: only the spawned workers (fresh imports) may cut."""
     def refuse(*args: Any, **kwargs: Any) -> Any:
@@ -75,9 +82,7 @@ def test_many_books_are_cut_by_workers_into_the_same_plan(
     many_books: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     exp = experiment(many_books, tmp_path / "out")
-    with monkeypatch.context() as serial:
-        serial.setattr(plan_cuts, "MIN_BOOKS", 10**6)
-        alone = plan_grid(exp)
+    alone = serial_plan(exp, monkeypatch)
     no_cutting_here(monkeypatch)
     memo = ChunkMemo()
     in_workers = plan_grid(exp, chunk_memo=memo)
@@ -108,9 +113,7 @@ def test_books_no_worker_cut_are_read_again_and_planned_the_same(
     many_books: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     exp = experiment(many_books, tmp_path / "out")
-    with monkeypatch.context() as serial:
-        serial.setattr(plan_cuts, "MIN_BOOKS", 10**6)
-        alone = plan_grid(exp)
+    alone = serial_plan(exp, monkeypatch)
     monkeypatch.setattr(PlanCutters, "results", lambda self: ((order, {}) for order, _ in self._orders))
     assert plan_grid(exp) == alone
 

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from booksum_app.chunking import CallableTokenizer, get_tokenizer
 from booksum_app.chunking.memo import ChunkMemo, is_named
 from booksum_app.config import DEFAULT_CHUNK_SIZE
 from booksum_app.errors import BookFormatError, BooksumError
+from booksum_app.files import file_sha256
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.registry import LLMSettings, choose_judge, choose_model
 from booksum_app.runners.datasets import Sample, load_samples
@@ -66,7 +66,7 @@ class BookContext:
 
 def open_context(path: Path, exp: Experiment) -> BookContext:
     book = open_book(path, include_front_matter=exp.include_front_matter)
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    digest = file_sha256(path)
     return BookContext(Path(path), book, resolve_lang(exp.lang, book), digest)
 
 

@@ -17,7 +17,6 @@ and a worker that fails or finds another file only costs time: the plan cuts tha
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import os
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from booksum_app.books import open_book
 from booksum_app.chunking import get_tokenizer
 from booksum_app.chunking.base import ChunkSpan
 from booksum_app.chunking.chunker import chunk_book_spans
-from booksum_app.files import available_cores
+from booksum_app.files import available_cores, file_sha256
 from booksum_app.runners.workers import exit_with_parent
 
 MIN_BOOKS = 8
@@ -56,7 +55,7 @@ class CutOrder:
 def cut_file(order: CutOrder, chapter_aware: bool, include_front_matter: bool) -> dict[Cut, tuple[ChunkSpan, ...]]:
     """In a worker: the spans of every cut of ``order``; nothing when the file is not the one planned."""
     path = Path(order.path)
-    if hashlib.sha256(path.read_bytes()).hexdigest() != order.sha256:
+    if file_sha256(path) != order.sha256:
         return {}  # changed since the plan read it: the plan cuts what it read itself
     book = open_book(path, include_front_matter=include_front_matter)
     return {(name, size): chunk_book_spans(book, chunk_size=size, tokenizer=get_tokenizer(name),
