@@ -7,9 +7,12 @@ process of its own (as a real server is: its CPU no longer shares this process's
 against a server in this process that answers 429 above ``--server-limit`` calls in flight. Prints calls, wall time, the critical path
 (longest chain of dependent calls x latency, from the record: a leaf's tries, then each merge
 after its inputs and the previous group of its level, then cleaning) and their ratio, the
-peak in flight, and the share of calls rejected.
+peak in flight, and the share of calls rejected. ``--scale-latencies`` adds own-process runs at
+longer latencies (a hosted API's), each beside ``--concurrency 128`` (the limit starting at and
+capped to 128, as the default was before slow start), so the ratio of each pair is measured in
+turns on the same machine.
 
-    python benchmarks/bench_adaptive.py [--book pride] [--latency 0.2] [--server-limit 16]
+    python benchmarks/bench_adaptive.py [--book pride] [--latency 0.2] [--server-limit 16] [--scale-latencies 1,2]
 """
 
 from __future__ import annotations
@@ -66,14 +69,14 @@ def run(book: Path, latency: float, server_limit: int | None, concurrency: int |
           f"critical path {critical:4.2f}s, ratio {wall / critical:4.2f}x; first call at {first_call:4.2f}s")
 
 
-def run_own_process(book: Path, latency: float) -> None:
+def run_own_process(book: Path, latency: float, concurrency: int | None = None) -> None:
     """Default options against a stand-in in a process of its own, as a real server is: its CPU
     then does not share this process's GIL (the calls it counts are not visible from here)."""
     server, url = start_server(latency)
     try:
         summarize_book(book, strategy="direct", model="openai:gpt-4o-mini", max_summary_tokens=100,  # its warm-up
                        llm_settings=LLMSettings(base_url=url, cache_dir=Path(tempfile.mkdtemp())))
-        settings = LLMSettings(base_url=url, cache_dir=Path(tempfile.mkdtemp()))
+        settings = LLMSettings(base_url=url, cache_dir=Path(tempfile.mkdtemp()), concurrency=concurrency)
         start, cpu = time.perf_counter(), time.process_time()
         record = summarize_book(book, strategy="hier", model="openai:gpt-4o-mini", llm_settings=settings)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -81,7 +84,8 @@ def run_own_process(book: Path, latency: float) -> None:
         server.terminate()
         server.wait()
     critical = critical_calls(record) * latency
-    print(f"{'stand-in in its own process, adaptive':36} calls {record.totals.calls:4} | wall {wall:5.2f}s, "
+    label = f"own process, {latency:g} s" + (f", start = cap {concurrency}" if concurrency else ", adaptive")
+    print(f"{label:36} calls {record.totals.calls:4} | wall {wall:5.2f}s, "
           f"critical path {critical:4.2f}s, ratio {wall / critical:4.2f}x; driver CPU {cpu:4.2f}s "
           f"({1000 * cpu / max(record.totals.calls, 1):.1f} ms a call, reading and chunking included)")
 
@@ -91,6 +95,10 @@ def main() -> None:
     parser.add_argument("--book", default="pride")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--server-limit", type=int, default=16)
+    parser.add_argument("--scale-latencies", default="",
+                        help="comma-separated latencies (s) of further own-process runs, each against a fixed "
+                             "start of 128 (the default before slow start): at a hosted API's latencies the "
+                             "rounds of leaves weigh more than the driver's CPU")
     args = parser.parse_args()
     book = next(iter(sorted(SHARED_BOOKS.glob(f"*{args.book}*.epub"))))
     os.environ.setdefault("OPENAI_API_KEY", "dummy")
@@ -102,6 +110,9 @@ def main() -> None:
     run(book, args.latency, None)
     run_own_process(book, args.latency)
     run(book, args.latency, args.server_limit)
+    for latency in (float(x) for x in args.scale_latencies.split(",") if x.strip()):
+        run_own_process(book, latency, concurrency=128)
+        run_own_process(book, latency)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,13 @@ JUDGE_TEMPERATURE = 0.0  # scoring should be as repeatable as the provider allow
 
 # Calls in flight. A backend states its own fixed default (``default_concurrency``: 1 for the
 # embedded model, vLLM and Ollama, which queue); one that states none gets FIXED_CONCURRENCY.
-# Hosted APIs get an adaptive limit instead (AIMD, llm/limiter.py): it starts at its cap
-# (--concurrency N, else ADAPTIVE_MAX_CONCURRENCY), halves on a 429/overload and grows back by
-# one call per window of answers.
+# Hosted APIs get an adaptive limit instead (AIMD, llm/limiter.py): with --concurrency N it
+# starts at N (your quota) and stays under it; else it starts at ADAPTIVE_INITIAL_CONCURRENCY
+# and doubles per window while it is used and no call was refused, up to
+# ADAPTIVE_MAX_CONCURRENCY. It halves on a 429/overload and grows back by one call per window.
 FIXED_CONCURRENCY = 8
-ADAPTIVE_MAX_CONCURRENCY = 128
+ADAPTIVE_INITIAL_CONCURRENCY = 128  # a hosted API's first burst
+ADAPTIVE_MAX_CONCURRENCY = 512  # War and Peace's 370 leaves at once; threads and sockets stay few hundred
 
 ENV_MODEL = "BOOKSUM_MODEL"  # default model string
 ENV_JUDGE = "BOOKSUM_JUDGE"  # BooookScore judge model string (no default: a judge is chosen on purpose)

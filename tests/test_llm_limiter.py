@@ -23,13 +23,14 @@ def _answer(limit: AdaptiveLimit, *, overloaded: bool | None = False) -> None:
 
 def test_slow_start_then_halving_once_per_window_then_additive_growth() -> None:
     limit = AdaptiveLimit(initial=4, maximum=64)
+    limit.queued = 10  # calls wait for a slot: the limit is what holds them back
     tickets = [limit.send() for _ in range(4)]
     for ticket in tickets:
         limit.answered(ticket, overloaded=False)
-    assert limit.limit == 6  # 4 + 4 x 0.5: x1.5 per window in slow start
-    tickets = [limit.send() for _ in range(3)]  # 3 on the wire under a limit of 6
+    assert limit.limit == 8  # 4 + 4 x 1: x2 per window in slow start, as TCP's
+    tickets = [limit.send() for _ in range(3)]  # 3 on the wire under a limit of 8
     limit.answered(tickets[0], overloaded=True)
-    assert limit.limit == 1  # halves what was on the wire (3), not the limit never reached (6)
+    assert limit.limit == 1  # halves what was on the wire (3), not the limit never reached (8)
     limit.answered(tickets[1], overloaded=True)  # sent before the decrease: no second halving
     assert limit.limit == 1 and limit.rejections == 2
     limit.answered(tickets[2], overloaded=False)
@@ -37,6 +38,40 @@ def test_slow_start_then_halving_once_per_window_then_additive_growth() -> None:
     for _ in range(2):
         _answer(limit)
     assert limit.limit == 3
+
+
+def test_the_limit_grows_only_while_it_is_used() -> None:
+    # RFC 7661: answers to one call at a time say nothing of a provider's limit of 100
+    limit = AdaptiveLimit(initial=8, maximum=512)
+    for _ in range(50):
+        _answer(limit)
+    assert limit.limit == 8
+    limit.queued = 1  # one call waits for a slot: the limit holds the run back, so it grows
+    _answer(limit)
+    assert limit.limit == 9
+    limit.queued = 0
+    tickets = [limit.send() for _ in range(5)]  # 5 of 9 on the wire: in use
+    limit.answered(tickets[0], overloaded=False)
+    assert limit.limit == 10
+
+
+def test_the_pool_tells_the_limit_how_many_calls_wait() -> None:
+    limit = AdaptiveLimit(initial=1, maximum=1)
+    pool = PriorityPool(limit)
+    gate = threading.Event()
+    try:
+        futures = [pool.submit(gate.wait) for _ in range(4)]
+        deadline = time.monotonic() + 5
+        while limit.queued != 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert limit.queued == 3  # one runs, three wait
+        gate.set()
+        for future in futures:
+            future.result(timeout=5)
+        assert limit.queued == 0
+    finally:
+        gate.set()
+        pool.shutdown()
 
 
 def test_a_failure_that_is_not_a_rejection_leaves_the_limit_alone() -> None:
@@ -123,7 +158,7 @@ def test_api_clients_adapt_and_finish_under_a_provider_concurrency_limit(
     with FakeServer(latency_s=0.05, rate_limit_in_flight=6, retry_after_s=0.05) as server:
         client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url=server.openai_base_url,
                                                                       cache_dir=tmp_path))
-        assert isinstance(client, Client) and client.limit == 128  # adaptive, starting at its cap
+        assert isinstance(client, Client) and client.limit == 128  # adaptive: a first burst of 128
         answers = client.complete_many([Request(prompt=f"Summarize part {n}.", max_tokens=20) for n in range(60)])
         rejected = server.rejected
         client.close()
@@ -134,6 +169,22 @@ def test_api_clients_adapt_and_finish_under_a_provider_concurrency_limit(
     # more CPU the machine gives the SDK, the fewer leave before the first 429 is back); the
     # gate's exact behaviour is tested without timing above
     assert rejected < 54, f"{rejected} rejected: the limit backs off at the first 429s"
+
+
+def test_a_hosted_client_grows_past_its_first_burst_while_nothing_is_refused(
+    tmp_path, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    # War and Peace's 370 leaves went out in three rounds of 128; slow start sends them in two
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    with FakeServer(latency_s=0.3) as server:
+        client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url=server.openai_base_url,
+                                                                      cache_dir=tmp_path))
+        assert client.limit == 128
+        answers = client.complete_many([Request(prompt=f"Part {n}.", max_tokens=20) for n in range(360)])
+        peak = server.max_in_flight
+        client.close()
+    assert len(answers) == 360 and all(a.text for a in answers)
+    assert 128 < peak <= 512 and 128 < client.limit <= 512
 
 
 def test_a_fixed_concurrency_is_a_hard_cap(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]

@@ -128,6 +128,7 @@ class Client:
         *,
         cache: CallStore | None = None,
         concurrency: int | None = None,
+        initial_concurrency: int | None = None,
         max_cost_usd: float | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         adaptive: bool = False,
@@ -161,10 +162,9 @@ class Client:
             "model": backend.info.name,
             "base_url": getattr(backend, "base_url", None),
         }
-        # calls in flight: a fixed cap, or (adaptive) AIMD under that cap starting at it, as TCP does
-        self._limit = AdaptiveLimit(
-            initial=self.concurrency, maximum=self.concurrency, adaptive=adaptive
-        )
+        # calls in flight: a fixed cap, or (adaptive) AIMD under it from initial_concurrency, as TCP does
+        start = self.concurrency if initial_concurrency is None else min(initial_concurrency, self.concurrency)
+        self._limit = AdaptiveLimit(initial=start, maximum=self.concurrency, adaptive=adaptive)
         self._lock = threading.Lock()
         self._totals = Tally()  # every call answered through this client, cached or not
         self._paid = Usage()  # tokens of the calls that reached the provider

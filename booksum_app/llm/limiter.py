@@ -1,12 +1,15 @@
 """How many calls may be in flight, and which waiting call goes next.
 
 :class:`AdaptiveLimit` is TCP's congestion control applied to an API's rate limits. It starts
-at ``initial`` (hosted APIs: at its cap, as the roadmap asks: a book's leaves go out at once),
-halves on a 429 or overload answer (at most once per window: calls already sent under the
-old limit do not halve it again) and then grows by one call per window of successes
-(additive increase). Below its cap before the first rejection, it grows 1.5x per window
-(slow start). ``maximum`` is a hard cap (``--concurrency N``). A fixed limit is the same
-object with ``adaptive=False``.
+at ``initial``, halves on a 429 or overload answer (at most once per window: calls already
+sent under the old limit do not halve it again) and then grows by one call per window of
+successes (additive increase). Below its cap before the first rejection, it doubles per window
+(slow start, one call per answer): hosted APIs start at 128 and a book of 370 leaves has them
+all out after one round instead of three. It grows only while it is used (calls wait for a
+slot, or at least half of it is on the wire when an answer comes), as TCP's window validation
+(RFC 7661) does: answers to a few calls at a time say nothing of a provider's limit, and a
+limit grown on them would send an untested burst later. ``maximum`` is a hard cap (``--concurrency N``, else 512). A fixed
+limit is the same object with ``adaptive=False``.
 
 Two counts: *slots* (:meth:`AdaptiveLimit.acquire`) are taken when a call is handed to a
 worker thread; the *send gate* (:meth:`AdaptiveLimit.send`) is passed right before the request
@@ -32,7 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-SLOW_START_STEP = 0.5
+SLOW_START_STEP = 1.0  # per answer in slow start: x2 per window, as TCP's
 
 
 class AdaptiveLimit:
@@ -50,6 +53,7 @@ class AdaptiveLimit:
         self._decreased_at = -1
         self._cond = threading.Condition()
         self.rejections = 0
+        self.queued = 0  # calls waiting in the pool for a slot (set by PriorityPool): demand
 
     @property
     def limit(self) -> int:
@@ -105,8 +109,9 @@ class AdaptiveLimit:
                 self._limit = max(float(self.minimum), min(self._limit, float(self._sending)) / 2)
                 self._slow_start = False
                 self._decreased_at = self._started
-        elif self._slow_start:  # +1/2 per answer: x1.5 per window, so the overshoot that
-            # finds the provider's limit costs a third of a window, not half
+        elif 2 * self._sending < self._limit and not self.queued:
+            pass  # the limit is not in use: this answer says nothing of a higher one (RFC 7661)
+        elif self._slow_start:
             self._limit = min(float(self.maximum), self._limit + SLOW_START_STEP)
         else:
             self._limit = min(float(self.maximum), self._limit + 1 / self._limit)  # +1 per window
@@ -142,6 +147,7 @@ class PriorityPool:
             if self._closed:
                 raise RuntimeError("the call pool is closed")
             heapq.heappush(self._queue, (key, next(self._order), future, fn))
+            self._limit.queued = len(self._queue)
             self._cond.notify_all()
         return future
 
@@ -163,6 +169,7 @@ class PriorityPool:
             if not self._queue:
                 return None
             _, _, future, fn = heapq.heappop(self._queue)
+            self._limit.queued = len(self._queue)
             return future, fn
 
     def _wait_for_work(self) -> bool:
@@ -204,6 +211,7 @@ class PriorityPool:
         with self._cond:
             self._closed = True
             pending, self._queue = (self._queue, []) if cancel_futures else ([], self._queue)
+            self._limit.queued = len(self._queue)
             self._cond.notify_all()
         for _, _, future, _ in pending:
             future.cancel()

@@ -31,6 +31,7 @@ from typing import Any, Literal
 import platformdirs
 
 from booksum_app.config import (
+    ADAPTIVE_INITIAL_CONCURRENCY,
     ADAPTIVE_MAX_CONCURRENCY,
     DEFAULT_TIMEOUT_S,
     ENV_CACHE_DIR,
@@ -463,16 +464,18 @@ def get_model(
     if settings.use_cache:
         cache_store = CallCache(settings.cache_dir or default_cache_dir(env))
     adaptive = spec.provider in ADAPTIVE_PROVIDERS and backend is None
+    start = None  # the adaptive limit starts at its cap (--concurrency N: the user's quota)
     if settings.concurrency is not None:
         cap = settings.concurrency
     elif adaptive:
-        cap = ADAPTIVE_MAX_CONCURRENCY  # the adaptive limit starts here and backs off on a 429
+        cap, start = ADAPTIVE_MAX_CONCURRENCY, ADAPTIVE_INITIAL_CONCURRENCY  # then slow start to the cap
     else:
         cap = getattr(built, "default_concurrency", FIXED_CONCURRENCY)
     client = Client(
         built,
         cache=cache_store,
         concurrency=cap,
+        initial_concurrency=start,
         adaptive=adaptive,
         max_cost_usd=settings.max_cost_usd,
         max_attempts=settings.max_attempts,
