@@ -181,7 +181,8 @@ _LLM_OPTIONS = (
                  help="Call cache directory [default: BOOKSUM_CACHE_DIR, else the user cache dir]."),
     click.option("--no-cache", is_flag=True, help="Do not read or write the call cache."),
     click.option("--concurrency", type=click.IntRange(min=1), default=None,
-                 help="Calls in flight at most, per model [default: per provider]."),
+                 help="Calls in flight at most, per model [default: per provider; hosted APIs and servers: "
+                      "adaptive, from 128 up to 512 until one refuses]."),
     click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S,
                  show_default=True, help="Seconds to wait for one answer from a server before retrying it."),
     click.option("--max-cost", type=click.FloatRange(min=0), default=None,
