@@ -4,12 +4,12 @@
 at ``initial``, halves on a 429 or overload answer (at most once per window: calls already
 sent under the old limit do not halve it again) and then grows by one call per window of
 successes (additive increase). Below its cap before the first rejection, it doubles per window
-(slow start, one call per answer): hosted APIs start at 128 and a book of 370 leaves has them
-all out after one round instead of three. It grows only while it is used (calls wait for a
+(slow start, one call per answer): hosted APIs start at 128, and a book of 370 leaves has them
+all out after one round instead of two. It grows only while it is used (calls wait for a
 slot, or at least half of it is on the wire when an answer comes), as TCP's window validation
 (RFC 7661) does: answers to a few calls at a time say nothing of a provider's limit, and a
-limit grown on them would send an untested burst later. ``maximum`` is a hard cap (``--concurrency N``, else 512). A fixed
-limit is the same object with ``adaptive=False``.
+limit grown on them would send an untested burst later. ``maximum`` is a hard cap
+(``--concurrency N``, else 512). A fixed limit is the same object with ``adaptive=False``.
 
 Two counts: *slots* (:meth:`AdaptiveLimit.acquire`) are taken when a call is handed to a
 worker thread; the *send gate* (:meth:`AdaptiveLimit.send`) is passed right before the request
