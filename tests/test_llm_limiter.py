@@ -55,6 +55,18 @@ def test_the_limit_grows_only_while_it_is_used() -> None:
     assert limit.limit == 10
 
 
+def test_slow_start_ends_when_answers_come_three_times_slower_than_the_fastest() -> None:
+    limit = AdaptiveLimit(initial=4, maximum=64)
+    limit.queued = 10
+    for latency in (1.0, 1.5, 3.0):  # natural spread: still growing
+        limit.answered(limit.send(), overloaded=False, latency_s=latency)
+    assert limit.limit == 7
+    limit.answered(limit.send(), overloaded=False, latency_s=3.5)  # a queue: slow start ends
+    for _ in range(4):
+        limit.answered(limit.send(), overloaded=False, latency_s=1.0)
+    assert 7 <= limit.limit < 9  # +1/limit per answer from here, not +1
+
+
 def test_the_pool_tells_the_limit_how_many_calls_wait() -> None:
     limit = AdaptiveLimit(initial=1, maximum=1)
     pool = PriorityPool(limit)
@@ -185,6 +197,24 @@ def test_a_hosted_client_grows_past_its_first_burst_while_nothing_is_refused(
         client.close()
     assert len(answers) == 360 and all(a.text for a in answers)
     assert 128 < peak <= 512 and 128 < client.limit <= 512
+
+
+def test_slow_start_stops_growing_when_the_server_queues_instead_of_serving(
+    tmp_path, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    # a server of 8 slots (llama-server -np 8) sends no 429: it queues, and each answer takes
+    # longer than the last. Growing on those answers would only lengthen its queue (and, with
+    # long calls, run the last ones into the client's timeout)
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    with FakeServer(latency_s=0.04, slots=8) as server:
+        client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url=server.openai_base_url,
+                                                                      cache_dir=tmp_path))
+        answers = client.complete_many([Request(prompt=f"Part {n}.", max_tokens=20) for n in range(300)])
+        peak = server.max_in_flight
+        client.close()
+    assert len(answers) == 300 and all(a.text for a in answers)
+    # measured 143-153 (slow start ends once the queue holds three rounds); 286 without the check
+    assert client.limit < 200 and peak < 200, (client.limit, peak)
 
 
 def test_a_fixed_concurrency_is_a_hard_cap(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]

@@ -366,7 +366,8 @@ class Client:
                 overloaded = True if isinstance(exc, RateLimited) or exc.overloaded else None
                 raise
             finally:
-                self._limit.answered(ticket, overloaded=overloaded)
+                latency = completion.latency_s if overloaded is False else None
+                self._limit.answered(ticket, overloaded=overloaded, latency_s=latency)
         finally:
             self._limit.release()  # also between retries: a backoff is not spent holding a slot
         if not completion.text.strip():

@@ -8,7 +8,11 @@ successes (additive increase). Below its cap before the first rejection, it doub
 all out after one round instead of two. It grows only while it is used (calls wait for a
 slot, or at least half of it is on the wire when an answer comes), as TCP's window validation
 (RFC 7661) does: answers to a few calls at a time say nothing of a provider's limit, and a
-limit grown on them would send an untested burst later. ``maximum`` is a hard cap
+limit grown on them would send an untested burst later. Slow start also ends when an answer
+takes over three times the fastest one so far: a server that queues (``llama-server -np 4``,
+vLLM past its batch) sends no 429, its answers just come later and later, and a longer queue
+would only run its last calls into the client's timeout (TCP's HyStart reads delay the same
+way). ``maximum`` is a hard cap
 (``--concurrency N``, else 512). A fixed limit is the same object with ``adaptive=False``.
 
 Two counts: *slots* (:meth:`AdaptiveLimit.acquire`) are taken when a call is handed to a
@@ -36,6 +40,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 SLOW_START_STEP = 1.0  # per answer in slow start: x2 per window, as TCP's
+QUEUEING_FACTOR = 3.0  # slow start ends at an answer this many times slower than the fastest
 
 
 class AdaptiveLimit:
@@ -54,6 +59,7 @@ class AdaptiveLimit:
         self._cond = threading.Condition()
         self.rejections = 0
         self.queued = 0  # calls waiting in the pool for a slot (set by PriorityPool): demand
+        self._fastest = float("inf")  # seconds of the fastest answer so far
 
     @property
     def limit(self) -> int:
@@ -92,16 +98,20 @@ class AdaptiveLimit:
             self._started += 1
             return self._started
 
-    def answered(self, ticket: int, *, overloaded: bool | None) -> None:
-        """Request ``ticket`` came back: answered (False), refused as rate limited or overloaded
-        (True), or failed otherwise (None: says nothing about the provider's limit)."""
+    def answered(self, ticket: int, *, overloaded: bool | None, latency_s: float | None = None) -> None:
+        """Request ``ticket`` came back: answered (False) after ``latency_s``, refused as rate
+        limited or overloaded (True), or failed otherwise (None: says nothing about the provider's limit)."""
         with self._cond:
             if self.adaptive and overloaded is not None:
-                self._adapt(ticket, overloaded)
+                self._adapt(ticket, overloaded, latency_s)
             self._sending -= 1
             self._cond.notify_all()
 
-    def _adapt(self, ticket: int, overloaded: bool) -> None:
+    def _adapt(self, ticket: int, overloaded: bool, latency_s: float | None) -> None:
+        if latency_s is not None and not overloaded:
+            self._fastest = min(self._fastest, latency_s)
+            if latency_s > QUEUEING_FACTOR * self._fastest:
+                self._slow_start = False  # answers come later and later: the server queues
         if overloaded:
             self.rejections += 1
             if ticket > self._decreased_at:  # once per window: calls sent before do not count

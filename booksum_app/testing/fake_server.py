@@ -12,7 +12,8 @@ Latency (per call and per output token) and faults are configurable: a determini
 Wire formats (parsing, reply bodies) are in :mod:`booksum_app.testing.fake_wire`.
 
 ``rate_limit_in_flight=N`` answers 429 (with Retry-After) to every request above N in flight,
-as a provider's concurrency limit does. Fault kinds: ``429`` (with Retry-After), ``500``, ``503``, ``timeout`` (hang past the client's
+as a provider's concurrency limit does; ``slots=N`` serves N at once and silently queues the
+rest, as ``llama-server -np N`` or vLLM's ``max_num_seqs`` do. Fault kinds: ``429`` (with Retry-After), ``500``, ``503``, ``timeout`` (hang past the client's
 timeout), ``drop`` (close the socket without a response), ``empty`` (content ""),
 ``truncated`` (half the reply, finish_reason "length" / stop_reason "max_tokens"), and the
 non-retryable ``400``, ``401``, ``context`` (400 "context length exceeded"), and ``echo`` (a
@@ -153,8 +154,13 @@ class _Handler(BaseHTTPRequestHandler):
         n_out = count_tokens(text)
         caching = _Caching(fake, api, payload, prompt_text)  # looked up now, stored when answered
         delay = fake.latency_s + fake.latency_per_token_s * n_out
-        if delay > 0:
+        if fake.slots is not None:
+            fake.slots.acquire()  # a queuing server: the latency starts when a slot is free
+        try:
             fake._stopping.wait(delay)
+        finally:
+            if fake.slots is not None:
+                fake.slots.release()
         n_in = count_tokens(prompt_text)
         if api == "openai":
             body = openai_body(payload, text, finish, n_in, n_out, cached=caching.read)
@@ -306,6 +312,7 @@ class FakeServer:
         retry_after_s: float = 1.0,
         hang_s: float = 5.0,
         rate_limit_in_flight: int | None = None,
+        slots: int | None = None,
         prompt_caching: bool = False,
     ) -> None:
         self.reply: ReplyFn = reply or default_reply
@@ -321,6 +328,7 @@ class FakeServer:
         self.hang_s = hang_s
         self.rate_limit_in_flight = rate_limit_in_flight  # answer 429 to requests above this many in flight
         self.rejected = 0
+        self.slots = threading.Semaphore(slots) if slots else None  # requests served at once; None: all
         self._script: list[str | None] = list(script)
         self._random = random.Random(seed)
         self._lock = threading.Lock()
