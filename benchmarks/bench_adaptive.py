@@ -10,9 +10,10 @@ after its inputs and the previous group of its level, then cleaning) and their r
 peak in flight, and the share of calls rejected. ``--scale-latencies`` adds own-process runs at
 longer latencies (a hosted API's), each beside ``--concurrency 128`` (the limit starting at and
 capped to 128, as the default was before slow start), so the ratio of each pair is measured in
-turns on the same machine.
+turns on the same machine; ``--per-token`` makes their latency grow with each answer's length.
 
     python benchmarks/bench_adaptive.py [--book pride] [--latency 0.2] [--server-limit 16] [--scale-latencies 1,2]
+        [--per-token 0.01]
 """
 
 from __future__ import annotations
@@ -35,19 +36,27 @@ SHARED_BOOKS = Path(__file__).resolve().parents[2] / "shared" / "books"
 
 def critical_calls(record: Any) -> int:
     """Calls on the longest dependency chain of a hier record (tries counted)."""
-    done: dict[str, int] = {}
+    return round(critical_path_s(record, latency=1.0))
+
+
+def critical_path_s(record: Any, *, latency: float, per_token: float = 0.0) -> float:
+    """Seconds of the longest dependency chain of a hier record, each call taking what the
+    stand-in made it wait: ``latency`` plus ``per_token`` per output token (tries counted)."""
+    took: dict[str, float] = {}
+    for call in record.calls:
+        took[call.node] = took.get(call.node, 0.0) + latency + per_token * call.output_tokens
+    done: dict[str, float] = {}
     by_level: dict[int, list[Any]] = {}
     for node in record.nodes:
         by_level.setdefault(node.level, []).append(node)
     for level in sorted(by_level):
-        previous = 0
+        previous = 0.0
         for node in sorted(by_level[level], key=lambda n: n.index):
-            tries = len(node.attempts) or 1
-            inputs = max((done[f"L{level - 1}.{c}"] for c in node.children), default=0)
-            finish = max(inputs, previous if level > 0 else 0) + tries
+            inputs = max((done[f"L{level - 1}.{c}"] for c in node.children), default=0.0)
+            finish = max(inputs, previous if level > 0 else 0.0) + took.get(node.id, latency)
             done[node.id] = finish
             previous = finish
-    cleaning = sum(1 for c in record.calls if c.purpose == "clean")
+    cleaning = sum(latency + per_token * c.output_tokens for c in record.calls if c.purpose == "clean")
     return max(done.values()) + cleaning
 
 
@@ -69,10 +78,10 @@ def run(book: Path, latency: float, server_limit: int | None, concurrency: int |
           f"critical path {critical:4.2f}s, ratio {wall / critical:4.2f}x; first call at {first_call:4.2f}s")
 
 
-def run_own_process(book: Path, latency: float, concurrency: int | None = None) -> None:
+def run_own_process(book: Path, latency: float, concurrency: int | None = None, per_token: float = 0.0) -> None:
     """Default options against a stand-in in a process of its own, as a real server is: its CPU
     then does not share this process's GIL (the calls it counts are not visible from here)."""
-    server, url = start_server(latency)
+    server, url = start_server(latency, per_token)
     try:
         summarize_book(book, strategy="direct", model="openai:gpt-4o-mini", max_summary_tokens=100,  # its warm-up
                        llm_settings=LLMSettings(base_url=url, cache_dir=Path(tempfile.mkdtemp())))
@@ -83,9 +92,10 @@ def run_own_process(book: Path, latency: float, concurrency: int | None = None) 
     finally:
         server.terminate()
         server.wait()
-    critical = critical_calls(record) * latency
-    label = f"own process, {latency:g} s" + (f", start = cap {concurrency}" if concurrency else ", adaptive")
-    print(f"{label:36} calls {record.totals.calls:4} | wall {wall:5.2f}s, "
+    critical = critical_path_s(record, latency=latency, per_token=per_token)
+    label = f"own process, {latency:g} s" + (f" + {1000 * per_token:g} ms/token" if per_token else "")
+    label += f", start = cap {concurrency}" if concurrency else ", adaptive"
+    print(f"{label:44} calls {record.totals.calls:4} | wall {wall:5.2f}s, "
           f"critical path {critical:4.2f}s, ratio {wall / critical:4.2f}x; driver CPU {cpu:4.2f}s "
           f"({1000 * cpu / max(record.totals.calls, 1):.1f} ms a call, reading and chunking included)")
 
@@ -99,6 +109,9 @@ def main() -> None:
                         help="comma-separated latencies (s) of further own-process runs, each against a fixed "
                              "start of 128 (the default before slow start): at a hosted API's latencies the "
                              "rounds of leaves weigh more than the driver's CPU")
+    parser.add_argument("--per-token", type=float, default=0.0,
+                        help="the scale runs' stand-in also waits this many seconds per output token, as a "
+                             "hosted API's latency grows with the answer")
     args = parser.parse_args()
     book = next(iter(sorted(SHARED_BOOKS.glob(f"*{args.book}*.epub"))))
     os.environ.setdefault("OPENAI_API_KEY", "dummy")
@@ -111,8 +124,8 @@ def main() -> None:
     run_own_process(book, args.latency)
     run(book, args.latency, args.server_limit)
     for latency in (float(x) for x in args.scale_latencies.split(",") if x.strip()):
-        run_own_process(book, latency, concurrency=128)
-        run_own_process(book, latency)
+        run_own_process(book, latency, concurrency=128, per_token=args.per_token)
+        run_own_process(book, latency, per_token=args.per_token)
 
 
 if __name__ == "__main__":

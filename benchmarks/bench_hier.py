@@ -140,14 +140,15 @@ def main() -> None:
             server.wait()
 
 
-def start_server(latency_s: float) -> tuple[subprocess.Popen[bytes], str]:
-    """The fake API server in its own process on a free port, with a fixed per-call latency."""
+def start_server(latency_s: float, per_token_s: float = 0.0) -> tuple[subprocess.Popen[bytes], str]:
+    """The fake API server in its own process on a free port, answering after ``latency_s`` plus
+    ``per_token_s`` per output token."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen(
         [sys.executable, "-m", "booksum_app.testing.fake_server", "--port", str(port),
-         "--latency", str(latency_s)],
+         "--latency", str(latency_s), "--latency-per-token", str(per_token_s)],
         stdout=subprocess.DEVNULL,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )

@@ -8,11 +8,12 @@ successes (additive increase). Below its cap before the first rejection, it doub
 all out after one round instead of two. It grows only while it is used (calls wait for a
 slot, or at least half of it is on the wire when an answer comes), as TCP's window validation
 (RFC 7661) does: answers to a few calls at a time say nothing of a provider's limit, and a
-limit grown on them would send an untested burst later. Slow start also ends when an answer
-takes over three times the fastest one so far: a server that queues (``llama-server -np 4``,
-vLLM past its batch) sends no 429, its answers just come later and later, and a longer queue
-would only run its last calls into the client's timeout (TCP's HyStart reads delay the same
-way). ``maximum`` is a hard cap
+limit grown on them would send an untested burst later. Slow start also ends when even the
+fastest of the last 8 answers took over twice as long as the fastest of the first 8: a server
+that queues (``llama-server -np 4``, vLLM past its batch) sends no 429, its answers just come
+later and later, and a longer queue would only run its last calls into the client's timeout.
+The minimum of 8 is what tells a queue from answers that differ in length (TCP's HyStart++,
+RFC 9406, reads a round's minimum delay the same way). ``maximum`` is a hard cap
 (``--concurrency N``, else 512). A fixed limit is the same object with ``adaptive=False``.
 
 Two counts: *slots* (:meth:`AdaptiveLimit.acquire`) are taken when a call is handed to a
@@ -34,13 +35,15 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 SLOW_START_STEP = 1.0  # per answer in slow start: x2 per window, as TCP's
-QUEUEING_FACTOR = 3.0  # slow start ends at an answer this many times slower than the fastest
+DELAY_SAMPLES = 8  # answers whose fastest is compared (HyStart++'s N_RTT_SAMPLE)
+QUEUEING_FACTOR = 2.0  # slow start ends when the recent fastest is this many times the first
 
 
 class AdaptiveLimit:
@@ -59,7 +62,8 @@ class AdaptiveLimit:
         self._cond = threading.Condition()
         self.rejections = 0
         self.queued = 0  # calls waiting in the pool for a slot (set by PriorityPool): demand
-        self._fastest = float("inf")  # seconds of the fastest answer so far
+        self._first: list[float] = []  # latencies of the first DELAY_SAMPLES answers
+        self._recent: deque[float] = deque(maxlen=DELAY_SAMPLES)  # of the last ones
 
     @property
     def limit(self) -> int:
@@ -108,10 +112,8 @@ class AdaptiveLimit:
             self._cond.notify_all()
 
     def _adapt(self, ticket: int, overloaded: bool, latency_s: float | None) -> None:
-        if latency_s is not None and not overloaded:
-            self._fastest = min(self._fastest, latency_s)
-            if latency_s > QUEUEING_FACTOR * self._fastest:
-                self._slow_start = False  # answers come later and later: the server queues
+        if latency_s is not None and not overloaded and self._slow_start:
+            self._watch_delay(latency_s)
         if overloaded:
             self.rejections += 1
             if ticket > self._decreased_at:  # once per window: calls sent before do not count
@@ -125,6 +127,16 @@ class AdaptiveLimit:
             self._limit = min(float(self.maximum), self._limit + SLOW_START_STEP)
         else:
             self._limit = min(float(self.maximum), self._limit + 1 / self._limit)  # +1 per window
+
+
+    def _watch_delay(self, latency_s: float) -> None:
+        """End slow start when answers come later and later: the server queues them."""
+        if len(self._first) < DELAY_SAMPLES:
+            self._first.append(latency_s)
+            return
+        self._recent.append(latency_s)
+        if len(self._recent) == DELAY_SAMPLES and min(self._recent) > QUEUEING_FACTOR * min(self._first):
+            self._slow_start = False
 
 
 class PriorityPool:

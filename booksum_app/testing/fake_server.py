@@ -463,6 +463,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rate-limit-in-flight", type=int, default=None,
                         help="answer 429 to requests above this many in flight")
+    parser.add_argument("--slots", type=int, default=None, help="serve this many at once, queue the rest")
     parser.add_argument("--prompt-caching", action="store_true",
                         help="simulate OpenAI prefix caching and Anthropic cache_control in usage")
     args = parser.parse_args(argv)
@@ -474,6 +475,7 @@ def main(argv: list[str] | None = None) -> None:
         fault_rate=args.fault_rate,
         seed=args.seed,
         rate_limit_in_flight=args.rate_limit_in_flight,
+        slots=args.slots,
         prompt_caching=args.prompt_caching,
     )
     with server:
