@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import select
 import socket
 import threading
 import time
@@ -175,10 +176,12 @@ def test_gzip_and_chunked_replies_are_read(
     peer.close()
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize(("transport", "has_poll"), [*((t, True) for t in TRANSPORTS), ("direct", False)])
 def test_a_keep_alive_connection_closed_while_idle_is_not_reused_and_nothing_is_sent_twice(
-    transport: str, tmp_path: Path, opened: list[Client]
+    transport: str, has_poll: bool, tmp_path: Path, opened: list[Client], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if not has_poll:  # as on Windows
+        monkeypatch.delattr(select, "poll")
     whole = json.dumps(GOOD).encode()
     peer = RawPeer([("idle_close", http_reply(whole))] * 5)  # keep-alive promised, then closed
     client = client_for(peer, transport, tmp_path, opened, use_cache=False)

@@ -224,6 +224,25 @@ def test_slow_start_stops_growing_when_the_server_queues_instead_of_serving(
     assert client.limit < 250 and peak < 250, (client.limit, peak)
 
 
+@pytest.mark.parametrize(("soft_limit", "cap"), [(256, 192), (1024, 512), (100, 36)])
+def test_the_adaptive_cap_leaves_room_under_the_open_files_limit(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, soft_limit: int, cap: int  # type: ignore[no-untyped-def]
+) -> None:
+    # macOS allows 256 open files by default: 512 connections in flight would fail to open
+    import resource
+
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: (soft_limit, 1_000_000))
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url="http://127.0.0.1:9/v1",
+                                                                  cache_dir=tmp_path))
+    assert client.concurrency == cap and client.limit == min(128, cap)
+    client.close()
+    given = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url="http://127.0.0.1:9/v1",
+                                                                 cache_dir=tmp_path, concurrency=300))
+    assert given.concurrency == 300  # the user's own cap is theirs
+    given.close()
+
+
 def test_a_fixed_concurrency_is_a_hard_cap(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     with FakeServer(latency_s=0.02) as server:

@@ -126,8 +126,10 @@ def _still_open(connection: http.client.HTTPConnection) -> bool:
     sock = connection.sock
     if sock is None:
         return False
-    poller = select.poll()  # not select(): it fails on descriptors past 1024
     try:
+        if not hasattr(select, "poll"):  # Windows: no poll(), and its select() has no 1024 cap
+            return not select.select([sock], [], [], 0)[0]
+        poller = select.poll()  # not select(): it fails on descriptors past 1024
         poller.register(sock, select.POLLIN)
         return not poller.poll(0)
     except (OSError, ValueError):

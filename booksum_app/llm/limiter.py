@@ -139,6 +139,20 @@ class AdaptiveLimit:
             self._slow_start = False
 
 
+def socket_room(cap: int, *, reserve: int = 64) -> int:
+    """``cap``, or fewer where the process may not open that many files: each call in flight holds
+    a connection (macOS's default soft limit is 256 open files; ``reserve`` is left for the
+    cache, the book and the rest)."""
+    try:
+        import resource  # not on Windows
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return cap
+    if soft == resource.RLIM_INFINITY:
+        return cap
+    return max(1, min(cap, soft - reserve))
+
+
 class PriorityPool:
     """Starts the most urgent waiting call whenever the limit allows one more.
 
@@ -242,4 +256,4 @@ class PriorityPool:
         self._executor.shutdown(wait=True)
 
 
-__all__ = ["AdaptiveLimit", "PriorityPool"]
+__all__ = ["AdaptiveLimit", "PriorityPool", "socket_room"]

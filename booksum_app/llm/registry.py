@@ -44,6 +44,7 @@ from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Backend, ModelInfo
 from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import CallRecord, Client
+from booksum_app.llm.limiter import socket_room
 
 PROVIDERS = ("openai", "anthropic", "vllm", "ollama", "local")
 DEFAULT_MODEL = "local"
@@ -468,7 +469,8 @@ def get_model(
     if settings.concurrency is not None:
         cap = settings.concurrency
     elif adaptive:
-        cap, start = ADAPTIVE_MAX_CONCURRENCY, ADAPTIVE_INITIAL_CONCURRENCY  # then slow start to the cap
+        cap = socket_room(ADAPTIVE_MAX_CONCURRENCY)  # then slow start from 128 to the cap
+        start = min(ADAPTIVE_INITIAL_CONCURRENCY, cap)
     else:
         cap = getattr(built, "default_concurrency", FIXED_CONCURRENCY)
     client = Client(
