@@ -243,6 +243,26 @@ def test_the_adaptive_cap_leaves_room_under_the_open_files_limit(
     given.close()
 
 
+@pytest.mark.parametrize(("soft", "hard", "raised"), [(256, -1, 4096), (1024, 2048, 2048), (8192, 9000, None),
+                                                     (256, 256, None)])
+def test_the_command_line_raises_the_open_files_limit_within_the_hard_one(
+    monkeypatch: pytest.MonkeyPatch, soft: int, hard: int, raised: int | None
+) -> None:
+    import resource
+
+    from click.testing import CliRunner
+
+    from booksum_app.cli import cli
+
+    hard = resource.RLIM_INFINITY if hard == -1 else hard
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: (soft, hard))
+    monkeypatch.setattr(resource, "setrlimit", lambda _which, limits: calls.append(limits))
+    result = CliRunner().invoke(cli, ["models"])
+    assert result.exit_code == 0, result.output
+    assert calls == ([] if raised is None else [(raised, hard)])
+
+
 def test_a_fixed_concurrency_is_a_hard_cap(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     with FakeServer(latency_s=0.02) as server:

@@ -16,6 +16,7 @@ from booksum_app.cli.logs import logs_command
 from booksum_app.cli.models import models_command
 from booksum_app.cli.score import score_command
 from booksum_app.cli.summarize import summarize_command
+from booksum_app.llm.limiter import raise_open_files_limit
 
 EXIT_CODES = (
     "Exit codes: 0 success; 1 other failure (disk, judge); 2 bad option, config, input or output path; "
@@ -32,6 +33,7 @@ EXIT_CODES = (
 def cli(quiet: bool, verbose: bool) -> None:
     """Summarize book-length texts with LLMs and score summary coherence (BooookScore)."""
     Verbosity.apply(quiet=quiet, verbose=verbose)
+    raise_open_files_limit()  # calls in flight each hold a connection
 
 
 for command in (inspect_command, summarize_command, score_command, compare_command, models_command, cache_command,

@@ -153,6 +153,21 @@ def socket_room(cap: int, *, reserve: int = 64) -> int:
     return max(1, min(cap, soft - reserve))
 
 
+def raise_open_files_limit(target: int = 4096) -> None:
+    """Raise the process's soft limit on open files toward ``target`` within its hard limit, as
+    Go's runtime does at start: each call in flight holds a connection, a compare run has a
+    client per model, and macOS starts at 256. Where it cannot, :func:`socket_room` sizes the
+    adaptive cap under the limit there is."""
+    try:
+        import resource  # not on Windows
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = target if hard == resource.RLIM_INFINITY else min(target, hard)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ImportError, OSError, ValueError):
+        pass
+
+
 class PriorityPool:
     """Starts the most urgent waiting call whenever the limit allows one more.
 
@@ -256,4 +271,4 @@ class PriorityPool:
         self._executor.shutdown(wait=True)
 
 
-__all__ = ["AdaptiveLimit", "PriorityPool", "socket_room"]
+__all__ = ["AdaptiveLimit", "PriorityPool", "raise_open_files_limit", "socket_room"]
