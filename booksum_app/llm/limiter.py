@@ -128,7 +128,6 @@ class AdaptiveLimit:
         else:
             self._limit = min(float(self.maximum), self._limit + 1 / self._limit)  # +1 per window
 
-
     def _watch_delay(self, latency_s: float) -> None:
         """End slow start when answers come later and later: the server queues them."""
         if len(self._first) < DELAY_SAMPLES:
