@@ -15,10 +15,11 @@ Wire formats (parsing, reply bodies) are in :mod:`booksum_app.testing.fake_wire`
 as a provider's concurrency limit does; ``slots=N`` serves N at once and silently queues the
 rest, as ``llama-server -np N`` or vLLM's ``max_num_seqs`` do. Fault kinds: ``429`` (with
 Retry-After), ``500``, ``503``, ``timeout`` (hang past the client's timeout), ``drop`` (close
-the socket without a response), ``empty`` (content ""), ``truncated`` (half the reply, finish_reason "length" / stop_reason "max_tokens"), and the
-non-retryable ``400``, ``401``, ``context`` (400 "context length exceeded"), and ``echo`` (a
-well-formed 200 whose content is the prompt text itself, demonstrations included: a judge
-that parrots its prompt must not be read as an answer).
+the socket without a response), ``empty`` (content ""), ``truncated`` (half the reply,
+finish_reason "length" / stop_reason "max_tokens"), and the non-retryable ``400``, ``401``,
+``context`` (400 "context length exceeded"), and ``echo`` (a well-formed 200 whose content is
+the prompt text itself, demonstrations included: a judge that parrots its prompt must not be
+read as an answer).
 
 For a dry run by hand: ``python -m booksum_app.testing.fake_server --port 8765``.
 """
