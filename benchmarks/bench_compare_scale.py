@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--books", type=int, default=40)
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--jobs", type=int, default=40)
+    parser.add_argument("--jobs", type=int, default=40, help="0: leave --jobs out (booksum's default for the concurrency)")
     parser.add_argument("--strategy", default="hier")
     parser.add_argument("--distinct", action="store_true", help="every copy different: no shared request")
     parser.add_argument("--timeline", action="store_true", help="requests received in each half second")
@@ -81,7 +81,7 @@ def main() -> None:
             sys.executable, "-c", "from booksum_app.cli import main; main()", "compare", str(books),
             "--strategies", args.strategy, "--models", "openai:gpt-4", "--chunk-sizes", "2048",
             "--judge", "openai:gpt-4", "--base-url", server.openai_base_url, "--concurrency", str(args.concurrency),
-            "--jobs", str(args.jobs), "--out", str(work / "out"), "--yes", "--no-plots",
+            *(["--jobs", str(args.jobs)] if args.jobs else []), "--out", str(work / "out"), "--yes", "--no-plots",
         ]
         start, stand_in_before, started = time.perf_counter(), time.process_time(), time.monotonic()
         with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
@@ -103,7 +103,7 @@ def main() -> None:
     tail = done.stderr.strip().splitlines()[-1:] if done.returncode else []
     cores = len(os.sched_getaffinity(0))
     print(f"{args.books} {'distinct' if args.distinct else 'identical'} books x {args.strategy}, latency {args.latency:g}s, concurrency {args.concurrency}, "
-          f"jobs {args.jobs}, cores {cores}, load {os.getloadavg()[0]:.2f}")
+          f"jobs {args.jobs or 'auto'}, cores {cores}, load {os.getloadavg()[0]:.2f}")
     print(f"completed: {done.returncode == 0} (exit {done.returncode}) {' '.join(tail)}")
     print(f"answered calls: {calls}; wall {wall_s:.1f}s; {calls / wall_s:.1f} calls/s "
           f"(latency ceiling {args.concurrency / args.latency:.0f} calls/s: {calls / wall_s / (args.concurrency / args.latency):.2f}x)")

@@ -67,3 +67,35 @@ def test_compare_on_many_books_with_many_jobs_completes(
         ])
     assert result.exit_code == 0, result.output
     assert "12" in result.stdout and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("model", "args", "toml", "jobs"), [
+    ("openai:gpt-4o-mini", [], "", 21),  # a hosted API's adaptive limit starts at 128
+    ("local", [], "", 4),  # the embedded model answers one call at a time
+    ("openai:gpt-4o-mini", ["--concurrency", "256"], "", 42),  # enough books to fill 256 in flight
+    ("openai:gpt-4o-mini", ["--concurrency", "8"], "", 4),
+    ("openai:gpt-4o-mini", ["--concurrency", "5000"], "", 64),
+    ("openai:gpt-4o-mini", ["--concurrency", "256", "--jobs", "3"], "", 3),  # given: kept
+    ("openai:gpt-4o-mini", ["--concurrency", "256"], "jobs = 2\n", 2),  # the experiment file's: kept
+])
+def test_jobs_default_to_enough_books_for_the_calls_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str, args: list[str], toml: str, jobs: int
+) -> None:
+    from booksum_app.errors import ConfigError
+    from booksum_app.runners import compare_plan
+
+    seen: list[int] = []
+
+    def plan_grid(exp, *_args, **_kwargs):  # type: ignore[no-untyped-def]
+        seen.append(exp.jobs)
+        raise ConfigError("stop here")
+
+    monkeypatch.setattr(compare_plan, "plan_grid", plan_grid)
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    experiment = tmp_path / "grid.toml"
+    experiment.write_text(toml, encoding="utf-8")
+    result = CliRunner().invoke(cli, [
+        "compare", str(book_path("time-machine")), "--experiment", str(experiment), "--strategies", "direct",
+        "--models", model, "--no-judge", "--out", str(tmp_path / "out"), *args,
+    ])
+    assert "stop here" in result.output and seen == [jobs]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 from pathlib import Path
@@ -106,7 +107,8 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
               help="A summary set made elsewhere to add to the table (repeatable).")
 @click.option("--with-release", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Add the four BooookScore release configurations (with annotations) from this directory.")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Books summarized at once [default: 4].")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Books summarized at once [default: enough for the calls in flight: --concurrency / 6, 21 for "
+                   "a hosted API, else 4; at most 64].")
 @click.option("--dataset", "datasets", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Benchmark JSONL (one sample a line), scored with ROUGE-L (repeatable).")
 @click.option("--dataset-preset", type=click.Choice(["auto", "cnnsum", "clongeval", "custom"]), default="auto",
@@ -136,18 +138,20 @@ def compare_command(
     from booksum_app.chunking.memo import ChunkMemo
     from booksum_app.errors import ConfigError
     from booksum_app.files import check_writable_dir
-    from booksum_app.llm.registry import choose_model
+    from booksum_app.llm.registry import ADAPTIVE_PROVIDERS, choose_model
     from booksum_app.runners.compare import run_compare
     from booksum_app.runners.compare_plan import check_plan, plan_grid
     from booksum_app.runners.experiment import (
         DatasetSpec,
         build_experiment,
+        jobs_for,
         load_experiment,
         parse_precomputed,
         release_sets,
     )
 
     file_values = load_experiment(experiment) if experiment else {}
+    auto_jobs = jobs is None and "jobs" not in file_values
     extra_sets = tuple(parse_precomputed(p) for p in precomputed)
     if with_release is not None:
         extra_sets += release_sets(with_release)
@@ -168,10 +172,14 @@ def compare_command(
         raise ConfigError("nothing to compare: give BOOKS (files or directories), --dataset, --experiment, "
                           "or --precomputed")
     settings = llm_settings(**llm)
+    hosted = False
     for model in dict.fromkeys(m for m in (*exp.models, exp.judge) if m):  # typos and unknown prices
-        notice = choose_model(model, settings=settings).notice
-        if notice:
-            err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
+        spec = choose_model(model, settings=settings)
+        hosted = hosted or (model in exp.models and spec.provider in ADAPTIVE_PROVIDERS)
+        if spec.notice:
+            err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
+    if auto_jobs:  # enough books at once to fill the calls in flight
+        exp = dataclasses.replace(exp, jobs=jobs_for(settings.concurrency, hosted=hosted))
     if not plan_only:
         check_writable_dir(exp.out)  # before the first paid call
     chunk_memo = ChunkMemo()  # where the plan cuts each book, for the run to reuse

@@ -32,7 +32,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
+from booksum_app.config import (
+    ADAPTIVE_INITIAL_CONCURRENCY,
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_MAX_SUMMARY_TOKENS,
+)
 from booksum_app.errors import ConfigError
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE, JUDGE_MODES
 from booksum_app.strategies import StrategyConfig, get_strategy
@@ -41,6 +45,8 @@ BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
 DEFAULT_STRATEGIES = ("hier", "inc")
 DEFAULT_OUT = Path("booksum-compare")
 DEFAULT_JOBS = 4
+CALLS_PER_JOB = 6  # calls in flight one book keeps on average: 40 books filled 256 (docs/compare.md)
+MAX_AUTO_JOBS = 64
 DIRECT_TEMPLATES = ("ib", "ie", "both")
 DEFAULT_BUCKET_MAX_TOKENS = (("L", 400), ("XL", 400), ("2XL", 500), ("3XL", 500))  # CNNSum §4
 RELEASE_CONFIGS = ("gpt4-2048-hier", "gpt4-2048-inc", "chatgpt-2048-hier", "chatgpt-2048-inc")
@@ -162,6 +168,15 @@ class Experiment:
         template = config.template or ("ib" if self.direct_template == "both" else self.direct_template)
         return replace(self, direct_template=template,
                        max_summary_tokens=max_summary_tokens or self.max_summary_tokens)
+
+
+def jobs_for(concurrency: int | None, *, hosted: bool) -> int:
+    """Books at once when ``--jobs`` is not given: enough to fill the calls in flight, ``--concurrency
+    N`` or, for a hosted API, the adaptive limit's start (a book past its leaves keeps about one
+    call in flight per dependent round, so a wide limit needs many books), from 4 to 64."""
+    if concurrency is None:
+        concurrency = ADAPTIVE_INITIAL_CONCURRENCY if hosted else 0
+    return max(DEFAULT_JOBS, min(MAX_AUTO_JOBS, concurrency // CALLS_PER_JOB))
 
 
 def book_files(paths: Sequence[Path]) -> tuple[Path, ...]:
