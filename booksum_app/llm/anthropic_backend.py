@@ -34,6 +34,7 @@ from booksum_app.errors import (
 from booksum_app.llm.anthropic_wire import completion_from_message
 from booksum_app.llm.base import Completion, ModelInfo, Request
 from booksum_app.llm.calls import retry_after_seconds
+from booksum_app.llm.wire import sdk_error_detail
 
 
 class AnthropicBackend:
@@ -108,7 +109,7 @@ class AnthropicBackend:
 
     def _translate(self, exc: anthropic.APIStatusError) -> Exception:
         status = exc.status_code
-        detail = redact(_message(exc), self._secret)
+        detail = redact(sdk_error_detail(exc.body, str(exc.message)), self._secret)
         name = self.info.name
         if status == 429:
             return RateLimited(
@@ -130,12 +131,3 @@ class AnthropicBackend:
         if "prompt is too long" in detail.lower() or status == 413:
             return ContextTooLong(f"{name}: prompt too long for the context window: {detail}")
         return ModelError(f"{name}: request rejected ({status}): {detail}")
-
-
-def _message(exc: anthropic.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return str(inner["message"])[:300]
-    return str(exc.message)[:300]

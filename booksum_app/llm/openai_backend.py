@@ -38,6 +38,7 @@ from booksum_app.errors import AuthError, TransientModelError, redact
 from booksum_app.llm.base import Completion, ModelInfo, Request
 from booksum_app.llm.http_json import HttpFailure, JsonPoster, is_plain_http
 from booksum_app.llm.openai_wire import chat_body, completion_from_reply, error_detail, status_error
+from booksum_app.llm.wire import sdk_error_detail
 
 DUMMY_KEY = "booksum-no-key"  # servers reached by base URL often need no key; the SDK wants one
 Transport = Literal["auto", "sdk"]
@@ -222,7 +223,7 @@ class _SdkSender(_Sender):
         except openai.APIConnectionError as exc:
             raise TransientModelError(f"{name}: connection failed ({redact(str(exc), self._secret)})") from exc
         except openai.APIStatusError as exc:
-            detail = redact(_sdk_message(exc), self._secret)
+            detail = redact(sdk_error_detail(exc.body, str(exc.message)), self._secret)
             raise status_error(name, exc.status_code, exc.response.headers, detail) from exc
         finally:
             with self._lock:
@@ -271,13 +272,3 @@ class _Endpoint:
         self.failures += 1
         pause = min(self.DOWN_MAX_S, self.DOWN_FIRST_S * 2 ** (self.failures - 1))
         self.down_until = time.monotonic() + pause
-
-
-def _sdk_message(exc: openai.APIStatusError) -> str:
-    """The server's own message (never headers, which could carry the key)."""
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return " ".join(str(inner["message"]).split())[:300]
-    return " ".join(str(exc.message).split())[:300]

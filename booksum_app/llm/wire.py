@@ -47,6 +47,12 @@ def error_message(parsed: Any) -> str | None:
     return None
 
 
+def sdk_error_detail(body: Any, sdk_message: str) -> str:
+    """The server's own message from an SDK's status error: its parsed body's ``error.message``,
+    else the SDK's text, on one line, cut short (never headers, which could carry the key)."""
+    return error_message(body) or " ".join(sdk_message.split())[:DETAIL_CHARS]
+
+
 def token_count(value: Any, name: str) -> int:
     """A reported token count: absent is 0; anything but a non-negative integer is refused."""
     if value is None:
