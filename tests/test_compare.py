@@ -418,3 +418,29 @@ def test_the_run_takes_the_plans_cuts_instead_of_chunking_each_book_again(
         result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert sorted(cuts) == sorted([256, 512] * len(books)), "each book cut once per chunk size, by the plan"
+
+
+def test_each_books_calls_carry_its_place_in_the_grid(
+    books: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the rank puts an earlier book's calls first, so books finish in turn rather than in lockstep
+    import booksum_app.llm.calls as calls_module
+    from booksum_app.llm.context import current_context
+
+    seen: set[tuple[str | None, int]] = set()
+    real_ranked = calls_module.ranked
+
+    def ranked(priority: object) -> tuple[object, ...]:
+        seen.add((current_context().book, current_context().rank))
+        return real_ranked(priority)
+
+    monkeypatch.setattr(calls_module, "ranked", ranked)
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    with FakeServer() as server:
+        args = ["compare", *map(str, books), "--strategies", "hier", "--models", "openai:gpt-4o-mini",
+                "--chunk-sizes", "256", "--max-summary-len", "120", "--base-url", server.openai_base_url,
+                "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--no-plots", "--yes"]
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert {rank for _, rank in seen} == {0, 1} and len(seen) == 2, seen
+    assert {rank for book, rank in seen if book is not None and book.endswith("book-1.txt")} == {0}

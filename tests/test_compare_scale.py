@@ -70,10 +70,11 @@ def test_compare_on_many_books_with_many_jobs_completes(
 
 
 @pytest.mark.parametrize(("model", "args", "toml", "jobs"), [
-    ("openai:gpt-4o-mini", [], "", 21),  # a hosted API's adaptive limit starts at 128
+    ("openai:gpt-4o-mini", [], "", 32),  # a hosted API's adaptive limit starts at 128
     ("local", [], "", 4),  # the embedded model answers one call at a time
-    ("openai:gpt-4o-mini", ["--concurrency", "256"], "", 42),  # enough books to fill 256 in flight
+    ("openai:gpt-4o-mini", ["--concurrency", "256"], "", 64),  # enough books to fill 256 in flight
     ("openai:gpt-4o-mini", ["--concurrency", "8"], "", 4),
+    ("openai:gpt-4o-mini", ["--concurrency", "100"], "", 25),
     ("openai:gpt-4o-mini", ["--concurrency", "5000"], "", 64),
     ("openai:gpt-4o-mini", ["--concurrency", "256", "--jobs", "3"], "", 3),  # given: kept
     ("openai:gpt-4o-mini", ["--concurrency", "256"], "jobs = 2\n", 2),  # the experiment file's: kept

@@ -313,3 +313,31 @@ def test_the_client_names_the_tokenizer_it_counts_with_only_when_it_uses_a_named
     assert plain.count_tokens("one two three") == get_tokenizer("cl100k_base").count("one two three")
     assert Client(FakeBackend()).tokenizer_name is None, "the backend's own counter is not a named tokenizer"
     assert Client(_NoCounterBackend(), count_tokens=len).tokenizer_name is None  # type: ignore[arg-type]
+
+
+def test_a_lower_caller_rank_starts_first_then_the_priority() -> None:
+    # compare gives each book its place in the grid as its rank: an earlier book's merges and judge
+    # calls go before a later book's leaves, so books finish in turn instead of in lockstep
+    from booksum_app.llm.context import call_context
+
+    gate, order = threading.Event(), []
+
+    def reply(request: Request) -> str:
+        if request.prompt == "first":
+            gate.wait(5)
+        order.append(request.prompt)
+        return "Done."
+
+    client = make_client(FakeBackend(reply=reply), concurrency=1)
+    futures = [client.submit(Request(prompt="first", max_tokens=5))]
+    while not client.in_flight:
+        threading.Event().wait(0.01)  # the only slot is taken: everything below waits
+    for rank, priority, name in ((2, 0, "book 2"), (0, (1, 9), "book 0 leaf"), (1, 0, "book 1"),
+                                 (0, (0, 3), "book 0 merge")):
+        with call_context(rank=rank):
+            futures.append(client.submit(Request(prompt=name, max_tokens=5), priority=priority))
+    gate.set()
+    for future in futures:
+        future.result(timeout=5)
+    client.close()
+    assert order == ["first", "book 0 merge", "book 0 leaf", "book 1", "book 2"]

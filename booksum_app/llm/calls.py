@@ -41,7 +41,7 @@ from booksum_app.config import FIXED_CONCURRENCY
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Tally, Usage
 from booksum_app.llm.cache import CallMeta, CallStore, Lease
-from booksum_app.llm.context import current_context
+from booksum_app.llm.context import current_context, ranked
 from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
 from booksum_app.llm.request_key import OnceMemo, prompt_tokens, request_json, request_key
 
@@ -220,12 +220,12 @@ class Client:
     def submit(self, request: Request, *, priority: Any = 0) -> Future[Completion]:
         """Start ``request`` on the client's worker pool; the result comes back as a future.
 
-        When calls wait for a slot, the one with the lowest ``priority`` starts first (equal
-        ones in submission order): strategies put work on their critical path first. The call
-        runs in a copy of the caller's context, so it keeps the caller's run and book labels.
+        When calls wait for a slot, the lowest caller's rank (``CallContext.rank``), then ``priority``,
+        starts first (equal ones in submission order): strategies put their critical path first.
+        The call runs in a copy of the caller's context: it keeps the caller's run and book labels.
         """
         context = contextvars.copy_context()  # one per call: a Context runs in one thread at a time
-        return self._pool().submit(lambda: context.run(self.complete, request), priority=priority)
+        return self._pool().submit(lambda: context.run(self.complete, request), priority=ranked(priority))
 
     def complete_many(self, requests: Sequence[Request]) -> list[Completion]:
         """Answer every request concurrently (or as one batch); results in request order."""

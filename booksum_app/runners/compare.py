@@ -221,13 +221,14 @@ class _GridRun:
                     self.sources[ctx.key] = source_ngrams(text, lang=ctx.lang)
         return self.sources[ctx.key]
 
-    def run_book(self, unit: Path | Sample) -> None:
+    def run_book(self, rank: int, unit: Path | Sample) -> None:
         with self.cpu_slots:
             ctx = open_context(unit, self.exp) if isinstance(unit, Path) else BookContext(
                 unit.path, unit.book, unit.lang, unit.sha256)
         self.start_source(ctx)
         try:
-            with call_context(book=ctx.key):  # its summaries and its judge calls alike
+            # its summaries and its judge calls alike; an earlier book's calls first
+            with call_context(book=ctx.key, rank=rank):
                 self._run_configs(ctx)
         finally:
             self._forget(ctx)
@@ -308,7 +309,8 @@ class _GridRun:
         pool = ThreadPoolExecutor(max_workers=max(1, min(exp.jobs, len(units) or 1)), thread_name_prefix="booksum-book")
         try:
             # each book's worker runs in a copy of this context: its calls keep the run id
-            futures = [pool.submit(contextvars.copy_context().run, self.run_book, unit) for unit in units]
+            futures = [pool.submit(contextvars.copy_context().run, self.run_book, rank, unit)
+                       for rank, unit in enumerate(units)]
             for future in futures:
                 try:
                     future.result()
