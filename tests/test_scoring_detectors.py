@@ -330,3 +330,21 @@ def test_release_summaries_counts(system: str, expected: tuple[int, ...]) -> Non
     texts = json.loads(path.read_text(encoding="utf-8")).values()
     counts = summarize_failures(detect_failures(t, lang="en") for t in texts).counts
     assert tuple(counts[m] for m in ("subjective", "repetition", "echo", "cut_off")) == expected
+
+
+def test_source_index_finds_exactly_what_a_set_of_its_grams_holds() -> None:
+    # the index is a sorted int64 array (8 bytes a gram; a frozenset took ~90): its lookups must
+    # agree with the plain set it replaced, on hits, misses, both ends and an empty index
+    from booksum_app.scoring.detectors import _gram_keys, words_of
+
+    source = " ".join(words(3000, seed=11))
+    index = SourceIndex.build(source, lang="en")
+    grams = _gram_keys(words_of(source, lang="en"), index.n)
+    assert len(index.keys) == len(set(grams)) and index.keys.keys.nbytes == 8 * len(index.keys)
+    probe = " ".join(words(400, seed=12)).split() + source.split()[:50] + source.split()[-50:]
+    keys = _gram_keys(probe, index.n) + [min(grams) - 1, max(grams) + 1, min(grams), max(grams)]
+    assert index.keys.found(keys) == [k in set(grams) for k in keys]
+    empty = SourceIndex.build("too short", lang="en")
+    assert len(empty.keys) == 0 and empty.keys.found(keys[:3]) == [False] * 3 and empty.keys.found([]) == []
+    both = empty.union(index)
+    assert both.keys.found(keys) == index.keys.found(keys) and both.n_words == index.n_words + 2

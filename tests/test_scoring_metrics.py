@@ -122,6 +122,7 @@ def test_per_sentence_annotations_need_the_summaries() -> None:
 
 def test_source_ngrams_in_paragraph_pieces_equal_those_of_the_whole_text() -> None:
     """A book is tokenized in pieces (NLTK's regex time limit) without losing any 3-gram."""
+    from booksum_app.scoring.keyset import KeySet, text_key
     from booksum_app.scoring.ngrams import gram_key, ngrams, source_ngrams
     from booksum_app.scoring.words import ngram_words
 
@@ -130,7 +131,7 @@ def test_source_ngrams_in_paragraph_pieces_equal_those_of_the_whole_text() -> No
         for i in range(200)
     ]
     text = "\n\n".join(paragraphs)
-    whole = frozenset(map(gram_key, ngrams(ngram_words(text, lang="en"), 3)))
+    whole = KeySet(text_key(gram_key(g)) for g in ngrams(ngram_words(text, lang="en"), 3))
     assert source_ngrams(text, lang="en", piece_chars=300) == whole
     assert len(whole) > 1000
 
@@ -140,13 +141,14 @@ def test_source_ngrams_in_paragraph_pieces_equal_those_of_the_whole_text() -> No
     ("zh", "宋江\u3000道：「兄弟，\u00a0且住。」\t众人 大笑。ABC def"),
 ])
 def test_gram_keys_are_unambiguous_because_no_word_holds_whitespace(lang: str, text: str) -> None:
+    from booksum_app.scoring.keyset import KeySet, text_key
     from booksum_app.scoring.ngrams import GRAM_SEP, gram_key, ngram_stats, ngrams, source_ngrams
     from booksum_app.scoring.words import ngram_words
 
     words = ngram_words(text, lang=lang)
     assert words and not any(ch.isspace() for w in words for ch in w), words
     assert GRAM_SEP.isspace()
-    assert source_ngrams(text, lang=lang) == {gram_key(g) for g in ngrams(words)}
+    assert source_ngrams(text, lang=lang) == KeySet(text_key(gram_key(g)) for g in ngrams(words))
     # % novel against the keys is % novel against the grams themselves
     summary = text[: len(text) // 2] + " Something else entirely, said nobody."
     grams = set(ngrams(ngram_words(summary, lang=lang)))
