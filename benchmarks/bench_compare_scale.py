@@ -1,11 +1,13 @@
 """Benchmark: `booksum compare` on many books at once (issue 14, the driver goal of issue 11).
 
 Copies one sample book N times (default 40 copies of The Time Machine), starts the fake
-OpenAI-compatible server in its own process answering every call after a fixed latency
-(default 1 s; in this process, on its own threads), and runs the real CLI in a subprocess:
+OpenAI-compatible server in this process (on its own threads) answering every call after a
+fixed latency (default 1 s), and runs the real CLI in a subprocess of its own:
 
     booksum compare BOOKS --strategies hier --models openai:gpt-4 --chunk-sizes 2048 \\
-        --judge openai:gpt-4 --concurrency 256 --jobs 40 --out OUT --yes --no-plots
+        --judge openai:gpt-4 --concurrency 256 [--jobs N] --out OUT --yes --no-plots
+
+``--jobs`` is left out by default (booksum's own default: ``--concurrency`` / 4 books at once).
 
 Prints whether it completed, the answered calls (server side), the wall time, answered calls
 per second, the rate sustained over the middle 80% of requests, the ceiling the latency allows
@@ -17,7 +19,7 @@ Identical copies share every request, so the call cache's leases make one copy p
 others wait: that measures the many-copies case, not throughput. ``--distinct`` writes each
 copy as plain text with a marker of its own in every paragraph, so every call is new.
 
-    python benchmarks/bench_compare_scale.py [--books 40] [--latency 1.0] [--concurrency 256] [--jobs 40] [--distinct] [--timeline]
+    python benchmarks/bench_compare_scale.py [--books 40] [--latency 1.0] [--concurrency 256] [--jobs 0] [--distinct] [--timeline]
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def main() -> None:
     parser.add_argument("--books", type=int, default=40)
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--jobs", type=int, default=40, help="0: leave --jobs out (booksum's default for the concurrency)")
+    parser.add_argument("--jobs", type=int, default=0, help="books at once; 0 (default): leave --jobs out, booksum's "
+                        "default for the concurrency")
     parser.add_argument("--strategy", default="hier")
     parser.add_argument("--distinct", action="store_true", help="every copy different: no shared request")
     parser.add_argument("--timeline", action="store_true", help="requests received in each half second")

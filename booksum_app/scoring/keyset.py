@@ -2,7 +2,7 @@
 
 The n-gram indexes of a book (its 3-grams for % novel, its 8-grams for the copying detector)
 have one key per distinct n-gram, half a million for War and Peace. As Python sets they took
-54 MB (ints) and 74 MB (strings) per book, held by every book ``compare`` has in progress; as
+54 MB (ints) and 46 MB (strings) per book, held by every book ``compare`` has in progress; as
 sorted arrays, 4.7 and 3.5 MB. Lookups are by bisection (``numpy.searchsorted``), a few
 thousand per summary. numpy is imported on first use, not when the CLI starts.
 """

@@ -49,7 +49,7 @@ GRAM_SEP = " "  # no word holds whitespace: NLTK splits on it last, jieba cuts a
 SourceGrams = KeySet
 """A source's distinct n-grams: the :func:`~booksum_app.scoring.keyset.text_key` of each
 :func:`gram_key`, 8 bytes a gram and the same in every process, so a worker process builds it
-(War and Peace's 436K 3-grams: 3.5 MB, where a frozenset of strings took 74 MB in every
+(War and Peace's 436K 3-grams: 3.5 MB, where a frozenset of strings took 46 MB in every
 process that held it). Two grams share a key with odds of 2**-64: no percentage moves."""
 
 
