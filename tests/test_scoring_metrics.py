@@ -154,3 +154,19 @@ def test_gram_keys_are_unambiguous_because_no_word_holds_whitespace(lang: str, t
     grams = set(ngrams(ngram_words(summary, lang=lang)))
     stats = ngram_stats(summary, source=source_ngrams(text, lang=lang), lang=lang)
     assert stats.n_novel == len(grams - set(ngrams(words))) > 0
+
+
+def test_source_ngrams_built_in_another_process_are_the_same_keys() -> None:
+    # compare builds a book's 3-grams in a worker process and looks summaries up in the driver:
+    # the keys must not depend on the process (Python's str hash does, per PYTHONHASHSEED)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from booksum_app.scoring.ngrams import ngram_stats, source_ngrams
+
+    text = "\n\n".join(f"Mr. Darcy walked {i} miles to Netherfield. Jane laughed at him, twice." for i in range(50))
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        there = pool.submit(source_ngrams, text, lang="en").result(timeout=60)
+    assert there == source_ngrams(text, lang="en") and len(there) > 100
+    summary = "Mr. Darcy walked 3 miles to Netherfield. Nobody cared at all."
+    assert ngram_stats(summary, source=there).n_novel == ngram_stats(summary, source=text).n_novel > 0
