@@ -108,8 +108,8 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @click.option("--with-release", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Add the four BooookScore release configurations (with annotations) from this directory.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
-              help="Books summarized at once [default: enough for the calls in flight: --concurrency / 6, "
-                   "21 for a hosted API, else 4; at most 64].")
+              help="Books summarized at once [default: enough for the calls in flight: --concurrency / 4, "
+                   "32 for a hosted API, else 4; at most 64].")
 @click.option("--dataset", "datasets", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Benchmark JSONL (one sample a line), scored with ROUGE-L (repeatable).")
 @click.option("--dataset-preset", type=click.Choice(["auto", "cnnsum", "clongeval", "custom"]), default="auto",

@@ -58,6 +58,11 @@ def gram_key(gram: Sequence[str]) -> str:
     return GRAM_SEP.join(gram)
 
 
+def _gram_digest(gram: Sequence[str]) -> int:
+    """A gram's key in :data:`SourceGrams`: the source's and a summary's grams are keyed here alike."""
+    return text_key(gram_key(gram))
+
+
 def source_ngrams(
     source: str,
     *,
@@ -83,7 +88,7 @@ def source_ngrams(
             piece, size = [], 0
     if piece:
         words += ngram_words("\n\n".join(piece), lang=lang)
-    return KeySet(text_key(GRAM_SEP.join(gram)) for gram in zip(*(words[i:] for i in range(n)), strict=False))
+    return KeySet(map(_gram_digest, zip(*(words[i:] for i in range(n)), strict=False)))
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,7 @@ def ngram_stats(
     n_novel = None
     if source is not None:
         source_set = source if isinstance(source, KeySet) else source_ngrams(source, lang=lang)
-        n_novel = source_set.found([text_key(gram_key(gram)) for gram in counts]).count(False)
+        n_novel = source_set.found([_gram_digest(gram) for gram in counts]).count(False)
     return NgramStats(
         n_tokens=tokenizer.count(summary),
         n_ngrams=len(grams),
