@@ -23,6 +23,7 @@ Every message says what went wrong and how to fix it, on one line.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # What a server or proxy may echo back: bearer tokens, ``sk-...`` / ``sk-ant-...`` keys,
 # and ``x-api-key: ...`` / ``api_key=...`` pairs. Replaced by REDACTED in every message.
@@ -54,6 +55,9 @@ class BooksumError(Exception):
     """Base of every error booksum raises on purpose."""
 
     exit_code = 1
+    # what a failed run had paid before it failed (a ``Tally``), set by the runner: the CLI
+    # writes it to a partial record so that nothing paid for goes unaccounted
+    spent: Any = None
 
 
 class ConfigError(BooksumError):

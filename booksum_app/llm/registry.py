@@ -20,7 +20,9 @@ import dataclasses
 import difflib
 import importlib.resources
 import json
+import math
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -75,6 +77,8 @@ _SPEC_FIELDS = (
     "length_policy",
 )
 
+_PRICE_FIELDS = tuple(f for f in _SPEC_FIELDS if f.endswith("_usd_per_mtok"))
+
 ModelSource = Literal["explicit", "config", "env", "default"]
 
 
@@ -94,6 +98,7 @@ class LLMSettings:
     n_ctx: int | None = None  # local model context; None: the model's window (8192)
     length_policy: str | None = None  # "regenerate"/"truncate"; None: the model's own (models.json, config)
     config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
+    reasoning_effort: str | None = None  # reasoning models: minimal/low/medium/high; None: low
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,15 @@ def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
     cw = entry.get("context_window")
     if cw is not None and (not isinstance(cw, int) or cw <= 0):
         raise ConfigError(f"{where}: model {name!r} context_window must be a positive integer")
+    for key in _PRICE_FIELDS:
+        price = entry.get(key)
+        # a nan price makes every comparison with --max-cost false: the ceiling would never hold
+        if price is not None and (isinstance(price, bool) or not isinstance(price, int | float)
+                                  or not math.isfinite(price) or price < 0):
+            raise ConfigError(f"{where}: model {name!r} {key} must be a finite number of at least 0")
+    max_out = entry.get("max_output_tokens")
+    if max_out is not None and (isinstance(max_out, bool) or not isinstance(max_out, int) or max_out <= 0):
+        raise ConfigError(f"{where}: model {name!r} max_output_tokens must be a positive integer")
 
 
 def load_table(path: Path | None) -> _Table:
@@ -254,6 +268,16 @@ def _plugin_defaults(name: str) -> Mapping[str, Any]:
     return BACKENDS.plugin_defaults(name)
 
 
+_REASONING_FAMILIES = re.compile(r"(?:[\w.-]*/)?(?:o1|o3|o4|gpt-5)(?:$|[-.:_])", re.IGNORECASE)
+
+
+def is_reasoning_model(model_id: str) -> bool:
+    """Whether ``model_id`` names an OpenAI reasoning model (o1, o3, o4, gpt-5 families, dated ids
+    and a server's ``org/`` prefix too): they take ``max_completion_tokens`` and think in
+    hidden, billed tokens."""
+    return bool(_REASONING_FAMILIES.match(model_id.strip()))
+
+
 def _price_or_none(entry: Mapping[str, Any], key: str) -> float | None:
     value = entry.get(key)
     return None if value is None else float(value)
@@ -295,7 +319,7 @@ def _spec_from(
         provider=provider,
         model_id=model_id,
         info=info,
-        reasoning=bool(entry.get("reasoning", False)),
+        reasoning=bool(entry.get("reasoning", False)) or (provider == "openai" and is_reasoning_model(model_id)),
         known=note is None,
         note=note,
         base_url=base_url if provider == "openai" else None,
