@@ -66,8 +66,12 @@ PROMPT_SLACK = 1.5  # reported prompt tokens at most this times the context wind
 OUTPUT_SLACK_TOKENS = 64  # reported completion tokens at most max_tokens plus this
 
 
-class ServerAskedToWait(RateLimited):
+class ServerAskedToWait(ModelError):
     """A Retry-After longer than booksum waits: not retried."""
+
+    def __init__(self, message: str, *, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class BudgetSpentOnReasoning(ModelError):

@@ -29,6 +29,7 @@ from booksum_app.llm.wire import (
     gateway_error,
     json_object,
     malformed,
+    reported_usage,
     token_count,
 )
 
@@ -85,15 +86,15 @@ def completion_from_reply(body: bytes, *, name: str, model_id: str, latency_s: f
         raise malformed(name, "the message content is not text")
     if not (finish_reason is None or isinstance(finish_reason, str)):
         raise malformed(name, "the finish reason is not text")
-    usage = reply.get("usage")
+    usage, reported = reported_usage(reply.get("usage"), name, _usage)
     return Completion(
         text=content or "",
         finish_reason=finish_reason or "stop",
-        usage=_usage(usage, name),
+        usage=usage,
         model=model if isinstance(model, str) and model else model_id,
         latency_s=latency_s,
-        usage_reported=usage is not None,
-        reasoning_tokens=_reasoning_tokens(usage),
+        usage_reported=reported,
+        reasoning_tokens=_reasoning_tokens(reply.get("usage")) if reported else 0,
     )
 
 
