@@ -25,7 +25,7 @@ from booksum_app.testing.fake_server import FakeServer
 from booksum_app.testing.quirks import REASONING_TOKENS
 
 KEY = "vllm-token-ABCDEFGH12345678"
-PRICED = dict(input_usd_per_mtok=2.5, output_usd_per_mtok=10.0)
+PRICED = {"input_usd_per_mtok": 2.5, "output_usd_per_mtok": 10.0}
 PATHS = ("direct", "sdk", "anthropic")
 GUARD_S = 60.0  # a hang detector, not a timing: each case ends within a few --timeout
 

@@ -14,7 +14,12 @@ import pytest
 from booksum_app.errors import AuthError, ContextTooLong, ModelError, TransientModelError
 from booksum_app.llm.base import ModelInfo, Request
 from booksum_app.llm.calls import Client
-from booksum_app.llm.openai_backend import DEFAULT_REASONING_EFFORT, REASONING_ROOM, OpenAIBackend, Transport
+from booksum_app.llm.openai_backend import (
+    DEFAULT_REASONING_EFFORT,
+    REASONING_ROOM,
+    OpenAIBackend,
+    Transport,
+)
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.testing.fake_replies import default_reply
 from booksum_app.testing.fake_server import FakeServer

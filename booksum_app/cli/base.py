@@ -164,6 +164,16 @@ def snapshot_line(snap: Snapshot) -> str:
     return f"{stage}{done}: {stats_text(snap)}"
 
 
+def _spent_before(exc: BooksumError) -> str:
+    """What a failed run had paid, when it paid anything: the line ends with it."""
+    spent = exc.spent
+    if spent is None or not (spent.spent_usd or spent.input_tokens):
+        return ""
+    wasted = f", {spent.wasted_attempts} of them wasted replies" if spent.wasted_attempts else ""
+    return (f" (spent before failing: ${spent.spent_usd:.4f}, {spent.input_tokens:,}+{spent.output_tokens:,} "
+            f"tokens{wasted}; answered calls are cached)")
+
+
 def handle_errors(func: F) -> F:
     """Turn booksum errors into one line on stderr and the error's exit code."""
 
@@ -172,7 +182,7 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except BooksumError as exc:
-            _fail(str(exc), exc.exit_code)
+            _fail(str(exc) + _spent_before(exc), exc.exit_code)
         except KeyboardInterrupt:
             _fail("interrupted; completed LLM calls are cached, rerun the same command to resume", 130)
         except TimeoutError as exc:  # an OSError subclass, but not a disk problem: say what it is
