@@ -6,6 +6,7 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from conftest import book_path
 
@@ -65,3 +66,24 @@ def test_a_failed_run_says_what_it_spent(tmp_path: Path) -> None:
     assert code == 4
     line = stderr.strip().splitlines()[-1]
     assert "spent before failing: $" in line and "3 of them wasted replies" in line
+
+
+def test_totals_are_counted_at_the_client_not_from_the_strategys_own_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A strategy that reports no calls (as a 20-line plugin may) still has its calls and money counted."""
+    import dataclasses
+
+    from booksum_app.llm.registry import LLMSettings
+    from booksum_app.runners.summarize import summarize_book
+    from booksum_app.strategies.registry import get_strategy
+
+    hier = get_strategy("hier")
+    run = hier.run
+    monkeypatch.setattr(hier, "run", lambda *a, **k: dataclasses.replace(run(*a, **k), calls=()))
+    with FakeServer() as server:
+        record = summarize_book(book_path("time-machine"), model="openai:gpt-4o", clean=False,
+                                llm_settings=LLMSettings(base_url=server.openai_base_url, use_cache=False))
+    assert record.calls == ()
+    assert record.totals.calls == server.completed_count > 10
+    assert (record.totals.input_tokens, record.totals.output_tokens) == (server.billed.input_tokens,
+                                                                         server.billed.output_tokens)
+    assert record.totals.spent_usd > 0
