@@ -263,3 +263,19 @@ def test_answers_keep_flowing_after_bills(server: FakeServer) -> None:
     assert all(a.text for a in answers)
     assert (client.usage.input_tokens, client.usage.output_tokens) == (server.billed.input_tokens,
                                                                         server.billed.output_tokens)
+
+
+def test_wasted_replies_are_in_the_call_log_with_their_money(server: FakeServer, tmp_path: Any) -> None:
+    from booksum_app.llm.cache import CallCache
+    from booksum_app.llm.call_log import read_log
+
+    server.add_faults("empty", "empty")
+    client = client_for(backend_for("direct", server), cache=CallCache(tmp_path))
+    bounded(lambda: client.complete(REQ))
+    stats = client.cache.stats() if client.cache is not None else None
+    client.close()
+    log = read_log(tmp_path)
+    assert log is not None and len(log.calls) == 3
+    assert sum("(wasted)" in c.purpose for c in log.calls) == 2
+    assert sum(c.usage.input_tokens for c in log.calls) == server.billed.input_tokens
+    assert stats is not None and stats.calls == 1  # the cache holds one answer

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import math
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -431,6 +432,8 @@ class Client:
         completion = self._priced(request, completion)
         empty = not completion.text.strip()
         self._bill(completion, spent, wasted=empty)
+        if empty:
+            self._log_wasted(request, completion)
         if empty and completion.cut_off:
             raise self._cut_empty(request, completion)
         if empty:
@@ -522,6 +525,15 @@ class Client:
             self._totals = self._totals + item
             self._paid = self._paid + usage
         bill(item)
+
+    def _log_wasted(self, request: Request, completion: Completion) -> None:
+        """Keep a wasted reply in the call log (``booksum logs`` counts its money); never fatal."""
+        if self.cache is None:
+            return
+        try:
+            self.cache.log_wasted(completion, purpose=request.purpose, meta=self._meta(request))
+        except sqlite3.Error as exc:
+            self._note(f"the call log could not keep a wasted reply ({exc}); the run's totals still count it")
 
     def _retrying(self) -> Retrying:
         return Retrying(
@@ -617,8 +629,10 @@ class Client:
                 self._reserved_usd -= reserved
         answered = [self._priced(request, c) for request, c in zip(batch, completions, strict=True)]
         spents = [_Spent(attempts=1) for _ in answered]
-        for completion, spent in zip(answered, spents, strict=True):
+        for request, completion, spent in zip(batch, answered, spents, strict=True):
             self._bill(completion, spent, wasted=not completion.text.strip())
+            if not completion.text.strip():
+                self._log_wasted(request, completion)
         # every answer of the batch is committed before any is reported: an on_call hook
         # (progress display) that fails, or a kill meanwhile, must not cost the others
         if self.cache is not None:
