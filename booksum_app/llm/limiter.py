@@ -77,6 +77,11 @@ class AdaptiveLimit:
         with self._cond:
             return self._sending
 
+    def callers(self) -> int:
+        """Calls holding a slot, plus those waiting in the pool that a free slot would start now."""
+        with self._cond:
+            return min(self._in_flight + self.queued, max(self._in_flight, int(self._limit)))
+
     def acquire(self) -> None:
         """Wait for a slot."""
         with self._cond:
