@@ -8,8 +8,8 @@ runs one sender thread that, once a call arrives, keeps collecting until
 
 - arrivals have paused for ``quiet_s`` (the submitting loop is done), and
 - every caller that could still come is here (``callers()``: the calls holding or waiting for
-  a slot of the client's concurrency limit), or ``window_s`` has passed since the first
-  arrival (a caller that holds a slot but is busy elsewhere, e.g. waiting on another run's
+  a slot of the client's concurrency limit), or ``window_s`` has passed since collecting
+  began (a caller that holds a slot but is busy elsewhere, e.g. waiting on another run's
   lease in the call cache, is not waited for long),
 
 then sends everything waiting as one batch; each caller gets its own answer. Calls that
@@ -141,6 +141,8 @@ class Gatherer(Generic[T, R]):
                     break
                 # until the pause is long enough, then (callers still missing) poll the slot count
                 self._cond.wait(self.quiet_s - quiet_for if quiet_for < self.quiet_s else POLL_S)
+            if self._closed:  # close() answered whatever was waiting
+                return None
             batch, self._pending = self._pending, []
             return batch
 
