@@ -204,6 +204,7 @@ class Client:
         # calls in flight: a fixed cap, or (adaptive) AIMD under it from initial_concurrency, as TCP does
         start = self.concurrency if initial_concurrency is None else min(initial_concurrency, self.concurrency)
         self._limit = AdaptiveLimit(initial=start, maximum=self.concurrency, adaptive=adaptive)
+        getattr(backend, "expect_callers", lambda _: None)(self._limit.callers)  # vLLM gathers callers
         self._lock = threading.Lock()
         self._totals = Tally()  # every call answered through this client, cached or not
         self._paid = Usage()  # tokens of the calls that reached the provider

@@ -78,6 +78,11 @@ class AdaptiveLimit:
         with self._cond:
             return self._sending
 
+    def callers(self) -> int:
+        """Calls holding a slot, plus those waiting in the pool that a free slot would start now."""
+        with self._cond:
+            return min(self._in_flight + self.queued, max(self._in_flight, int(self._limit)))
+
     def acquire(self, *, urgent: bool = False) -> None:
         """Wait for a slot. An ``urgent`` caller (a retry: its call has already been paid for
         once) goes before every waiting non-urgent one, so new calls cannot starve a retry."""

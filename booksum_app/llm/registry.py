@@ -113,6 +113,8 @@ class ModelSpec:
     note: str | None = None  # why defaults were assumed, when not known
     source: ModelSource = "explicit"
     base_url: str | None = None
+    server_slots: int | None = None  # requests the server serves at once, as it reports (llm/server_info.py)
+    server_note: str | None = None  # where the window came from, when the server reported it
 
     @property
     def notice(self) -> str | None:
@@ -122,7 +124,9 @@ class ModelSpec:
         # only where the assumption prices the run (a hosted API): a model on a local server or
         # engine is never in the table, and saying so on every run would be noise
         priced = self.provider in ("openai", "anthropic") and self.base_url is None
-        return f"{self.info.name}: {self.note}" if self.note and priced else None
+        if self.note and priced:
+            return f"{self.info.name}: {self.note}"
+        return f"{self.info.name}: {self.server_note}" if self.server_note else None
 
 
 @dataclass(frozen=True)
@@ -357,6 +361,10 @@ def choose_model(
         base_url=base_url if provider == "openai" else None,
         n_ctx=settings.n_ctx,
     )
+    if spec.base_url is not None:  # a server that describes itself: its window and slots
+        from booksum_app.llm.server_info import describe_spec
+
+        spec = describe_spec(spec, api_key=env.get("OPENAI_API_KEY") or None, timeout_s=settings.timeout_s)
     if settings.length_policy is not None:
         if settings.length_policy not in LENGTH_POLICIES:
             raise ConfigError(f"length policy {settings.length_policy!r}; use one of {LENGTH_POLICIES}")
@@ -495,6 +503,8 @@ def get_model(
     elif adaptive:
         cap = socket_room(ADAPTIVE_MAX_CONCURRENCY)  # then slow start from 128 to the cap
         start = min(ADAPTIVE_INITIAL_CONCURRENCY, cap)
+        if spec.server_slots:  # a queueing server said how many it serves: more would only wait
+            cap = start = min(spec.server_slots, cap)
     else:
         cap = getattr(built, "default_concurrency", FIXED_CONCURRENCY)
     client = Client(
