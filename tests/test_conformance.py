@@ -18,9 +18,10 @@ import pytest
 from booksum_app.errors import CostLimitExceeded, ModelError, TransientModelError
 from booksum_app.llm.anthropic_backend import AnthropicBackend
 from booksum_app.llm.base import Backend, Completion, ModelInfo, Request, Usage
-from booksum_app.llm.calls import BudgetSpentOnReasoning, Client, ServerAskedToWait
+from booksum_app.llm.calls import Client
 from booksum_app.llm.meter import metering
 from booksum_app.llm.openai_backend import OpenAIBackend
+from booksum_app.llm.retry_policy import BudgetSpentOnReasoning, ServerAskedToWait
 from booksum_app.testing.fake_server import FakeServer
 from booksum_app.testing.quirks import REASONING_TOKENS
 

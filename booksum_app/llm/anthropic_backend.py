@@ -33,8 +33,8 @@ from booksum_app.errors import (
 )
 from booksum_app.llm.anthropic_wire import completion_from_message
 from booksum_app.llm.base import Completion, ModelInfo, Request
-from booksum_app.llm.calls import retry_after_seconds
 from booksum_app.llm.deadline import attempt_deadline, deadline_transport
+from booksum_app.llm.retry_policy import retry_after_seconds
 from booksum_app.llm.wire import sdk_error_detail
 
 SDK_MAX_CONNECTIONS = 1000  # the anthropic SDK's own pool limits (DefaultHttpxClient)

@@ -444,8 +444,9 @@ class CallCache:
             )
 
     def __len__(self) -> int:
+        """Stored answers (logged wasted replies are not answers)."""
         with self._db() as db:
-            return int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+            return int(db.execute(f"SELECT COUNT(*) FROM calls WHERE key NOT LIKE '{WASTED_PREFIX}%'").fetchone()[0])
 
     def stats(self) -> CacheStats:
         """Size, rows, age range and tokens per model of this cache."""

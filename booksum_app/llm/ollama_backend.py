@@ -42,8 +42,8 @@ from booksum_app.errors import (
     redact,
 )
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
-from booksum_app.llm.calls import retry_after_seconds
 from booksum_app.llm.deadline import attempt_deadline, deadline_transport
+from booksum_app.llm.retry_policy import retry_after_seconds
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_PORT = 11434

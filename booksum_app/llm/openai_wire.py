@@ -22,7 +22,7 @@ from booksum_app.errors import (
     TransientModelError,
 )
 from booksum_app.llm.base import Completion, Request, Usage
-from booksum_app.llm.calls import retry_after_seconds
+from booksum_app.llm.retry_policy import retry_after_seconds
 from booksum_app.llm.wire import (
     DETAIL_CHARS,
     error_message,

@@ -141,10 +141,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault in ("429", "500", "503", "400", "401", "context"):
             self._send_fault(api, fault, fake.retry_after_s)
             return
-        if fault in ("notjson", "echokey"):
-            self._send_hostile(api, fault)
-            return
-        if fault in QUIRKS:
+        if fault in QUIRKS or fault in ("notjson", "echokey"):
             serve_quirk(self, fake, api, payload, fault)
             return
         request = parse_openai(payload) if api == "openai" else parse_anthropic(payload)
@@ -204,25 +201,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(api, 400, "invalid_request_error", message)
         else:
             self._send_error(api, 400, "invalid_request_error", "bad request (fake)")
-
-    def _send_hostile(self, api: str, fault: str) -> None:
-        """A misbehaving proxy: a 200 whose body is not JSON, or a 500 quoting the credentials."""
-        if fault == "echokey":
-            sent = self.headers.get("authorization") or self.headers.get("x-api-key") or ""
-            message = f"upstream rejected request with headers Authorization: {sent}"
-            self._send_error(api, 500, "api_error", message)
-            return
-        data = b"<html><body>502 Bad Gateway (fake proxy)</body></html>"
-        self._leave_once()
-        try:
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
-        except OSError:
-            self.close_connection = True
 
     def _send_error(
         self, api: str, status: int, kind: str, message: str, headers: dict[str, str] | None = None

@@ -48,8 +48,11 @@ FAR_RETRY_AFTER_S = 999_999_999
 
 
 def serve_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[str, Any], quirk: str) -> None:
-    """Answer one request the way ``quirk`` says."""
-    if quirk in USAGE_QUIRKS:
+    """Answer one request the way ``quirk`` says (``notjson`` and ``echokey`` are the fake server's own
+    hostile-proxy faults)."""
+    if quirk in ("notjson", "echokey"):
+        _hostile(handler, api, quirk)
+    elif quirk in USAGE_QUIRKS:
         _usage_quirk(handler, fake, api, payload, quirk)
     elif quirk == "redirect":
         _raw(handler, b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:9/elsewhere\x1b[2J\r\n"
@@ -135,6 +138,24 @@ def _transport_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dic
             handler.connection.close()
     except OSError:
         pass  # the client gave up: that is what a bounded attempt does
+
+
+def _hostile(handler: _Handler, api: str, fault: str) -> None:
+    """A misbehaving proxy: a 200 whose body is not JSON, or a 500 quoting the credentials."""
+    if fault == "echokey":
+        sent = handler.headers.get("authorization") or handler.headers.get("x-api-key") or ""
+        handler._send_error(api, 500, "api_error", f"upstream rejected request with headers Authorization: {sent}")
+        return
+    data = b"<html><body>502 Bad Gateway (fake proxy)</body></html>"
+    handler._leave_once()
+    try:
+        handler.send_response(200)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(data)))
+        handler.end_headers()
+        _send(handler, data)
+    except OSError:
+        handler.close_connection = True
 
 
 def _send(handler: _Handler, data: bytes) -> None:
