@@ -123,6 +123,11 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @plan_options
 @click.option("--plan-only", is_flag=True, help="Print the pre-flight plan and stop.")
 @click.option("--no-plots", is_flag=True, help="Do not write the plots (no matplotlib needed).")
+@click.option("--shard", default=None, metavar="I/N",
+              help="Run only shard I of N (from 0) of BOOKS: the k-th book by file name goes to shard k mod N.")
+@click.option("--merge", "merge_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+              help="A finished shard's output directory (repeatable, all N): reuse its records; the table is "
+                   "the unsharded one.")
 @llm_options
 @handle_errors
 def compare_command(
@@ -133,7 +138,8 @@ def compare_command(
     include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
     jobs: int | None, datasets: tuple[Path, ...], dataset_preset: str, context_field: str | None,
     reference_field: str | None, id_field: str | None, bucket_field: str | None, bucket_max_tokens: str | None,
-    max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool, **llm: Any,
+    max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool, shard: str | None,
+    merge_dirs: tuple[Path, ...], **llm: Any,
 ) -> None:
     """Run a grid (strategies x models x chunk sizes) over BOOKS and --dataset samples, score every summary, print the tables."""
     from booksum_app.chunking.memo import ChunkMemo
@@ -181,7 +187,12 @@ def compare_command(
             err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
     if auto_jobs:  # enough books at once to fill the calls in flight
         exp = dataclasses.replace(exp, jobs=jobs_for(settings.concurrency, hosted=hosted))
-    if not plan_only:
+    if shard is not None or merge_dirs:
+        part = _shard_or_merge(exp, settings, shard, merge_dirs)
+        if part is None:
+            return
+        exp = part
+    elif not plan_only:
         check_writable_dir(exp.out)  # before the first paid call
     chunk_memo = ChunkMemo()  # where the plan cuts each book, for the run to reuse
     plan = plan_grid(exp, settings, chunk_memo=chunk_memo)
@@ -194,6 +205,46 @@ def compare_command(
                                         plots=not no_plots)
     _render_compare(result)
     _refuse_empty_summaries(result)
+
+
+def _shard_or_merge(exp: Experiment, settings: LLMSettings, shard_text: str | None,
+                    merge_dirs: tuple[Path, ...]) -> Experiment | None:
+    """``--shard``: keep this shard's books and write its manifest; ``--merge``: take the shards' records.
+
+    None: this shard has no book (more shards than books); its manifest says so and it is done.
+    """
+    from booksum_app.errors import ConfigError
+    from booksum_app.files import check_writable_dir
+    from booksum_app.runners.compare_plan import judge_string
+    from booksum_app.runners.shard import (
+        grid_fingerprint,
+        merge_shards,
+        parse_shard,
+        shard_books,
+        write_manifest,
+    )
+
+    if shard_text is not None and merge_dirs:
+        raise ConfigError("--shard runs one part and --merge combines all of them; give one or the other")
+    if exp.datasets or (shard_text is not None and exp.precomputed):
+        raise ConfigError("--shard and --merge split book files only; leave out --dataset, and give --precomputed "
+                          "to the merging compare")
+    check_writable_dir(exp.out)
+    fingerprint = grid_fingerprint(exp, judge_string(exp, settings))
+    if merge_dirs:
+        report = merge_shards(merge_dirs, out=exp.out, books=exp.books, fingerprint=fingerprint)
+        err_console.print(f"merged {report.records} records of {report.shards} shards into {exp.out}/records/",
+                          highlight=False, markup=False, soft_wrap=True)
+        return exp
+    assert shard_text is not None
+    shard = parse_shard(shard_text)
+    mine = dataclasses.replace(exp, books=shard_books(exp.books, shard))
+    write_manifest(exp.out, shard, mine, exp.books, fingerprint)
+    if not mine.books:
+        err_console.print(f"shard {shard} has no book ({len(exp.books)} books, {shard.count} shards); nothing to run",
+                          highlight=False, markup=False, soft_wrap=True)
+        return None
+    return mine
 
 
 def _refuse_empty_summaries(result: CompareResult) -> None:
