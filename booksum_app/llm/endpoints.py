@@ -31,6 +31,7 @@ from typing import Generic, TypeVar
 
 S = TypeVar("S")
 PROBE_TIMEOUT_S = 3.0
+_UNWELL = (500, 502, 503, 504)
 
 
 class Endpoint(Generic[S]):
@@ -207,18 +208,19 @@ def _in_thread(work: Callable[[], None]) -> None:
 
 
 def http_probe(timeout_s: float = PROBE_TIMEOUT_S) -> Callable[[str], bool]:
-    """A probe that GETs ``<base URL>/models``: any answer below 500 within ``timeout_s`` is alive.
+    """A probe that GETs ``<base URL>/models``: an answer within ``timeout_s`` is alive.
 
-    A 404 or 401 still proves a server that answers (``/models`` is not served everywhere);
-    a 5xx (vLLM still loading), a refused connection or no answer in time does not.
+    A 404, 401 or 501 still proves a server that answers (``/models`` is not served
+    everywhere); 500, 502, 503 and 504 (a server still loading, a proxy with no server behind
+    it), a refused connection or no answer in time do not.
     """
 
     def probe(url: str) -> bool:
         try:
             with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=timeout_s) as reply:
-                return int(reply.status) < 500
+                return int(reply.status) not in _UNWELL
         except urllib.error.HTTPError as exc:
-            return exc.code < 500
+            return exc.code not in _UNWELL
         except (OSError, ValueError):
             return False
 
