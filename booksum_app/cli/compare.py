@@ -90,6 +90,9 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @click.option("--chunk-sizes", default=None, help=f"Comma-separated tokens per chunk, e.g. 2048,4096 [default: {DEFAULT_CHUNK_SIZE}].")
 @click.option("--judge", default=None, help="BooookScore judge model [default: BOOKSUM_JUDGE, config judge_model, else the first named model].")
 @click.option("--no-judge", is_flag=True, default=None, help="Skip BooookScore; n-gram statistics only.")
+@click.option("--judge-base-url", default=None, metavar="URL|api",
+              help="The judge's server when it is not --base-url's (api: its provider's own API) "
+                   "[default: --base-url; an Anthropic judge: Anthropic].")
 @click.option("--judge-mode", type=click.Choice(["sentence", "batched"]), default=None,
               help="sentence: one judge call per sentence (the paper) [default]; batched: several per call.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Sentences per judge call in batched mode.")
@@ -132,7 +135,8 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @handle_errors
 def compare_command(
     books: tuple[Path, ...], experiment: Path | None, strategies: str | None, models: str | None,
-    model_opts: tuple[str, ...], chunk_sizes: str | None, judge: str | None, no_judge: bool | None, judge_mode: str | None,
+    model_opts: tuple[str, ...], chunk_sizes: str | None, judge: str | None, no_judge: bool | None,
+    judge_base_url: str | None, judge_mode: str | None,
     batch_size: int | None, out: Path | None, max_summary_len: int | None, prompts: str | None,
     lang: str | None, direct_template: str | None, no_clean: bool | None, chapter_aware: bool | None,
     include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
@@ -179,6 +183,11 @@ def compare_command(
         raise ConfigError("nothing to compare: give BOOKS (files or directories), --dataset, --experiment, "
                           "or --precomputed")
     settings = llm_settings(**llm)
+    if exp.use_judge:  # the judge's own server (runners/servers.py)
+        from booksum_app.runners.compare_plan import judge_string
+        from booksum_app.runners.servers import judge_server
+
+        settings = judge_server(settings, judge_string(exp, settings), judge_base_url, summarizers=exp.models)
     hosted = False
     for model in dict.fromkeys(m for m in (*exp.models, exp.judge) if m):  # typos and unknown prices
         spec = choose_model(model, settings=settings)

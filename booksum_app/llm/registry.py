@@ -94,6 +94,9 @@ class LLMSettings:
     n_ctx: int | None = None  # local model context; None: the model's window (8192)
     length_policy: str | None = None  # "regenerate"/"truncate"; None: the model's own (models.json, config)
     config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
+    # model string -> that model's own server, over base_url ("": the provider's own API), e.g. the
+    # judge's (--judge-base-url); a config entry's base_url is the same for every command
+    servers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ class ModelSpec:
     note: str | None = None  # why defaults were assumed, when not known
     source: ModelSource = "explicit"
     base_url: str | None = None
+    server: str | None = None  # the model's own server (settings.servers, config base_url); "": the provider's API
 
     @property
     def notice(self) -> str | None:
@@ -155,12 +159,14 @@ def default_cache_dir(env: Mapping[str, str]) -> Path:
 
 
 def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
-    unknown = set(entry) - set(_SPEC_FIELDS) - {"aliases"}
+    unknown = set(entry) - set(_SPEC_FIELDS) - {"aliases", "base_url"}
     if unknown:
         raise ConfigError(
             f"{where}: model {name!r} has unknown field(s) {sorted(unknown)}; "
-            f"allowed: {', '.join(_SPEC_FIELDS)}, aliases"
+            f"allowed: {', '.join(_SPEC_FIELDS)}, aliases, base_url"
         )
+    if "base_url" in entry and not isinstance(entry["base_url"], str):
+        raise ConfigError(f"{where}: model {name!r} base_url must be a URL string (\"\": the provider's own API)")
     tok = entry.get("tokenizer")
     if tok is not None and tok not in TOKENIZERS:
         raise ConfigError(f"{where}: model {name!r} tokenizer {tok!r}; use one of {TOKENIZERS}")
@@ -325,7 +331,11 @@ def choose_model(
     else:
         model, source = DEFAULT_MODEL, "default"
     provider, model_id = _split(model, table)
-    base_url = settings.base_url or (env.get("OPENAI_BASE_URL") or None)
+    server = _own_server(model, provider, model_id, table, settings)
+    if server is not None:
+        base_url = server or None
+    else:
+        base_url = settings.base_url or (env.get("OPENAI_BASE_URL") or None)
     spec = _spec_from(
         provider,
         model_id,
@@ -337,7 +347,20 @@ def choose_model(
         if settings.length_policy not in LENGTH_POLICIES:
             raise ConfigError(f"length policy {settings.length_policy!r}; use one of {LENGTH_POLICIES}")
         spec = dataclasses.replace(spec, info=dataclasses.replace(spec.info, length_policy=settings.length_policy))
-    return dataclasses.replace(spec, source=source)
+    return dataclasses.replace(spec, source=source, server=server)
+
+
+def _own_server(model: str, provider: str, model_id: str, table: _Table, settings: LLMSettings) -> str | None:
+    """A model's own server: ``settings.servers`` (by the string as given or its full name), then its config
+    entry's ``base_url``; None: the command's ``base_url`` applies."""
+    name = "local" if provider == "local" and not model_id else f"{provider}:{model_id}"
+    servers = dict(settings.servers)
+    for key in (model.strip(), name):
+        if key in servers:
+            return servers[key].strip()
+    entry = table.models.get(name) or {}
+    url = entry.get("base_url")
+    return url.strip() if isinstance(url, str) else None
 
 
 def choose_judge(
@@ -460,6 +483,8 @@ def get_model(
     """
     env = os.environ if env is None else env
     spec = choose_model(model, settings=settings, env=env)
+    if spec.server is not None:  # its own server, for the backend as for the cache identity
+        settings = dataclasses.replace(settings, base_url=spec.server or None)
     built = backend if backend is not None else _build_backend(spec, settings, env)
     cache_store = None
     if settings.use_cache:
