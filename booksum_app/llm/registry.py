@@ -21,6 +21,7 @@ import difflib
 import importlib.resources
 import json
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -269,7 +270,7 @@ def _spec_from(
     provider: str, model_id: str, table: _Table, *, base_url: str | None, n_ctx: int | None
 ) -> ModelSpec:
     name = "local" if provider == "local" and not model_id else f"{provider}:{model_id}"
-    entry = table.models.get(name)
+    entry = table.models.get(name) or table.models.get(_family(name))
     defaults_key = "openai-compatible" if provider == "openai" and base_url else provider
     note = None
     provider_defaults = table.providers.get(defaults_key) or _plugin_defaults(provider)
@@ -306,6 +307,17 @@ def _spec_from(
         note=note,
         base_url=base_url if provider == "openai" else None,
     )
+
+
+_DATED = re.compile(r"^(?P<family>(?:openai|anthropic):.+?)-(?:\d{4}-\d{2}-\d{2}|20\d{6})$")
+
+
+def _family(name: str) -> str:
+    """A dated snapshot's family: ``openai:gpt-4o-2024-08-06`` -> ``openai:gpt-4o``,
+    ``anthropic:claude-3-5-sonnet-20241022`` -> ``anthropic:claude-3-5-sonnet``; other names as they are.
+    (Four-digit suffixes such as ``gpt-3.5-turbo-1106`` are left alone: their prices differ.)"""
+    match = _DATED.match(name)
+    return match["family"] if match else name
 
 
 def choose_model(
