@@ -460,11 +460,9 @@ class CallCache:
 
     def export_rows(self) -> Iterator[dict[str, Any]]:
         """Every stored answer as a dict of its columns (``booksum cache --export``), oldest first."""
-        with self._db() as db:
-            cursor = db.execute(f"SELECT {', '.join(EXPORT_COLUMNS)} FROM calls ORDER BY created, key")
-            rows = cursor.fetchall()
-        for row in rows:
-            yield dict(zip(EXPORT_COLUMNS, row, strict=True))
+        with self._db() as db:  # streamed: a large cache is never held in memory whole
+            for row in db.execute(f"SELECT {', '.join(EXPORT_COLUMNS)} FROM calls ORDER BY created, key"):
+                yield dict(zip(EXPORT_COLUMNS, row, strict=True))
 
     def import_rows(self, rows: Iterable[Mapping[str, Any]]) -> int:
         """Store exported answers whose keys this cache lacks, in one transaction; returns how many were new."""

@@ -21,7 +21,6 @@ import difflib
 import importlib.resources
 import json
 import os
-import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from booksum_app.llm.base import Backend, ModelInfo
 from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.limiter import socket_room
+from booksum_app.llm.model_names import family, own_server
 
 PROVIDERS = ("openai", "anthropic", "vllm", "ollama", "local")
 DEFAULT_MODEL = "local"
@@ -95,9 +95,7 @@ class LLMSettings:
     n_ctx: int | None = None  # local model context; None: the model's window (8192)
     length_policy: str | None = None  # "regenerate"/"truncate"; None: the model's own (models.json, config)
     config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
-    # model string -> that model's own server, over base_url ("": the provider's own API), e.g. the
-    # judge's (--judge-base-url); a config entry's base_url is the same for every command
-    servers: tuple[tuple[str, str], ...] = ()
+    servers: tuple[tuple[str, str], ...] = ()  # model string -> its own server over base_url (llm/model_names.py)
 
 
 @dataclass(frozen=True)
@@ -166,7 +164,7 @@ def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
             f"{where}: model {name!r} has unknown field(s) {sorted(unknown)}; "
             f"allowed: {', '.join(_SPEC_FIELDS)}, aliases, base_url"
         )
-    if "base_url" in entry and not isinstance(entry["base_url"], str):
+    if not isinstance(entry.get("base_url", ""), str):
         raise ConfigError(f"{where}: model {name!r} base_url must be a URL string (\"\": the provider's own API)")
     tok = entry.get("tokenizer")
     if tok is not None and tok not in TOKENIZERS:
@@ -270,7 +268,7 @@ def _spec_from(
     provider: str, model_id: str, table: _Table, *, base_url: str | None, n_ctx: int | None
 ) -> ModelSpec:
     name = "local" if provider == "local" and not model_id else f"{provider}:{model_id}"
-    entry = table.models.get(name) or table.models.get(_family(name))
+    entry = table.models.get(name) or table.models.get(family(name))
     defaults_key = "openai-compatible" if provider == "openai" and base_url else provider
     note = None
     provider_defaults = table.providers.get(defaults_key) or _plugin_defaults(provider)
@@ -309,17 +307,6 @@ def _spec_from(
     )
 
 
-_DATED = re.compile(r"^(?P<family>(?:openai|anthropic):.+?)-(?:\d{4}-\d{2}-\d{2}|20\d{6})$")
-
-
-def _family(name: str) -> str:
-    """A dated snapshot's family: ``openai:gpt-4o-2024-08-06`` -> ``openai:gpt-4o``,
-    ``anthropic:claude-3-5-sonnet-20241022`` -> ``anthropic:claude-3-5-sonnet``; other names as they are.
-    (Four-digit suffixes such as ``gpt-3.5-turbo-1106`` are left alone: their prices differ.)"""
-    match = _DATED.match(name)
-    return match["family"] if match else name
-
-
 def choose_model(
     model: str | None = None,
     *,
@@ -343,11 +330,9 @@ def choose_model(
     else:
         model, source = DEFAULT_MODEL, "default"
     provider, model_id = _split(model, table)
-    server = _own_server(model, provider, model_id, table, settings)
-    if server is not None:
-        base_url = server or None
-    else:
-        base_url = settings.base_url or (env.get("OPENAI_BASE_URL") or None)
+    full = "local" if provider == "local" and not model_id else f"{provider}:{model_id}"
+    server = own_server(model, full, settings.servers, table.models)
+    base_url = (server or None) if server is not None else settings.base_url or (env.get("OPENAI_BASE_URL") or None)
     spec = _spec_from(
         provider,
         model_id,
@@ -360,19 +345,6 @@ def choose_model(
             raise ConfigError(f"length policy {settings.length_policy!r}; use one of {LENGTH_POLICIES}")
         spec = dataclasses.replace(spec, info=dataclasses.replace(spec.info, length_policy=settings.length_policy))
     return dataclasses.replace(spec, source=source, server=server)
-
-
-def _own_server(model: str, provider: str, model_id: str, table: _Table, settings: LLMSettings) -> str | None:
-    """A model's own server: ``settings.servers`` (by the string as given or its full name), then its config
-    entry's ``base_url``; None: the command's ``base_url`` applies."""
-    name = "local" if provider == "local" and not model_id else f"{provider}:{model_id}"
-    servers = dict(settings.servers)
-    for key in (model.strip(), name):
-        if key in servers:
-            return servers[key].strip()
-    entry = table.models.get(name) or {}
-    url = entry.get("base_url")
-    return url.strip() if isinstance(url, str) else None
 
 
 def choose_judge(
