@@ -106,7 +106,8 @@ class OpenAIBackend:
             request, model_id=self.model_id, legacy_max_tokens=self.legacy_max_tokens, reasoning=self.reasoning
         )
         start = time.perf_counter()
-        ticket = self._balancer.acquire(hash((request.system, request.shared_prefix)) if request.shared_prefix else None)
+        shared = request.shared_prefix and len(self._endpoints) > 1  # prefix affinity among replicas
+        ticket = self._balancer.acquire(hash((request.system, request.shared_prefix)) if shared else None)
         endpoint = ticket.endpoint
         failed: bool | None = True
         try:
