@@ -129,3 +129,21 @@ def test_merge_refuses_shards_of_other_settings_missing_ones_and_unfinished_ones
         assert "did not finish" in merge(*both)
         assert "not the output of compare --shard" in merge("--merge", str(folder), "--no-judge")
         assert "one or the other" in merge("--shard", "0/2", *both)
+
+
+def test_more_shards_than_books_leaves_empty_shards_that_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    folder = tmp_path / "books"
+    folder.mkdir()
+    books = [write_book(folder / f"book-{n}.txt", seed=n, chapters=1) for n in (1, 2)]
+    with FakeServer() as server:
+        for i in range(3):
+            done = CliRunner().invoke(cli, grid(books, server, tmp_path / f"s{i}", tmp_path / "c", "--shard",
+                                                f"{i}/3", "--no-judge"))
+            assert done.exit_code == 0, done.output
+        assert "shard 2/3 has no book" in " ".join(done.output.split())
+        calls = server.call_count
+        merges = [a for i in range(3) for a in ("--merge", str(tmp_path / f"s{i}"))]
+        merged = CliRunner().invoke(cli, grid(books, server, tmp_path / "m", tmp_path / "c", "--no-judge", *merges))
+        assert merged.exit_code == 0, merged.output
+        assert server.call_count == calls and "merged 4 records of 3 shards" in " ".join(merged.output.split())

@@ -263,3 +263,20 @@ def test_a_hung_replica_costs_one_timeout_once(tmp_path: Path, monkeypatch: pyte
     assert len(answers) == 40 and all(a.text for a in answers)
     assert hung.posts() == 3, "only the first burst (the per-replica limit) was ever sent to the hung replica"
     assert stuck.failures == 1, "three calls failing at one timeout are one failure"
+
+
+def test_each_replica_writes_a_shared_prefix_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Concurrent calls on one long prefix over two caching replicas: one uncached call per replica, no more."""
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    prefix = " ".join(f"Instruction {i}: judge each sentence of the summary for confusion." for i in range(160))
+    requests = [Request(prompt=f"Sentence {i}: the crew sailed on.", max_tokens=20, shared_prefix=prefix)
+                for i in range(24)]
+    with FakeServer(prompt_caching=True, latency_s=0.05) as a, FakeServer(prompt_caching=True, latency_s=0.05) as b:
+        client = get_model("openai:gpt-4o-mini", settings=LLMSettings(
+            base_url=f"{a.openai_base_url},{b.openai_base_url}", cache_dir=tmp_path, concurrency=8))
+        answers = client.complete_many(requests)
+        client.close()
+        counts = (a.call_count, b.call_count)
+    uncached = [r for r in answers if r.usage.cached_input_tokens == 0]
+    assert answers[0].usage.input_tokens > 1024, "long enough for the providers' prefix cache"
+    assert len(uncached) == 2 and min(counts) >= 1, f"one warm-up per replica: {len(uncached)} misses, {counts}"
