@@ -81,3 +81,16 @@ def test_judge_server_refusals_and_the_provider_api_word() -> None:
     assert spec.base_url is None, "an alias finds the judge's entry by its full name: the provider's API"
     assert choose_model("openai:gpt-4o-mini", settings=api, env={}).base_url == "http://local:8000/v1"
     assert judge_server(base, "openai:gpt-4o", None) is base, "an OpenAI-compatible judge keeps --base-url"
+
+
+def test_score_sends_the_judge_to_its_own_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    summaries = tmp_path / "small.json"
+    summaries.write_text('{"a.epub": "Mara keeps the bakery. Teo wants to sell it. They agree at last."}',
+                         encoding="utf-8")
+    with FakeServer() as other, FakeServer() as judge_host:
+        result = CliRunner().invoke(cli, ["score", str(summaries), "--judge", "openai:gpt-4o-mini",
+                                          "--base-url", other.openai_base_url, "--judge-base-url",
+                                          judge_host.openai_base_url, "--cache-dir", str(tmp_path / "cache")])
+        assert result.exit_code == 0, result.output
+        assert other.call_count == 0 and judge_host.call_count > 0

@@ -224,6 +224,7 @@ def _shard_or_merge(exp: Experiment, settings: LLMSettings, shard_text: str | No
     """
     from booksum_app.errors import ConfigError
     from booksum_app.files import check_writable_dir
+    from booksum_app.llm.registry import choose_model
     from booksum_app.runners.compare_plan import judge_string
     from booksum_app.runners.shard import (
         grid_fingerprint,
@@ -239,7 +240,9 @@ def _shard_or_merge(exp: Experiment, settings: LLMSettings, shard_text: str | No
         raise ConfigError("--shard and --merge split book files only; leave out --dataset, and give --precomputed "
                           "to the merging compare")
     check_writable_dir(exp.out)
-    fingerprint = grid_fingerprint(exp, judge_string(exp, settings))
+    # the models as resolved (a default from BOOKSUM_MODEL or the config file may differ by machine)
+    resolved = dataclasses.replace(exp, models=tuple(choose_model(m, settings=settings).info.name for m in exp.models))
+    fingerprint = grid_fingerprint(resolved, judge_string(exp, settings))
     if merge_dirs:
         report = merge_shards(merge_dirs, out=exp.out, books=exp.books, fingerprint=fingerprint)
         err_console.print(f"merged {report.records} records of {report.shards} shards into {exp.out}/records/",
