@@ -178,6 +178,49 @@ def test_a_busy_warm_replica_hands_the_prefix_to_a_cold_one() -> None:
     assert spill.endpoint is b.endpoints[1] and spill.warming
 
 
+def _answer_on_second(b: Balancer[str], clock: Clock, n: int) -> None:
+    """``n`` calls answered by the second replica in 1 s each (the first holds a call and is least busy after)."""
+    for _ in range(n):
+        ticket = b.acquire()
+        assert ticket.endpoint is b.endpoints[1]
+        clock.now += 1
+        b.release(ticket, failed=False)
+
+
+def test_a_silent_replica_is_probed_before_its_calls_time_out() -> None:
+    """A frozen replica: nothing answered since its oldest call, long past the usual latency: probed, out."""
+    clock = Clock()
+    probed: list[str] = []
+
+    def probe(url: str) -> bool:
+        probed.append(url)
+        return False  # the frozen process does not answer the probe either
+
+    b = balancer(2, probe=probe, clock=clock)
+    stuck = b.acquire()
+    assert stuck.endpoint is b.endpoints[0]
+    _answer_on_second(b, clock, 5)
+    assert b.latency_s == pytest.approx(1.0) and not probed, "5 s of silence is within the usual"
+    clock.now = stuck.sent_at + Balancer.STALL_MIN_S + 0.5
+    assert b.acquire().endpoint is b.endpoints[1]
+    assert probed == ["http://replica-0/v1"] and b.endpoints[0].failures == 1
+    b.release(stuck, failed=True)  # its timeout, much later: the same burst
+    assert b.endpoints[0].failures == 1
+    assert all(b.acquire().endpoint is b.endpoints[1] for _ in range(4))
+
+
+def test_a_slow_replica_that_passes_the_probe_keeps_its_calls() -> None:
+    clock = Clock()
+    b = balancer(2, probe=lambda url: True, clock=clock)
+    slow = b.acquire()
+    _answer_on_second(b, clock, 5)
+    clock.now = slow.sent_at + Balancer.STALL_MIN_S + 0.5
+    assert b.acquire().endpoint is b.endpoints[1]  # the probe runs as this call leaves
+    first = b.endpoints[0]
+    assert first.checked and first.failures == 0
+    assert b.acquire().endpoint is first, "back, and not taken out again for the same old call"
+
+
 # ---- real servers on localhost ----------------------------------------------------------------
 
 

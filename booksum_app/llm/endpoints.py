@@ -11,6 +11,10 @@
   ``/models`` with a short timeout, in the background); a hung one fails the probe, so it
   costs the probe's few seconds, never another call's full timeout. Only when every replica
   is out does a call go to the one due back first, so the call layer's retries still end.
+- A stalled replica is probed without waiting for a timeout: one that has answered nothing
+  since its oldest call in flight was sent, that call older than ``STALL_FACTOR`` times the
+  calls' usual latency (and ``STALL_MIN_S``), gets no new call until a probe passes. A frozen
+  process (SIGSTOP) then holds only the calls sent before it was noticed, for one timeout.
 - Prefix affinity: a request with a shared prefix (the judge's instructions and summary) goes
   to a replica that already served that prefix (its prompt cache holds it) unless that one has
   ``WARM_SLACK`` more calls in flight than the least busy; a replica that has not served it
@@ -51,6 +55,9 @@ class Endpoint(Generic[S]):
         self.probing = False
         self.warm: OrderedDict[int, None] = OrderedDict()
         self.warming: dict[int, int] = {}  # prefix -> its warm-up calls in flight here
+        self.open_calls: OrderedDict[int, float] = OrderedDict()  # call number -> when sent, oldest first
+        self.last_answer = float("-inf")  # when it last answered anything (a 429 included)
+        self.probe_passed = float("-inf")
 
     def is_warm(self, prefix: int) -> bool:
         return prefix in self.warm
@@ -70,6 +77,7 @@ class Ticket(Generic[S]):
     number: int
     prefix: int | None
     warming: bool
+    sent_at: float = 0.0
 
 
 class Balancer(Generic[S]):
@@ -78,6 +86,8 @@ class Balancer(Generic[S]):
     DOWN_FIRST_S = 5.0
     DOWN_MAX_S = 60.0
     WARM_SLACK = 4  # calls in flight a warm replica may carry beyond the least busy before a cold one is warmed
+    STALL_FACTOR = 4.0  # a replica silent this many usual latencies past its oldest call is probed
+    STALL_MIN_S = 10.0
 
     def __init__(
         self,
@@ -98,12 +108,14 @@ class Balancer(Generic[S]):
         self._run_probe = run_probe or _in_thread
         self._clock = clock
         self._cond = threading.Condition()
+        self.latency_s: float | None = None  # moving average of answered calls' latency, every replica
 
     def acquire(self, prefix: int | None = None) -> Ticket[S]:
         """An endpoint for one call (waiting while every usable one is at its limit)."""
         due: list[Endpoint[S]] = []
         with self._cond:
             while True:
+                self._mark_stalled()
                 due += self._due_probes()
                 ticket = self._choose(prefix)
                 if ticket is not None:
@@ -118,6 +130,13 @@ class Balancer(Generic[S]):
         endpoint = ticket.endpoint
         with self._cond:
             endpoint.in_flight -= 1
+            endpoint.open_calls.pop(ticket.number, None)
+            if failed is not True:
+                now = self._clock()
+                endpoint.last_answer = now
+                if failed is False:
+                    latency = now - ticket.sent_at
+                    self.latency_s = latency if self.latency_s is None else 0.8 * self.latency_s + 0.2 * latency
             if ticket.warming and ticket.prefix is not None:
                 left = endpoint.warming.get(ticket.prefix, 1) - 1
                 if left > 0:
@@ -163,9 +182,10 @@ class Balancer(Generic[S]):
                 return None  # the prefix's first call is in flight everywhere: wait for one to answer
         endpoint.in_flight += 1
         endpoint.sent += 1
+        endpoint.open_calls[endpoint.sent] = now
         if warming and prefix is not None:
             endpoint.warming[prefix] = endpoint.warming.get(prefix, 0) + 1
-        return Ticket(endpoint, endpoint.sent, prefix, warming)
+        return Ticket(endpoint, endpoint.sent, prefix, warming, now)
 
     # ---- health -----------------------------------------------------------------------
 
@@ -175,6 +195,18 @@ class Balancer(Generic[S]):
         pause = min(self.DOWN_MAX_S, self.DOWN_FIRST_S * 2 ** (endpoint.failures - 1))
         endpoint.down_until = self._clock() + pause
         endpoint.checked = self._probe is None or endpoint.url is None
+
+    def _mark_stalled(self) -> None:
+        """Take out, until a probe passes, a replica that answers nothing while its calls age."""
+        if self._probe is None or self.latency_s is None or len(self.endpoints) < 2:
+            return
+        now, patience = self._clock(), max(self.STALL_MIN_S, self.STALL_FACTOR * self.latency_s)
+        for e in self.endpoints:
+            if not e.open_calls or not e.checked or e.url is None:
+                continue
+            oldest = next(iter(e.open_calls.values()))
+            if now - oldest > patience and e.last_answer < oldest and e.probe_passed < oldest:
+                e.checked = False  # no failure counted: the probe decides
 
     def _due_probes(self) -> list[Endpoint[S]]:
         now = self._clock()
@@ -195,7 +227,7 @@ class Balancer(Generic[S]):
             with self._cond:
                 endpoint.probing = False
                 if alive:
-                    endpoint.checked = True
+                    endpoint.checked, endpoint.probe_passed = True, self._clock()
                 else:
                     self._count_failure(endpoint)
                 self._cond.notify_all()
