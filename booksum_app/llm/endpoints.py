@@ -69,7 +69,7 @@ class Endpoint(Generic[S]):
             self.warm.popitem(last=False)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one is made per call, and a frozen one costs twice as long to build
 class Ticket(Generic[S]):
     """One call's place: its endpoint, its number there, its prefix and whether it warms the prefix."""
 
@@ -112,6 +112,12 @@ class Balancer(Generic[S]):
 
     def acquire(self, prefix: int | None = None) -> Ticket[S]:
         """An endpoint for one call (waiting while every usable one is at its limit)."""
+        if len(self.endpoints) == 1 and self.limit is None:  # nothing to choose or hold: the common case
+            only = self.endpoints[0]
+            with self._cond:
+                only.in_flight += 1
+                only.sent += 1
+                return Ticket(only, only.sent, None, False)
         due: list[Endpoint[S]] = []
         with self._cond:
             while True:
@@ -128,6 +134,10 @@ class Balancer(Generic[S]):
     def release(self, ticket: Ticket[S], *, failed: bool | None) -> None:
         """The call is over: ``failed`` True counts against the endpoint, False proves it well, None neither."""
         endpoint = ticket.endpoint
+        if len(self.endpoints) == 1 and self.limit is None:
+            with self._cond:
+                endpoint.in_flight -= 1
+            return
         with self._cond:
             endpoint.in_flight -= 1
             endpoint.open_calls.pop(ticket.number, None)
