@@ -270,8 +270,9 @@ def test_answers_are_committed_before_they_are_reported(tmp_path: Path, batch: b
         client.complete_many(requests)
     client.close()
     # when the first answer was reported, it (and the rest of a batch that arrived with it) was
-    # already in the cache
-    assert seen[0] == (len(requests) if batch else 1)
+    # already in the cache (one at a time, the next call may have been answered meanwhile: its
+    # slot frees when the first call's attempt ends, before that call is reported)
+    assert seen[0] == len(requests) if batch else seen[0] >= 1
     assert len(CallCache(tmp_path)) >= seen[0]
 
 
