@@ -283,7 +283,7 @@ def test_shuihuzhuan_keeps_its_wedge_and_120_chapters_and_reads_its_title_line()
 
     path = BOOKS_DIR / "shi-naian_shuihuzhuan.txt"
     if not path.is_file():
-        pytest.skip("水浒传 not in ../shared/books")
+        pytest.skip(f"水浒传 not in {BOOKS_DIR} (BOOKSUM_DATA_DIR)")
     book = open_book(path)
     narrative = [c for c in book.chapters if c.narrative]
     assert len(narrative) == 121 and narrative[0].title.startswith("楔子")
