@@ -104,3 +104,47 @@ def test_compare_prints_a_table_that_fits_80_columns_and_says_what_it_left_out(
     assert "Mod…" not in table and "…" not in table
     assert "Model" in table and "BooookScore" in table
     assert f"every column is in {tmp_path / 'out'}/results.csv and results.json" in text
+
+
+def test_score_shows_a_bar_over_the_planned_calls_with_eta_and_cost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bar's total is the plan's calls; its figures carry dollars and, mid-run, an ETA."""
+    import json
+
+    from booksum_app.cli import base
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    updates: list[dict[str, object]] = []
+    made = []
+
+    def recording_bar(*args: object, **kwargs: object) -> object:
+        bar = base.progress_bar(*args, **kwargs)  # type: ignore[arg-type]
+        real = bar.update
+
+        def update(task: object, **fields: object) -> None:
+            updates.append(fields)
+            real(task, **fields)  # type: ignore[arg-type]
+
+        bar.update = update  # type: ignore[method-assign]
+        made.append(bar)
+        return bar
+
+    monkeypatch.setattr("booksum_app.cli.score.progress_bar", recording_bar)
+    summaries = tmp_path / "small-cleaned.json"
+    summaries.write_text(json.dumps({
+        "lisk.epub": "Mara inherits a bakery in Lisk. Her cousin Teo wants to sell it. The bakery stays in the family.",
+        "north.epub": "An old pilot flies mail across the mountains. His engine fails one winter. He teaches her to fly.",
+    }), encoding="utf-8")
+    with FakeServer() as server:
+        result = CliRunner().invoke(cli, ["score", str(summaries), "--judge", "openai:gpt-4o-mini", "--base-url",
+                                          server.openai_base_url, "--cache-dir", str(tmp_path / "cache"), "--yes"])
+    assert result.exit_code == 0, result.output
+    planned = int(result.stderr.split("upper bound): ")[1].split(" calls")[0].replace(",", ""))
+    assert made and planned > 1
+    totals = {u.get("total") for u in updates}
+    assert totals == {planned}, "the bar's total is the plan's calls from the first update on"
+    stats = [str(u["stats"]) for u in updates]
+    assert all("$" in s for s in stats)
+    assert any("ETA " in s for s in stats), "an ETA while calls remain"
+    assert str(updates[-1]["count"]).endswith(f"/{planned}")

@@ -20,11 +20,15 @@ from booksum_app.cli.base import (
     llm_options,
     llm_settings,
     plan_options,
+    progress_bar,
+    snapshot_line,
+    stats_text,
 )
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
 
 if TYPE_CHECKING:
     from booksum_app.llm.calls import CallRecord
+    from booksum_app.runners.progress import ProgressSnapshot
     from booksum_app.runners.score import ScoreRun
     from booksum_app.scoring.aggregate import SystemScore
     from booksum_app.scoring.results import SystemScores
@@ -69,6 +73,7 @@ def score_command(
 
     from booksum_app.files import check_writable
     from booksum_app.runners.judge_plan import check_cost
+    from booksum_app.runners.progress import RunProgress
     from booksum_app.runners.score import ScoreSettings, plan_score, run_score
     from booksum_app.runners.score_outputs import run_to_dict, write_outputs
     from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED
@@ -99,26 +104,27 @@ def score_command(
             highlight=False, soft_wrap=True)
         if not check_cost(plan.cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=sys.stdin.isatty()):
             click.confirm(f"Judging could cost up to ${plan.cost_usd:.2f}. Run it?", abort=True, err=True)
-    calls = {"n": 0, "hits": 0}
+    tracker = RunProgress()  # a bar over the plan's calls (cached ones included), with ETA and dollars
+    if plan is not None:
+        tracker.set_planned_calls(plan.calls + plan.replayed_calls)
+    bar = progress_bar("{task.description}", "{task.fields[count]}")
+    task = bar.add_task("scoring", total=None, count="", stats="")
 
-    stage = {"text": "scoring"}
-    beat = Heartbeat(lambda: f"{stage['text']}: {calls['n']} calls ({calls['hits']} cached)")
-    with err_console.status("scoring", spinner="dots") as status, beat:
+    def draw(snap: ProgressSnapshot) -> None:
+        total = snap.planned_calls or None
+        bar.update(task, description=esc(snap.stage), completed=min(snap.calls, total or snap.calls), total=total,
+                   count=f"{snap.calls}/{total}" if total else f"{snap.calls} calls", stats=stats_text(snap))
 
-        def on_stage(text: str) -> None:
-            stage["text"] = text
-            status.update(esc(text))
+    tracker.listeners.append(draw)
+    printer = call_printer()
 
-        printer = call_printer()
+    def on_call(record: CallRecord) -> None:
+        if printer is not None:
+            printer(record)
+        tracker.on_call(record)
 
-        def on_call(record: CallRecord) -> None:
-            if printer is not None:
-                printer(record)
-            calls["n"] += 1
-            calls["hits"] += int(record.cache_hit)
-            status.update(esc(f"{stage['text']} · {calls['n']} calls ({calls['hits']} cached)"))
-
-        run = run_score(list(summaries), settings, on_call=on_call, on_stage=on_stage)
+    with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
+        run = run_score(list(summaries), settings, on_call=on_call, on_stage=tracker.set_stage)
     if run.judge_notice:
         err_console.print(f"[yellow]note:[/] {esc(run.judge_notice)}", highlight=False, soft_wrap=True)
     for note in run.notes:

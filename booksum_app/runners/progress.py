@@ -58,6 +58,12 @@ class RunProgress:
         with self._lock:
             self._planned = calls
 
+    def set_stage(self, text: str) -> None:
+        """A stage with no count of its own (``score``: "judging 4 summaries"); the calls are the count."""
+        with self._lock:
+            self._stage, self._done, self._total = text, 0, 0
+        self._notify()
+
     def attach(self, model: Any) -> None:
         """Remember the model so calls in flight can be shown (a Client has ``in_flight``)."""
         self._model = model
