@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from booksum_app.runners.data import ENV_DATA_DIR, data_path
+from booksum_app.runners.data import ENV_DATA_DIR, data_path, data_root
 
 REPO = Path(__file__).resolve().parents[1]
 # resolved from the real environment at import, before the fixture below moves the cache dir
+# (which it then pins with BOOKSUM_DATA_DIR, so `booksum data` and later imports agree)
+DATA_ROOT = data_root(os.environ)
 BOOKS_DIR = data_path("sample-books", os.environ)
 RELEASE_DIR = data_path("booookscore-release", os.environ)
 FETCH_HINT = {
@@ -41,6 +43,7 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     monkeypatch.setenv("BOOKSUM_CACHE_DIR", str(home / "cache"))
     monkeypatch.setenv("BOOKSUM_CONFIG", str(home / "no-config.toml"))
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(home / "tiktoken"))
+    monkeypatch.setenv(ENV_DATA_DIR, str(DATA_ROOT))  # the data stay where they were, not in the temp cache
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "BOOKSUM_MODEL", "BOOKSUM_JUDGE"):
         monkeypatch.delenv(var, raising=False)
 
