@@ -148,3 +148,34 @@ def test_score_shows_a_bar_over_the_planned_calls_with_eta_and_cost(
     assert all("$" in s for s in stats)
     assert any("ETA " in s for s in stats), "an ETA while calls remain"
     assert str(updates[-1]["count"]).endswith(f"/{planned}")
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_score_table_fits_the_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    import json
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    summaries = tmp_path / "openai-gpt-4o-mini-2048-hier-cleaned.json"
+    summaries.write_text(json.dumps({
+        "lisk.epub": "Mara inherits a bakery in Lisk. Her cousin Teo wants to sell it. It is a masterpiece of hope.",
+        "north.epub": "An old pilot flies mail across the mountains. His engine fails one winter. He teaches her",
+    }), encoding="utf-8")
+    references = tmp_path / "refs.json"
+    references.write_text(json.dumps({"lisk.epub": "Mara keeps the bakery.", "north.epub": "A pilot teaches."}),
+                          encoding="utf-8")
+    console = Console(width=width, record=True, file=io.StringIO(), force_terminal=True)
+    monkeypatch.setattr("booksum_app.cli.score.console", console)
+    with FakeServer() as server:
+        result = CliRunner().invoke(cli, ["score", str(summaries), "--judge", "openai:gpt-4o-mini", "--base-url",
+                                          server.openai_base_url, "--references", str(references),
+                                          "--cache-dir", str(tmp_path / "cache"), "--yes"])
+    assert result.exit_code == 0, result.output
+    text = console.export_text()
+    table = text[text.index("booksum scores"):text.index("Error types")].split("Not shown at")[0]
+    lines = table.splitlines()
+    assert all(len(line) <= width for line in lines), "\n".join(lines)
+    assert "…" not in table
+    for header in ("System", "BooookScore", "95% CI", "Avg len"):
+        assert all(word in table for word in header.split())
+    if width == 80:
+        assert "Not shown at 80 columns:" in text and "every column is in the --json and --csv outputs" in text

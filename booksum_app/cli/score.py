@@ -142,8 +142,9 @@ def score_command(
 
 def _render_scores(run: ScoreRun) -> None:
     """The scores table, the error-type table and the signatures, on stdout."""
-    from rich.table import Table
+    from rich.console import Console
 
+    from booksum_app.cli.tables import WIDE_TABLE, print_fitted, score_columns
 
     def f1(value: float | None) -> str:
         return "–" if value is None else f"{value:.1f}"
@@ -195,13 +196,11 @@ def _render_scores(run: ScoreRun) -> None:
         ("In/sent.", lambda s: f1(s.totals.billed_input_per_sentence), any_calls),
     ]
     shown = [(header, cell) for header, cell, show in columns if show]
-    table = Table(title="booksum scores", title_justify="left")
-    table.add_column("System", justify="left", no_wrap=True)
-    for header, _ in shown:
-        table.add_column(header, justify="right", overflow="fold")
-    for s in run.systems:
-        table.add_row(esc(s.name), *(esc(cell(s)) for _, cell in shown))
-    console.print(table)
+    # in a terminal, the columns that fit its width (in SCORE_PRIORITY order); piped, all of them
+    print_fitted(console if console.is_terminal else Console(width=WIDE_TABLE), "booksum scores",
+                 score_columns(["System", *(header for header, _ in shown)]),
+                 [[esc(s.name), *(esc(cell(s)) for _, cell in shown)] for s in run.systems],
+                 where="the --json and --csv outputs")
     _render_error_types(run)
     for s in run.systems:
         if s.booookscore:

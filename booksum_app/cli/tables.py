@@ -170,4 +170,17 @@ def compare_columns(headers: Sequence[str]) -> list[Col]:
     return [Col(h, rank.get(h, len(rank)), "left" if h in _LEFT else "right", _CAPPED.get(h)) for h in headers]
 
 
-__all__ = ["COMPARE_PRIORITY", "Col", "FittedTable", "GridDisplay", "compare_columns", "fit_table", "print_fitted"]
+# score's table, the same way (its columns already depend on what the run has)
+SCORE_PRIORITY = ("System", "BooookScore", "95% CI", "Avg len", "% rep 3g", "ROUGE-L F/R", "n",
+                  "Failure modes (summaries)", "% novel 3g", "Unparsed", "Calls (cached) / cost", "In/sent.")
+WIDE_TABLE = 260  # piped or redirected: wide enough for every column of either table
+
+
+def score_columns(headers: Sequence[str]) -> list[Col]:
+    """score's headers as :class:`Col`, with SCORE_PRIORITY's priorities."""
+    rank: Mapping[str, int] = {h: i for i, h in enumerate(SCORE_PRIORITY)}
+    return [Col(h, rank.get(h, len(rank)), "left" if h == "System" else "right",
+                {"System": 28, "Failure modes (summaries)": 24}.get(h)) for h in headers]
+
+
+__all__ = ["COMPARE_PRIORITY", "SCORE_PRIORITY", "WIDE_TABLE", "Col", "FittedTable", "GridDisplay", "compare_columns", "fit_table", "print_fitted", "score_columns"]
