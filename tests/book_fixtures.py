@@ -5,7 +5,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-BOOKS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "books"
+from conftest import BOOKS_DIR  # where `booksum data` puts the sample books
 
 CONTAINER = """<?xml version="1.0" encoding="utf-8"?>
 <container xmlns="urn:oasis:names:tc:opendocument:xmlns:container" version="1.0">
@@ -14,12 +14,12 @@ CONTAINER = """<?xml version="1.0" encoding="utf-8"?>
 
 
 def sample_book(stem: str) -> Path:
-    """Path of a sample epub in ../shared/books whose name contains ``stem``."""
+    """Path of a sample epub (``booksum data fetch sample-books``) whose name contains ``stem``."""
     import pytest
 
     matches = sorted(BOOKS_DIR.glob(f"*{stem}*.epub"))
     if not matches:
-        pytest.skip(f"sample book {stem!r} not found in {BOOKS_DIR}")
+        pytest.skip(f"sample book {stem!r} not in {BOOKS_DIR}: run `booksum data fetch sample-books`")
     return matches[0]
 
 

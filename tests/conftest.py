@@ -1,15 +1,39 @@
-"""Shared test setup: caches in a temp dir, no real keys, books from ../shared."""
+"""Shared test setup: caches in a temp dir, no real keys; sample books and the BooookScore release
+where ``booksum data`` puts them.
+
+Data: ``BOOKSUM_DATA_DIR`` (a local copy laid out as ``books/`` and ``data/booookscore-release/``;
+scripts/test sets it when ``../shared`` exists), else the user cache after ``booksum data fetch
+sample-books`` / ``booksum data fetch booookscore-release``; tests that need missing data skip and
+say which command fetches it.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from booksum_app.runners.data import ENV_DATA_DIR, data_path, data_root
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-BOOKS_DIR = SHARED / "books"
-RELEASE_DIR = SHARED / "data" / "booookscore-release"
+# resolved from the real environment at import, before the fixture below moves the cache dir
+# (which it then pins with BOOKSUM_DATA_DIR, so `booksum data` and later imports agree)
+DATA_ROOT = data_root(os.environ)
+BOOKS_DIR = data_path("sample-books", os.environ)
+RELEASE_DIR = data_path("booookscore-release", os.environ)
+FETCH_HINT = {
+    "sample-books": f"run `booksum data fetch sample-books` or set {ENV_DATA_DIR}",
+    "booookscore-release": f"run `booksum data fetch booookscore-release` or set {ENV_DATA_DIR}",
+}
+
+
+def release_file(name: str) -> Path:
+    """A file of the BooookScore release (``summaries/...``, ``annotations/...``), or skip saying why."""
+    path = RELEASE_DIR / name
+    if not path.is_file():
+        pytest.skip(f"BooookScore release file {name} not in {RELEASE_DIR}: {FETCH_HINT['booookscore-release']}")
+    return path
 
 
 @pytest.fixture(autouse=True)
@@ -19,15 +43,16 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     monkeypatch.setenv("BOOKSUM_CACHE_DIR", str(home / "cache"))
     monkeypatch.setenv("BOOKSUM_CONFIG", str(home / "no-config.toml"))
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(home / "tiktoken"))
+    monkeypatch.setenv(ENV_DATA_DIR, str(DATA_ROOT))  # the data stay where they were, not in the temp cache
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "BOOKSUM_MODEL", "BOOKSUM_JUDGE"):
         monkeypatch.delenv(var, raising=False)
 
 
 def book_path(stem: str) -> Path:
-    """Path of a sample book in ../shared/books by a part of its file name."""
+    """Path of a sample book (``booksum data fetch sample-books``) by a part of its file name."""
     matches = sorted(BOOKS_DIR.glob(f"*{stem}*.epub"))
     if not matches:
-        pytest.skip(f"sample book {stem!r} not found in {BOOKS_DIR}")
+        pytest.skip(f"sample book {stem!r} not in {BOOKS_DIR}: {FETCH_HINT['sample-books']}")
     return matches[0]
 
 

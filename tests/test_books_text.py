@@ -283,7 +283,7 @@ def test_shuihuzhuan_keeps_its_wedge_and_120_chapters_and_reads_its_title_line()
 
     path = BOOKS_DIR / "shi-naian_shuihuzhuan.txt"
     if not path.is_file():
-        pytest.skip("水浒传 not in ../shared/books")
+        pytest.skip(f"水浒传 not in {BOOKS_DIR} (BOOKSUM_DATA_DIR)")
     book = open_book(path)
     narrative = [c for c in book.chapters if c.narrative]
     assert len(narrative) == 121 and narrative[0].title.startswith("楔子")
@@ -353,7 +353,7 @@ def test_five_digit_chapter_number_is_a_heading(tmp_path: Path) -> None:
 def test_shuihuzhuan_has_xiezi_and_120_chapters() -> None:
     path = BOOKS_DIR / "shi-naian_shuihuzhuan.txt"
     if not path.exists():
-        pytest.skip(f"sample book not found in {BOOKS_DIR}")
+        pytest.skip(f"sample book not in {BOOKS_DIR} (BOOKSUM_DATA_DIR)")
     book = open_book(path)
     kept = book.selected_chapters()
     assert (book.title, book.authors, book.language) == ("水浒传", ("施耐庵",), "zh")

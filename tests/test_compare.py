@@ -158,7 +158,7 @@ def test_plots_are_valid_png_and_svg(books: list[Path], tmp_path: Path) -> None:
         assert root.tag.endswith("svg")
         assert any(png == f for f in result.files)
     svg = (tmp_path / "o" / "plots" / "score_vs_length.svg").read_text(encoding="utf-8")
-    assert "hier 256" in svg and "direct" in svg, "every configuration is labelled"
+    assert "fake-model-256-hier" in svg and "fake-model-direct" in svg, "every configuration is labelled with its name"
 
 
 def test_an_all_free_grid_gets_a_readable_cost_axis(books: list[Path], tmp_path: Path) -> None:

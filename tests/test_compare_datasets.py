@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from conftest import BOOKS_DIR
 
 from booksum_app.cli import cli
 from booksum_app.errors import ConfigError, InputError
@@ -32,7 +33,7 @@ from booksum_app.testing.fake_backend import FakeBackend
 from booksum_app.testing.fake_server import FakeServer
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-SHUIHU = Path("/work/shared/books/shi-naian_shuihuzhuan.txt")
+SHUIHU = BOOKS_DIR / "shi-naian_shuihuzhuan.txt"
 
 # ---- independent ROUGE-L (not booksum's code): plain LCS table, rouge-score tokens, jieba words ----
 
@@ -357,7 +358,7 @@ def shuihu_dataset(path: Path, *, chapters: int, per_window: int) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SHUIHU.is_file(), reason="needs ../shared/books/shi-naian_shuihuzhuan.txt")
+@pytest.mark.skipif(not SHUIHU.is_file(), reason=f"needs {SHUIHU} (BOOKSUM_DATA_DIR)")
 def test_shuihuzhuan_chapter_windows(tmp_path: Path) -> None:
     path = shuihu_dataset(tmp_path / "shuihu.jsonl", chapters=60, per_window=2)
     samples = read_dataset(DatasetSpec(path))

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import RELEASE_DIR  # where `booksum data` puts the release
 
 from booksum_app.cli import cli
 from booksum_app.runners.score import ScoreSettings, load_summaries, run_score
 from booksum_app.scoring.aggregate import aggregate
 from booksum_app.scoring.release import read_annotations
 from booksum_app.testing.fake_server import FakeServer
-
-RELEASE_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "booookscore-release"
 
 SMALL = {
     "lisk.epub": "Mara inherits a bakery in Lisk. Her cousin Teo wants to sell it. The bakery stays in the family for good.",

@@ -8,6 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import conftest
 import pytest
 
 from booksum_app.errors import InputError
@@ -20,7 +21,7 @@ from booksum_app.scoring.release import MAX_UNMATCHED_SHARE, read_annotations, r
 # which also holds the llama2 and human-annotation files the shared subset lacks).
 RELEASE_DIR = Path(
     os.environ.get("BOOKSUM_RELEASE_DIR")
-    or Path(__file__).resolve().parents[2] / "shared" / "data" / "booookscore-release"
+    or conftest.RELEASE_DIR
 )
 
 CONFIGS = ["gpt4-2048-hier", "gpt4-2048-inc", "chatgpt-2048-hier", "chatgpt-2048-inc"]

@@ -70,7 +70,7 @@ def test_golden_parity_with_the_released_sentence_splits(config: str) -> None:
     the reference.
     """
     if not (RELEASE_DIR / "summaries").is_dir():
-        pytest.skip("BooookScore release data not found")
+        pytest.skip(f"BooookScore release not in {RELEASE_DIR}: run `booksum data fetch booookscore-release`")
     pairs = _release_pairs(config)
     assert len(pairs) == 100
     exact = 0

@@ -11,6 +11,7 @@ from booksum_app import __version__
 from booksum_app.cli.base import Verbosity, handle_errors
 from booksum_app.cli.cache import cache_command
 from booksum_app.cli.compare import compare_command
+from booksum_app.cli.data import data_command
 from booksum_app.cli.inspect import inspect_command
 from booksum_app.cli.logs import logs_command
 from booksum_app.cli.models import models_command
@@ -37,7 +38,7 @@ def cli(quiet: bool, verbose: bool) -> None:
 
 
 for command in (inspect_command, summarize_command, score_command, compare_command, models_command, cache_command,
-                logs_command):
+                logs_command, data_command):
     cli.add_command(command)
 
 

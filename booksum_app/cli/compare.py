@@ -20,9 +20,7 @@ from booksum_app.cli.base import (
     llm_options,
     llm_settings,
     plan_options,
-    progress_bar,
     snapshot_line,
-    stats_text,
 )
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 from booksum_app.errors import BooksumError
@@ -294,27 +292,13 @@ def _render_plan(plan: GridPlan) -> None:
 def _run_compare_with_progress(
     exp: Experiment, settings: LLMSettings, run: Callable[..., CompareResult], *, plots: bool
 ) -> CompareResult:
-    from rich.progress import TaskID
-
+    from booksum_app.cli.tables import GridDisplay
     from booksum_app.runners.progress import GridProgress
 
     tracker = GridProgress()
-    bar = progress_bar("{task.fields[label]}", "{task.completed}/{task.total}", running=True)
-    task = bar.add_task("", total=None, stats="", label="summaries")
-    per_config: dict[str, TaskID] = {}
-
-    def draw(snap: GridSnapshot) -> None:
-        stats = stats_text(snap)
-        running = "; ".join(snap.running[:2]) + (f" (+{len(snap.running) - 2})" if len(snap.running) > 2 else "")
-        bar.update(task, description=esc(running), completed=snap.done, total=snap.total or None, stats=stats)
-        if len(snap.configs) > 1:  # one bar per configuration under the whole grid's
-            for name, done, total in snap.configs:
-                if name not in per_config:
-                    per_config[name] = bar.add_task("", total=total, stats="", label=f"  {esc(name)}")
-                bar.update(per_config[name], completed=done)
-
-    tracker.listeners.append(draw)
-    with bar, Heartbeat(lambda: _heartbeat_line(tracker.snapshot())):
+    display = GridDisplay(err_console)  # one line per row, cut to the terminal's width
+    tracker.listeners.append(display.draw)
+    with display, Heartbeat(lambda: _heartbeat_line(tracker.snapshot())):
         return run(exp, settings, progress=tracker, plots=plots)
 
 
@@ -329,17 +313,15 @@ WIDE_TABLE = 260  # the comparison has 16 columns: on a pipe, wide enough that n
 
 
 def _render_compare(result: CompareResult) -> None:
-    from rich.table import Table
+    from booksum_app.cli.tables import compare_columns, print_fitted
 
     if result.judge_notice:
         err_console.print(f"[yellow]note:[/] {esc(result.judge_notice)}", highlight=False, soft_wrap=True)
-    table = Table(title="BooookScore comparison (Table 2 shape)", title_justify="left")
     show_failures = any(any(row.failures.counts.values()) for row in result.rows)
     columns = ("Model", "Strategy", "Chunk", "Books", "BooookScore (95% CI)", "Avg. len", "% novel 3-g",
                "% rep. 3-g", *(("Failure modes",) if show_failures else ()), "Calls (cached)", "In tok", "Out tok",
                "Cost", "Judge $", "Judge in/sent.", "Wall s")
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("Model", "Strategy") else "right")
+    rows: list[list[str]] = []
 
     def f1(value: float | None) -> str:
         return "–" if value is None else f"{value:.1f}"
@@ -359,10 +341,13 @@ def _render_compare(result: CompareResult) -> None:
         name = row.model if row.kind == "run" else f"{row.model} (released)" if row.strategy else row.name
         # summaries showing each mode, e.g. "subjective 2, repetition 1" (definitions in docs/scoring.md)
         failures = ", ".join(f"{mode} {n}" for mode, n in row.failures.counts.items() if n) or "–"
-        table.add_row(esc(name), esc(strategy), str(row.chunk_size or "–"), str(len(row.books)), score, f1(row.ngrams.avg_tokens),
-                      f1(row.ngrams.novel_pct), f1(row.ngrams.repeated_pct), *((failures,) if show_failures else ()),
-                      *cost_cells)
-    (console if console.is_terminal else Console(width=WIDE_TABLE)).print(table)
+        rows.append([esc(name), esc(strategy), str(row.chunk_size or "–"), str(len(row.books)), score,
+                     f1(row.ngrams.avg_tokens), f1(row.ngrams.novel_pct), f1(row.ngrams.repeated_pct),
+                     *((failures,) if show_failures else ()), *cost_cells])
+    # the columns that fit the terminal, in COMPARE_PRIORITY order; the rest are in results.csv/json
+    print_fitted(console if console.is_terminal else Console(width=WIDE_TABLE),
+                 "BooookScore comparison (Table 2 shape)", compare_columns(columns), rows,
+                 where=f"{result.out}/results.csv and results.json")
     signatures = dict.fromkeys(r.booookscore_signature for r in result.rows if r.booookscore_signature)
     for signature in signatures:
         console.print(f"BooookScore: {signature}", highlight=False, soft_wrap=True, markup=False)

@@ -20,11 +20,15 @@ from booksum_app.cli.base import (
     llm_options,
     llm_settings,
     plan_options,
+    progress_bar,
+    snapshot_line,
+    stats_text,
 )
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
 
 if TYPE_CHECKING:
     from booksum_app.llm.calls import CallRecord
+    from booksum_app.runners.progress import ProgressSnapshot
     from booksum_app.runners.score import ScoreRun
     from booksum_app.scoring.aggregate import SystemScore
     from booksum_app.scoring.results import SystemScores
@@ -71,6 +75,7 @@ def score_command(
 
     from booksum_app.files import check_writable
     from booksum_app.runners.judge_plan import check_cost
+    from booksum_app.runners.progress import RunProgress
     from booksum_app.runners.score import ScoreSettings, plan_score, run_score
     from booksum_app.runners.score_outputs import run_to_dict, write_outputs
     from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED
@@ -106,26 +111,27 @@ def score_command(
             highlight=False, soft_wrap=True)
         if not check_cost(plan.cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=sys.stdin.isatty()):
             click.confirm(f"Judging could cost up to ${plan.cost_usd:.2f}. Run it?", abort=True, err=True)
-    calls = {"n": 0, "hits": 0}
+    tracker = RunProgress()  # a bar over the plan's calls (cached ones included), with ETA and dollars
+    if plan is not None:
+        tracker.set_planned_calls(plan.calls + plan.replayed_calls)
+    bar = progress_bar("{task.description}", "{task.fields[count]}")
+    task = bar.add_task("scoring", total=None, count="", stats="")
 
-    stage = {"text": "scoring"}
-    beat = Heartbeat(lambda: f"{stage['text']}: {calls['n']} calls ({calls['hits']} cached)")
-    with err_console.status("scoring", spinner="dots") as status, beat:
+    def draw(snap: ProgressSnapshot) -> None:
+        total = snap.planned_calls or None
+        bar.update(task, description=esc(snap.stage), completed=min(snap.calls, total or snap.calls), total=total,
+                   count=f"{snap.calls}/{total}" if total else f"{snap.calls} calls", stats=stats_text(snap))
 
-        def on_stage(text: str) -> None:
-            stage["text"] = text
-            status.update(esc(text))
+    tracker.listeners.append(draw)
+    printer = call_printer()
 
-        printer = call_printer()
+    def on_call(record: CallRecord) -> None:
+        if printer is not None:
+            printer(record)
+        tracker.on_call(record)
 
-        def on_call(record: CallRecord) -> None:
-            if printer is not None:
-                printer(record)
-            calls["n"] += 1
-            calls["hits"] += int(record.cache_hit)
-            status.update(esc(f"{stage['text']} · {calls['n']} calls ({calls['hits']} cached)"))
-
-        run = run_score(list(summaries), settings, on_call=on_call, on_stage=on_stage)
+    with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
+        run = run_score(list(summaries), settings, on_call=on_call, on_stage=tracker.set_stage)
     if run.judge_notice:
         err_console.print(f"[yellow]note:[/] {esc(run.judge_notice)}", highlight=False, soft_wrap=True)
     for note in run.notes:
@@ -143,8 +149,9 @@ def score_command(
 
 def _render_scores(run: ScoreRun) -> None:
     """The scores table, the error-type table and the signatures, on stdout."""
-    from rich.table import Table
+    from rich.console import Console
 
+    from booksum_app.cli.tables import WIDE_TABLE, print_fitted, score_columns
 
     def f1(value: float | None) -> str:
         return "–" if value is None else f"{value:.1f}"
@@ -196,13 +203,11 @@ def _render_scores(run: ScoreRun) -> None:
         ("In/sent.", lambda s: f1(s.totals.billed_input_per_sentence), any_calls),
     ]
     shown = [(header, cell) for header, cell, show in columns if show]
-    table = Table(title="booksum scores", title_justify="left")
-    table.add_column("System", justify="left", no_wrap=True)
-    for header, _ in shown:
-        table.add_column(header, justify="right", overflow="fold")
-    for s in run.systems:
-        table.add_row(esc(s.name), *(esc(cell(s)) for _, cell in shown))
-    console.print(table)
+    # in a terminal, the columns that fit its width (in SCORE_PRIORITY order); piped, all of them
+    print_fitted(console if console.is_terminal else Console(width=WIDE_TABLE), "booksum scores",
+                 score_columns(["System", *(header for header, _ in shown)]),
+                 [[esc(s.name), *(esc(cell(s)) for _, cell in shown)] for s in run.systems],
+                 where="the --json and --csv outputs")
     _render_error_types(run)
     for s in run.systems:
         if s.booookscore:

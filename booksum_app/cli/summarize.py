@@ -70,6 +70,7 @@ def summarize_command(
     from booksum_app.files import atomic_write_texts, check_writable, json_text
     from booksum_app.llm.registry import choose_model
     from booksum_app.runners.progress import RunProgress
+    from booksum_app.runners.quality import quality_line, record_quality
     from booksum_app.runners.summarize import RunConfig, default_record_path, run_summary
 
     run = RunConfig(  # every option validated once, before any file is read or written
@@ -106,6 +107,7 @@ def summarize_command(
         from booksum_app.runners.chapters import chapters_markdown_from_record
 
         markdown = chapters_markdown_from_record(record)
+    record, quality = record_quality(record, source)  # the detectors' flags, recorded and printed below
     outputs = {record_path: json_text(record.to_dict())}
     if summary_path is not None:
         outputs = {summary_path: markdown, **outputs}
@@ -125,6 +127,7 @@ def summarize_command(
         f"{t.input_tokens:,} in{f' ({t.cached_input_tokens:,} cached)' if t.cached_input_tokens else ''} + "
         f"{t.output_tokens:,} out tokens, ${t.spent_usd:.4f}, {t.wall_s:.1f}s  |  "
         f"{record.signature}", highlight=False, soft_wrap=True, markup=False)
+    err_console.print(quality_line(quality), highlight=False, soft_wrap=True, markup=False)
     if not record.summary.strip():  # a run that produced nothing is not a success, even if it was paid for
         raise BooksumError(
             f"the final summary is empty (the model returned nothing usable after cleaning); the raw summary "

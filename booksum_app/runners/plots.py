@@ -1,12 +1,14 @@
 """Plots of a comparison (PNG and SVG, matplotlib's Agg backend, imported lazily).
 
 - ``score_vs_length``: BooookScore (with its 95% CI over books as error bars) against average
-  summary length in cl100k tokens, one point per configuration; new runs are filled circles,
-  precomputed sets (e.g. the BooookScore release) hollow squares.
+  summary length in cl100k tokens, one point per configuration, labelled with its name in
+  results.json/csv; new runs have filled markers, precomputed sets (e.g. the BooookScore release)
+  hollow ones; configurations at the same spot share one marker and one legend entry.
 - ``rouge_vs_length`` (benchmark datasets only): the moving median of ROUGE-L over sample
   length (CNNSum Fig. 3), one line per configuration and dataset, the samples as faint dots.
 - ``cost_vs_score``: list-price cost of a configuration's summarization calls (all books)
   against its BooookScore; only configurations that were run (precomputed sets have no cost).
+  When every one cost $0 the plot says so instead of stacking the points on x=0.
 
 matplotlib is an optional dependency (extras ``plot`` / ``dev``); without it,
 :func:`write_plots` raises a :class:`ConfigError` that says how to install it.
@@ -42,10 +44,8 @@ def require_matplotlib() -> Any:
 
 
 def _label(row: ConfigResult) -> str:
-    if row.kind == "precomputed":
-        return row.name
-    chunk = f" {row.chunk_size}" if row.chunk_size else ""
-    return f"{row.model.split(':', 1)[-1]} {row.strategy}{chunk}"
+    """The configuration's name as results.json/csv, summaries/ and the table name it."""
+    return row.name
 
 
 def _score(row: ConfigResult) -> tuple[float, float, float] | None:
@@ -69,18 +69,29 @@ def _save(fig: Any, directory: Path, stem: str) -> list[Path]:
     return written
 
 
+# runs: filled markers; precomputed sets (the release): hollow ones. The colour cycles through
+# matplotlib's ten, the marker changes each time it wraps, so no two series look alike.
+RUN_MARKERS = ("o", "^", "D", "v", "P", "p", "<", ">")
+SET_MARKERS = ("s", "X", "h", "*", "d", "H", "8", "1")
+
+
 def _points(ax: Any, rows: list[tuple[ConfigResult, float, tuple[float, float, float]]]) -> None:
-    """One marker per configuration; configurations at the same spot share one joined label."""
-    labels: dict[tuple[float, float], list[str]] = {}
-    for row, x, (y, lo, hi) in rows:
-        run = row.kind == "run"
-        ax.errorbar(
-            x, y, yerr=[[lo], [hi]], fmt="o" if run else "s", capsize=3, markersize=7,
-            markerfacecolor=None if run else "white", label=_label(row),
-        )
-        labels.setdefault((round(x, 6), round(y, 3)), []).append(_label(row))
-    for (x, y), names in labels.items():
-        ax.annotate(" = ".join(names), (x, y), textcoords="offset points", xytext=(6, 5), fontsize=7)
+    """One marker and one legend entry per spot: configurations at the same spot share a joined label
+    (a marker drawn over another would leave a legend entry for a series nobody can see)."""
+    spots: dict[tuple[float, float], list[tuple[ConfigResult, float, tuple[float, float, float]]]] = {}
+    for item in rows:
+        _, x, (y, _, _) = item
+        spots.setdefault((round(x, 6), round(y, 3)), []).append(item)
+    for n, members in enumerate(spots.values()):
+        _, x, (y, _, _) = members[0]
+        lo = max(m[2][1] for m in members)
+        hi = max(m[2][2] for m in members)
+        run = all(m[0].kind == "run" for m in members)
+        markers = RUN_MARKERS if run else SET_MARKERS
+        label = " = ".join(_label(m[0]) for m in members)
+        ax.errorbar(x, y, yerr=[[lo], [hi]], fmt=markers[(n // 10) % len(markers)], color=f"C{n % 10}",
+                    capsize=3, markersize=7, markerfacecolor=None if run else "white", label=label)
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 5), fontsize=7)
 
 
 def write_plots(rows: list[ConfigResult] | tuple[ConfigResult, ...], directory: Path) -> list[Path]:
@@ -115,7 +126,7 @@ def _rouge_by_length(plt: Any, rows: list[ConfigResult] | tuple[ConfigResult, ..
     fig, ax = plt.subplots(figsize=(7.5, 5))
     for row in rows:
         for d in row.datasets:
-            label = f"{_label(row)}{' ' + row.template if row.template else ''} · {d.dataset} (window {d.window})"
+            label = f"{_label(row)} · {d.dataset} (window {d.window})"  # the name carries the template
             xs, ys = [p[0] for p in d.moving_median], [p[1] for p in d.moving_median]
             line = ax.plot(xs, ys, marker="o" if len(xs) < 3 else None, markersize=4, label=label)[0]
             ax.scatter([s.length_tokens for s in d.samples], [100 * s.rouge_l for s in d.samples],
@@ -141,24 +152,42 @@ def _scatter(
     title: str,
 ) -> list[Path]:
     """One BooookScore-on-y scatter plot with CI bars, saved as PNG and SVG."""
-    fig, ax = plt.subplots(figsize=(7.5, 5))
-    _points(ax, points)
-    if points:
-        ax.legend(fontsize=7, loc="best")
-    else:
-        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
-    xs = [x for _, x, _ in points]
-    if stem == "cost_vs_score" and xs:  # dollars are never negative; all-zero runs get a readable axis
-        ax.set_xlim(left=0, right=max(xs) * 1.15 if max(xs) > 0 else 1.0)
-        if max(xs) == 0:
-            xlabel += "; every configuration cost $0 (local model or all calls cached)"
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("BooookScore (95% CI over books)")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
+    fig = scatter_figure(plt, points, stem, empty=empty, xlabel=xlabel, title=title)
     written = _save(fig, directory, stem)
     plt.close(fig)
     return written
 
 
-__all__ = ["PLOT_FORMATS", "require_matplotlib", "write_plots"]
+NO_COST = "no cost: every configuration cost $0 (local model or all calls cached)"
+
+
+def scatter_figure(
+    plt: Any,
+    points: list[tuple[ConfigResult, float, tuple[float, float, float]]],
+    stem: str,
+    *,
+    empty: str,
+    xlabel: str,
+    title: str,
+) -> Any:
+    """The figure of :func:`_scatter` (tests read its legend)."""
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    xs = [x for _, x, _ in points]
+    if stem == "cost_vs_score" and xs and max(xs) == 0:  # a strip at x=0 says nothing: say why
+        points, empty = [], NO_COST
+        ax.set_xticks([])
+    _points(ax, points)
+    if points:
+        ax.legend(fontsize=7, loc="best")
+    else:
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+    if stem == "cost_vs_score" and points:  # dollars are never negative
+        ax.set_xlim(left=0, right=max(x for _, x, _ in points) * 1.15)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("BooookScore (95% CI over books)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+__all__ = ["NO_COST", "PLOT_FORMATS", "require_matplotlib", "scatter_figure", "write_plots"]

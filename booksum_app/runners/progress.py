@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +57,12 @@ class RunProgress:
         """The run's pre-flight plan, for the ETA."""
         with self._lock:
             self._planned = calls
+
+    def set_stage(self, text: str) -> None:
+        """A stage with no count of its own (``score``: "judging 4 summaries"); the calls are the count."""
+        with self._lock:
+            self._stage, self._done, self._total = text, 0, 0
+        self._notify()
 
     def attach(self, model: Any) -> None:
         """Remember the model so calls in flight can be shown (a Client has ``in_flight``)."""
@@ -184,4 +190,89 @@ class GridProgress:
             )
 
 
-__all__ = ["GridProgress", "GridSnapshot", "ProgressSnapshot", "RunProgress"]
+# ---- one line that fits: what a live display shows in the width it has ---------------------
+
+ELLIPSIS = "…"
+_BREAKS = " _-"  # where a name may be cut: between words, and between a file name's parts
+
+
+def fit_parts(parts: Sequence[tuple[int, str]], width: int, sep: str = " · ") -> str:
+    """The parts that fit ``width`` joined by ``sep``, in their order; ``(priority, text)``, 0 kept first.
+
+    A part is left out whole rather than cut, except the first-priority one, which is cut with an ellipsis.
+    """
+    kept: set[int] = set()
+    used = 0
+    for i in sorted(range(len(parts)), key=lambda i: parts[i][0]):
+        cost = len(parts[i][1]) + (len(sep) if kept else 0)
+        if used + cost <= width:
+            kept.add(i)
+            used += cost
+    if not kept and parts:
+        first = min(range(len(parts)), key=lambda i: parts[i][0])
+        return shorten(parts[first][1], width)
+    return sep.join(text for i, (_, text) in enumerate(parts) if i in kept)
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the cut marked with an ellipsis (at a word end when one is near)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[:width]
+    cut = text[: width - 1]
+    if text[width - 1] not in _BREAKS:  # the cut falls inside a word
+        end = max(cut.rfind(ch) for ch in _BREAKS)
+        if end >= width // 2:  # a whole word dropped reads better than half a word
+            cut = cut[:end]
+    return cut.rstrip(" ·:;,_-" + ELLIPSIS) + ELLIPSIS
+
+
+def grid_stat_parts(snap: GridSnapshot) -> list[tuple[int, str]]:
+    """A comparison's figures in display order with their priority: calls and dollars before tokens."""
+    parts = [(0, f"{snap.calls:,} calls"), *([(5, f"{snap.cache_hits:,} cached")] if snap.cache_hits else []),
+             (4, f"{snap.in_flight} in flight"),
+             (3, f"{snap.input_tokens:,}+{snap.output_tokens:,} tok"),
+             (1, f"${snap.cost_usd:.4f}")]
+    if snap.done and snap.total > snap.done:
+        eta = snap.elapsed_s / snap.done * (snap.total - snap.done)
+        parts.append((2, f"ETA {int(eta) // 60}:{int(eta) % 60:02d}"))
+    return parts
+
+
+BOOK_NAME_CHARS = 24  # a book's name in the running line: enough to tell the sample books apart
+
+
+def running_line(running: Sequence[str], width: int) -> str:
+    """What runs now (``"book · config: stage"`` items), as one line of at most ``width`` characters.
+
+    Long book names are shortened with an ellipsis; items that do not fit are counted ("+3").
+    """
+    full = _pack(list(running), width)
+    if full.count("; ") + 1 == len(running) and not full.endswith(ELLIPSIS):
+        return full  # every item whole: nothing to shorten
+    short = []
+    for item in running:
+        head, colon, stage = item.partition(": ")
+        book, dot, config = head.partition(" · ")
+        short.append(f"{shorten(book, BOOK_NAME_CHARS)}{dot}{config}{colon}{stage}")
+    return _pack(short, width)
+
+
+def _pack(items: Sequence[str], width: int) -> str:
+    """As many items as fit, then the count of the others; a first item too long is cut."""
+    kept: list[str] = []
+    for n, item in enumerate(items):
+        rest = len(items) - n - 1
+        suffix = f" (+{rest})" if rest else ""
+        if len("; ".join([*kept, item]) + suffix) <= width:
+            kept.append(item)
+            continue
+        if kept:  # the line before this item fitted with this very count after it
+            return "; ".join(kept) + f" (+{rest + 1})"
+        return shorten(item, max(1, width - len(suffix))) + suffix
+    return "; ".join(kept)
+
+
+__all__ = ["GridProgress", "GridSnapshot", "ProgressSnapshot", "RunProgress", "fit_parts", "grid_stat_parts",
+           "running_line", "shorten"]

@@ -1,5 +1,6 @@
-"""A standalone HTML report of a scoring run: the aggregate table, and each summary with its
-confusing sentences highlighted by error type and the judge's questions beside them.
+"""A standalone HTML report of a scoring run: the aggregate table, each summary with its
+confusing sentences highlighted by error type and the judge's questions level with them, and a
+side-by-side view of every book that two or more systems summarized.
 
 One self-contained file: inline CSS, no scripts, fonts, images or other external assets, every
 text HTML-escaped. Highlighted sentences are ``<mark class="sent t-<type>" data-types=...>``
@@ -37,8 +38,12 @@ table{border-collapse:collapse;margin:.5rem 0 1rem}th,td{border:1px solid #ccc;p
 text-align:right}th:first-child,td:first-child{text-align:left}th{background:#f4f4f4}
 code{font-size:.85em;background:#f4f4f4;padding:.1rem .3rem;border-radius:3px;word-break:break-all}
 .legend span{display:inline-block;margin:.15rem .4rem .15rem 0;padding:.1rem .5rem;border-radius:3px}
-.summary{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1.5rem;margin-bottom:1.5rem}
+.summary{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);column-gap:1.5rem;row-gap:0;
+margin-bottom:1.5rem;align-items:start}.summary .nonote{grid-column:1/-1}
 .text{margin:0}.notes{font-size:.9em;margin:0;padding-left:1.4rem}.notes li{margin-bottom:.4rem}
+details.side{margin:.4rem 0;border-top:1px solid #eee;padding-top:.3rem}
+.cols{display:grid;grid-auto-flow:column;grid-auto-columns:minmax(20rem,1fr);gap:1.5rem;overflow-x:auto}
+.cols h4{margin:.4rem 0 .2rem}
 mark.sent{padding:.05rem .1rem;border-radius:2px;color:inherit}
 sup.ref{font-size:.7em;font-weight:bold;margin-left:.1rem}
 .unparseable{text-decoration:underline dashed #888}
@@ -172,42 +177,96 @@ def _note(ref: int, judgement: SentenceJudgement) -> str:
     return f'<li value="{ref}"><span class="types">{_e(kinds)}</span> – <span class="question">{_e(judgement.questions or "")}</span></li>'
 
 
-def _summary_block(row: SummaryRow, anchor: str = "") -> str:
+def _marked_segments(row: SummaryRow) -> list[tuple[str, list[tuple[int, str]]]]:
+    """The summary as ``(text html, notes)`` segments, each starting at a sentence with a note.
+
+    A segment's notes sit beside its first line (one grid row per segment), so a question stays
+    level with the sentence it asks about however long the summary is.
+    """
     j = row.judgement
     text = row.summary.strip()
     by_index = {s.index: s for s in j.sentences} if j else {}
-    parts: list[str] = []
-    notes: list[str] = []
+    segments: list[tuple[list[str], list[tuple[int, str]]]] = [([], [])]
+    n_notes = 0
     last = 0
     for index, (start, end) in enumerate(sentence_spans(text, lang=detect_lang(text))):
-        parts.append(_e(text[last:start]))
+        gap = _e(text[last:start])
         judgement = by_index.get(index)
         ref = None
         if judgement is not None and (judgement.confusing or judgement.unparseable):
-            ref = len(notes) + 1
-            notes.append(_note(ref, judgement))
-        parts.append(_mark(text[start:end], judgement, ref))
+            n_notes += 1
+            ref = n_notes
+            segments[-1][0].append(gap)
+            segments.append(([], [(ref, _note(ref, judgement))]))
+        else:
+            segments[-1][0].append(gap)
+        segments[-1][0].append(_mark(text[start:end], judgement, ref))
         last = end
-    parts.append(_e(text[last:]))
+    segments[-1][0].append(_e(text[last:]))
     if j is not None:  # annotated sentences that are not sentences of the text (release files)
         for extra in (s for s in j.sentences if s.index < 0 and (s.confusing or s.unparseable)):
-            ref = len(notes) + 1
-            notes.append(_note(ref, extra).replace("</li>", f" <span class=\"meta\">(sentence not found in the text: {_e(extra.sentence)})</span></li>"))
+            n_notes += 1
+            segments[-1][1].append((n_notes, _note(n_notes, extra).replace(
+                "</li>", f" <span class=\"meta\">(sentence not found in the text: {_e(extra.sentence)})</span></li>")))
+    return [("".join(parts), notes) for parts, notes in segments if "".join(parts).strip() or notes]
+
+
+def _meta(row: SummaryRow) -> str:
+    j = row.judgement
     score = f"BooookScore {_fmt(100 * j.score)}" if j is not None and j.score is not None else "no BooookScore"
-    meta = (
+    return (
         f'<p class="meta">{score} · {row.ngrams.n_tokens} tokens · '
         f"{_fmt(row.ngrams.repeated_pct)}% repeated 3-grams"
         + (f" · {_fmt(row.ngrams.novel_pct)}% novel 3-grams" if row.ngrams.novel_pct is not None else "")
         + (f" · ROUGE-L F {_fmt(100 * row.rouge.fmeasure)}" if row.rouge else "")
         + "</p>"
     )
-    note_list = f'<ol class="notes">{"".join(notes)}</ol>' if notes else '<p class="meta">No confusing sentence.</p>'
-    meta += _failure_line(row.failures)
+
+
+def _summary_block(row: SummaryRow, anchor: str = "") -> str:
+    segments = _marked_segments(row)
+    cells = []
+    for text_html, notes in segments:
+        note_html = (f'<ol class="notes" start="{notes[0][0]}">{"".join(h for _, h in notes)}</ol>' if notes
+                     else '<div class="notes"></div>')
+        cells.append(f'<p class="text">{text_html}</p>{note_html}')
+    if not any(notes for _, notes in segments):
+        cells.append('<p class="meta nonote">No confusing sentence.</p>')
     id_attr = f' id="{anchor}"' if anchor else ""
     return (
-        f'<section class="book"{id_attr}><h3>{_e(row.book)}</h3>{meta}'
-        f'<div class="summary"><p class="text">{"".join(parts)}</p>{note_list}</div></section>'
+        f'<section class="book"{id_attr}><h3>{_e(row.book)}</h3>{_meta(row)}{_failure_line(row.failures)}'
+        f'<div class="summary">{"".join(cells)}</div></section>'
     )
+
+
+def _side_by_side(systems: Sequence[SystemScores]) -> str:
+    """Each book that two or more systems summarized, their summaries in columns (questions under each)."""
+    books: dict[str, list[tuple[int, SummaryRow]]] = {}
+    for n, s in enumerate(systems):
+        for row in s.rows:
+            books.setdefault(row.book, []).append((n, row))
+    shared = [(book, rows) for book, rows in books.items() if len(rows) > 1]
+    if not shared:
+        return ""
+    out = [('<h2 id="side">Side by side</h2><p class="meta">Each book summarized by more than one system: '
+           "the summaries in columns, with the judge's questions under each.</p>")]
+    for m, (book, rows) in enumerate(shared):
+        scores = " · ".join(
+            f"{_e(systems[n].name)} {_fmt(100 * r.judgement.score) if r.judgement and r.judgement.score is not None else '–'}"
+            for n, r in rows)
+        columns = []
+        for n, row in rows:
+            segments = _marked_segments(row)
+            text_html = " ".join(t for t, _ in segments)
+            notes = "".join(note for _, ns in segments for _, note in ns)
+            columns.append(
+                f'<div class="col"><h4>{_e(systems[n].name)}</h4>{_meta(row)}<p class="text">{text_html}</p>'
+                + (f'<ol class="notes">{notes}</ol>' if notes else '<p class="meta">No confusing sentence.</p>')
+                + "</div>")
+        open_attr = " open" if m == 0 else ""
+        out.append(f'<details class="side" id="side-{m}"{open_attr}><summary><b>{_e(book)}</b> '
+                   f'<span class="meta">{scores}</span></summary><div class="cols">{"".join(columns)}</div></details>')
+    return "".join(out)
 
 
 def _contents(systems: Sequence[SystemScores]) -> str:
@@ -247,6 +306,7 @@ def render_report(systems: Sequence[SystemScores], *, notes: Sequence[str] = (),
         _legend(),
     ]
     body.append(_contents(systems))
+    body.append(_side_by_side(systems))
     for n, s in enumerate(systems):
         body.append(f'<h2 id="sys{n}">{_e(s.name)}</h2>')
         body.extend(_summary_block(row, f"sys{n}-{m}") for m, row in enumerate(s.rows))
