@@ -61,6 +61,8 @@ EN = (
     [
         (ZH_HANT, "big5", "big5", "zh"),
         (RU, "cp1251", "cp1251", "en"),  # the pipeline's rule: zh or not (en)
+        (RU, "koi8-r", "koi8_r", "en"),
+        (ZH_HANS, "utf-8", "utf-8", "zh"),
         (JA, "shift_jis", "cp932", None),
         (ZH_HANS, "gb18030", "gb18030", "zh"),
         (FR, "latin-1", "cp1252", "en"),
