@@ -70,7 +70,7 @@ def summarize_command(
     from booksum_app.files import atomic_write_texts, check_writable, json_text
     from booksum_app.llm.registry import choose_model
     from booksum_app.runners.progress import RunProgress
-    from booksum_app.runners.summarize import RunConfig, default_record_path, run_summary
+    from booksum_app.runners.summarize import RunConfig, cut_note, default_record_path, run_summary
 
     run = RunConfig(  # every option validated once, before any file is read or written
         strategy=strategy, model=model_name, chunk_size=chunk_size, max_summary_tokens=max_summary_len,
@@ -125,6 +125,9 @@ def summarize_command(
         f"{t.input_tokens:,} in{f' ({t.cached_input_tokens:,} cached)' if t.cached_input_tokens else ''} + "
         f"{t.output_tokens:,} out tokens, ${t.spent_usd:.4f}, {t.wall_s:.1f}s  |  "
         f"{record.signature}", highlight=False, soft_wrap=True, markup=False)
+    cut = cut_note(record)  # the record says it per call; the terminal must say it too
+    if cut is not None:
+        err_console.print(f"[yellow]warning:[/] {cut}", highlight=False, soft_wrap=True)
     if not record.summary.strip():  # a run that produced nothing is not a success, even if it was paid for
         raise BooksumError(
             f"the final summary is empty (the model returned nothing usable after cleaning); the raw summary "

@@ -18,11 +18,21 @@ pay for each distinct request once. A lease whose expiry has passed, or whose ow
 is gone (same host, pid not alive), is taken over, so a killed run never blocks others for
 longer than :data:`LEASE_TTL_S`. :meth:`CallCache.put` commits the answer and drops the lease
 in one transaction; :meth:`CallCache.release` drops it after a failed call.
+
+A cache that cannot be written (a full disk: SQLite's "database or disk is full", a read-only
+file, a lock held past the timeout) never costs a paid answer: :meth:`CallCache.put` keeps the
+answer in memory for the rest of the run (later requests for it are answered from there), a
+lease that cannot be written is granted without its row (this run then does not keep other
+runs off the key), and the first such failure is said once, on one line (a ``logging``
+warning, which Python prints on stderr when nothing else handles it). Nothing is retried on
+disk: a rerun pays again for what could not be stored.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
 import os
 import secrets
 import socket
@@ -42,6 +52,7 @@ LEASE_TTL_S = 30.0  # a lease not renewed for this long is taken over
 WAIT_FIRST_S = 0.02  # first poll interval of a waiter; grows by half each time ...
 WAIT_MAX_S = 0.5  # ... up to this
 
+_log = logging.getLogger(__name__)
 _HOST = socket.gethostname()
 _LIVE_TOKENS: set[str] = set()  # tokens of leases held by this process (any CallCache)
 _LIVE_LOCK = threading.Lock()
@@ -189,6 +200,13 @@ def _set_wal(db: sqlite3.Connection, *, patience_s: float = 30.0) -> None:
         wait_s = min(wait_s * 1.5, WAIT_MAX_S)
 
 
+def _rollback(db: sqlite3.Connection) -> None:
+    """End a failed transaction, if SQLite has not ended it already."""
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+
+
 def migrate(db: sqlite3.Connection) -> None:
     """Apply every migration not yet recorded in ``_migrations``, in order, in one transaction.
 
@@ -234,6 +252,8 @@ class CallCache:
         self._lock = threading.Lock()
         self.lease_ttl_s = lease_ttl_s
         self._held: dict[str, str] = {}  # token -> key of the leases this cache holds
+        self._memory: dict[str, Completion] = {}  # answers a failed write kept for this run
+        self.write_error: str | None = None  # the first write failure, once there was one
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         with self._db() as db:
@@ -260,8 +280,26 @@ class CallCache:
 
     def get(self, key: str) -> Completion | None:
         """The cached completion for ``key``, marked as a cache hit, or None."""
+        kept = self._kept(key)
+        if kept is not None:
+            return kept
         with self._db() as db:
             return self._get(db, key)
+
+    def _kept(self, key: str) -> Completion | None:
+        with self._lock:
+            return self._memory.get(key)
+
+    def _write_failed(self, exc: sqlite3.Error) -> None:
+        """Note a failed write; the first one is said once, on one line."""
+        with self._lock:
+            first = self.write_error is None
+            if first:
+                self.write_error = str(exc)
+        if first:
+            _log.warning(
+                "warning: the call cache %s cannot be written (%s); this run keeps its answers in memory, "
+                "a later run pays for them again (free some space, or pass --cache-dir DIR)", self.path, exc)
 
     @staticmethod
     def _get(db: sqlite3.Connection, key: str) -> Completion | None:
@@ -305,6 +343,9 @@ class CallCache:
 
     def try_claim(self, key: str) -> Completion | Lease | None:
         """Like :meth:`claim` without waiting: None while another live owner holds the key."""
+        kept = self._kept(key)
+        if kept is not None:
+            return kept
         with self._db() as db:
             hit = self._get(db, key)  # the common case needs no write lock
             if hit is not None:
@@ -312,8 +353,8 @@ class CallCache:
             token = secrets.token_hex(8)
             with _LIVE_LOCK:
                 _LIVE_TOKENS.add(token)  # before the row is visible, so our own threads see it live
-            db.execute("BEGIN IMMEDIATE")
             try:
+                db.execute("BEGIN IMMEDIATE")
                 hit = self._get(db, key)
                 row = db.execute(
                     "SELECT token, pid, host, expires FROM leases WHERE key = ?", (key,)
@@ -327,8 +368,12 @@ class CallCache:
                         (key, token, os.getpid(), _HOST, now + self.lease_ttl_s),
                     )
                 db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:  # cannot write the lease: answer without it
+                _rollback(db)
+                self._write_failed(exc)
+                hit, held = None, False
             except BaseException:
-                db.execute("ROLLBACK")
+                _rollback(db)
                 self._forget(token)
                 raise
         if hit is not None or held:
@@ -342,7 +387,7 @@ class CallCache:
     def release(self, lease: Lease) -> None:
         """Give up ``lease`` without an answer (the call failed): a waiter takes the key over."""
         self._forget(lease.token)
-        with self._db() as db:
+        with self._db() as db, contextlib.suppress(sqlite3.OperationalError):  # else it expires
             db.execute("DELETE FROM leases WHERE key = ? AND token = ?", (lease.key, lease.token))
 
     def _forget(self, token: str) -> None:
@@ -383,15 +428,16 @@ class CallCache:
         meta: CallMeta | None = None,
     ) -> None:
         """Store a completed call (with ``meta`` for the logs) and drop any lease on ``key``, in one
-        commit; empty replies are not stored."""
+        commit; empty replies are not stored. When the write fails (a full disk), the answer is
+        kept in memory for this run instead, and the failure said once (module docstring)."""
         if not completion.text.strip():
             if lease is not None:
                 self.release(lease)
             return
         usage, meta = completion.usage, meta or CallMeta()
         with self._db() as db:
-            db.execute("BEGIN IMMEDIATE")
             try:
+                db.execute("BEGIN IMMEDIATE")
                 db.execute(
                     "INSERT OR REPLACE INTO calls (key, text, finish_reason, input_tokens, "
                     "output_tokens, cached_input_tokens, cache_write_input_tokens, model, created, latency_s, purpose, "
@@ -415,10 +461,20 @@ class CallCache:
                     ),
                 )
                 db.execute("DELETE FROM leases WHERE key = ?", (key,))  # the answer is here now
+                db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                # SQLite has often rolled back already ("database or disk is full"): a second
+                # ROLLBACK would fail with "no transaction is active" and lose the answer
+                _rollback(db)
+                with self._lock:
+                    self._memory[key] = dataclasses.replace(completion, cost_usd=0.0, cache_hit=True)
+                self._write_failed(exc)
+                if lease is not None:
+                    self.release(lease)
+                return
             except BaseException:
-                db.execute("ROLLBACK")
+                _rollback(db)
                 raise
-            db.execute("COMMIT")
         if lease is not None:
             self._forget(lease.token)
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from booksum_app.books.language import detect_language
 from booksum_app.books.text import book_from_text
 from booksum_app.chunking import get_tokenizer
 from booksum_app.errors import BooksumError, InputError
+from booksum_app.jsonin import parse_json
 from booksum_app.runners.experiment import DatasetSpec, Experiment
 from booksum_app.scoring.buckets import (
     CLONGEVAL_BUCKETS,
@@ -111,9 +111,9 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path.name} line {number}: not JSON ({exc.msg}); each line must be one object") from exc
+            value = parse_json(line, where=f"{path.name} line {number}")
+        except InputError as exc:
+            raise InputError(f"{exc}; each line must be one object") from exc
         if not isinstance(value, dict):
             raise InputError(f"{path.name} line {number}: a JSON {type(value).__name__}, not an object")
         rows.append((number, value))
