@@ -157,6 +157,7 @@ class ModelUnavailable(ModelError):
 
 
 __all__ = [
+    "DETAIL_CHARS",
     "REDACTED",
     "AuthError",
     "BookFormatError",
@@ -172,7 +173,6 @@ __all__ = [
     "PromptError",
     "RateLimited",
     "TransientModelError",
-    "DETAIL_CHARS",
     "redact",
     "server_message",
 ]

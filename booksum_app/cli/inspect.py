@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from booksum_app.cli.base import book_from_arg, console, err_console, esc, handle_errors
+from booksum_app.cli.base import book_from_arg, console, err_console, handle_errors
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, DEFAULT_TIMEOUT_S
+from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 
 if TYPE_CHECKING:
     from booksum_app.runners.inspect import InspectReport
