@@ -26,8 +26,8 @@ from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import Client
 from booksum_app.llm.ollama_backend import _error_text
 from booksum_app.llm.registry import LLMSettings, get_model
-from booksum_app.textsafe import markup_safe, printable
 from booksum_app.testing.fake_backend import FakeBackend
+from booksum_app.textsafe import markup_safe, printable
 
 KEY = "vllm-token-ABCDEFGH12345678"  # no known key shape: only the key in use finds it
 CLEAR = "\x1b[2J"
@@ -59,7 +59,7 @@ def test_a_key_straddling_the_cut_is_redacted_whole(at: int) -> None:
 class _Echo(BaseHTTPRequestHandler):
     """Answers every POST with a 400 whose message puts the bearer key 26 characters before the cut."""
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
         key = (self.headers.get("authorization") or "").removeprefix("Bearer ") or self.headers.get("x-api-key", "")
         message = "y" * (DETAIL_CHARS - 26) + key + " was rejected"
@@ -94,7 +94,7 @@ def test_a_server_echoing_the_key_near_the_cut_leaks_none_of_it(api: str, echo_s
     model = "anthropic:claude-haiku-4-5" if api == "anthropic" else "openai:gpt-4o"
     base = echo_server if api == "anthropic" else echo_server + "/v1"
     client = get_model(model, settings=LLMSettings(base_url=base, use_cache=False, config_path=tmp_path / "none", max_attempts=1),
-                       env=env)  # type: ignore[arg-type]
+                       env=env)
     try:
         with pytest.raises(ModelError) as caught:
             client.complete(Request(prompt="hello", max_tokens=5))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -113,7 +114,10 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         try:
             value = parse_json(line, where=f"{path.name} line {number}")
         except InputError as exc:
-            raise InputError(f"{exc}; each line must be one object") from exc
+            if isinstance(exc.__cause__, json.JSONDecodeError):
+                raise InputError(f"{path.name} line {number}: not JSON ({exc.__cause__.msg}); "
+                                 "each line must be one object") from exc.__cause__
+            raise
         if not isinstance(value, dict):
             raise InputError(f"{path.name} line {number}: a JSON {type(value).__name__}, not an object")
         rows.append((number, value))
