@@ -303,7 +303,7 @@ def test_a_full_disk_loses_no_paid_answer_and_says_so_once(
     warnings = [r for r in caplog.records if "cannot be written" in r.getMessage()]
     assert len(warnings) == 1 and "database or disk is full" in warnings[0].getMessage()
     assert "\n" not in warnings[0].getMessage()
-    assert cache.write_error == "database or disk is full"
+    assert cache.fallback.error == "database or disk is full"
     assert client.complete(Request(prompt="stored before the disk filled up", max_tokens=20)).text == stored.text
     client.close()
     cache.close()

@@ -19,20 +19,13 @@ is gone (same host, pid not alive), is taken over, so a killed run never blocks 
 longer than :data:`LEASE_TTL_S`. :meth:`CallCache.put` commits the answer and drops the lease
 in one transaction; :meth:`CallCache.release` drops it after a failed call.
 
-A cache that cannot be written (a full disk: SQLite's "database or disk is full", a read-only
-file, a lock held past the timeout) never costs a paid answer: :meth:`CallCache.put` keeps the
-answer in memory for the rest of the run (later requests for it are answered from there), a
-lease that cannot be written is granted without its row (this run then does not keep other
-runs off the key), and the first such failure is said once, on one line (a ``logging``
-warning, which Python prints on stderr when nothing else handles it). Nothing is retried on
-disk: a rerun pays again for what could not be stored.
+A cache that cannot be written (a full disk) never costs a paid answer: see ``cache_fallback``;
+a lease that cannot be written is granted without its row.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import logging
 import os
 import secrets
 import socket
@@ -46,13 +39,13 @@ from typing import Protocol
 
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Completion, Usage
+from booksum_app.llm.cache_fallback import WriteFallback, rollback
 
 CACHE_FILENAME = "calls.sqlite3"
 LEASE_TTL_S = 30.0  # a lease not renewed for this long is taken over
 WAIT_FIRST_S = 0.02  # first poll interval of a waiter; grows by half each time ...
 WAIT_MAX_S = 0.5  # ... up to this
 
-_log = logging.getLogger(__name__)
 _HOST = socket.gethostname()
 _LIVE_TOKENS: set[str] = set()  # tokens of leases held by this process (any CallCache)
 _LIVE_LOCK = threading.Lock()
@@ -200,13 +193,6 @@ def _set_wal(db: sqlite3.Connection, *, patience_s: float = 30.0) -> None:
         wait_s = min(wait_s * 1.5, WAIT_MAX_S)
 
 
-def _rollback(db: sqlite3.Connection) -> None:
-    """End a failed transaction, if SQLite has not ended it already."""
-    if db.in_transaction:
-        with contextlib.suppress(sqlite3.Error):
-            db.execute("ROLLBACK")
-
-
 def migrate(db: sqlite3.Connection) -> None:
     """Apply every migration not yet recorded in ``_migrations``, in order, in one transaction.
 
@@ -252,8 +238,7 @@ class CallCache:
         self._lock = threading.Lock()
         self.lease_ttl_s = lease_ttl_s
         self._held: dict[str, str] = {}  # token -> key of the leases this cache holds
-        self._memory: dict[str, Completion] = {}  # answers a failed write kept for this run
-        self.write_error: str | None = None  # the first write failure, once there was one
+        self.fallback = WriteFallback(self.path)  # answers a failed write kept for this run
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         with self._db() as db:
@@ -280,26 +265,11 @@ class CallCache:
 
     def get(self, key: str) -> Completion | None:
         """The cached completion for ``key``, marked as a cache hit, or None."""
-        kept = self._kept(key)
+        kept = self.fallback.get(key)
         if kept is not None:
             return kept
         with self._db() as db:
             return self._get(db, key)
-
-    def _kept(self, key: str) -> Completion | None:
-        with self._lock:
-            return self._memory.get(key)
-
-    def _write_failed(self, exc: sqlite3.Error) -> None:
-        """Note a failed write; the first one is said once, on one line."""
-        with self._lock:
-            first = self.write_error is None
-            if first:
-                self.write_error = str(exc)
-        if first:
-            _log.warning(
-                "warning: the call cache %s cannot be written (%s); this run keeps its answers in memory, "
-                "a later run pays for them again (free some space, or pass --cache-dir DIR)", self.path, exc)
 
     @staticmethod
     def _get(db: sqlite3.Connection, key: str) -> Completion | None:
@@ -343,7 +313,7 @@ class CallCache:
 
     def try_claim(self, key: str) -> Completion | Lease | None:
         """Like :meth:`claim` without waiting: None while another live owner holds the key."""
-        kept = self._kept(key)
+        kept = self.fallback.get(key)
         if kept is not None:
             return kept
         with self._db() as db:
@@ -369,11 +339,11 @@ class CallCache:
                     )
                 db.execute("COMMIT")
             except sqlite3.OperationalError as exc:  # cannot write the lease: answer without it
-                _rollback(db)
-                self._write_failed(exc)
+                rollback(db)
+                self.fallback.failed(exc)
                 hit, held = None, False
             except BaseException:
-                _rollback(db)
+                rollback(db)
                 self._forget(token)
                 raise
         if hit is not None or held:
@@ -462,18 +432,15 @@ class CallCache:
                 )
                 db.execute("DELETE FROM leases WHERE key = ?", (key,))  # the answer is here now
                 db.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
-                # SQLite has often rolled back already ("database or disk is full"): a second
-                # ROLLBACK would fail with "no transaction is active" and lose the answer
-                _rollback(db)
-                with self._lock:
-                    self._memory[key] = dataclasses.replace(completion, cost_usd=0.0, cache_hit=True)
-                self._write_failed(exc)
+            except sqlite3.OperationalError as exc:  # a full disk: the paid answer stays in memory
+                rollback(db)
+                self.fallback.keep(key, completion)
+                self.fallback.failed(exc)
                 if lease is not None:
                     self.release(lease)
                 return
             except BaseException:
-                _rollback(db)
+                rollback(db)
                 raise
         if lease is not None:
             self._forget(lease.token)

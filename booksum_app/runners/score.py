@@ -131,14 +131,8 @@ def _read_text(path: Path) -> str:
 
 
 def _files_in(directory: Path, suffixes: tuple[str, ...]) -> list[Path]:
-    """The files of ``directory`` with these suffixes, sorted; a symbolic link out of it is refused.
-
-    What a scored directory holds goes into judge prompts, to a paid provider: a link planted in
-    it (``passwd.txt -> /etc/passwd``) must not send a file from elsewhere.
-
-    Raises:
-        InputError: a file of the directory is a link to a file outside it.
-    """
+    """The files of ``directory`` with these suffixes, sorted. A link out of it is an InputError:
+    its files go into judge prompts, and ``passwd.txt -> /etc/passwd`` must not."""
     root = directory.resolve()
     files = []
     for entry in sorted(directory.iterdir()):
@@ -355,15 +349,10 @@ def _judge_system(
     sentences = sum(j.n_sentences for j in judgements)
     totals = CallTotals(**dataclasses.asdict(metered.tally), wall_s=time.perf_counter() - start,
                         judged_sentences=sentences)
-    notes = []
-    unparsed = sum(j.n_unparseable for j in judgements)
-    if unparsed:
-        notes.append(f"{unparsed} of {sentences} sentences got no readable judge answer in "
-                     f"{settings.max_attempts} attempts; left out of BooookScore")
-    cut = cut_answers_note(judge.n_cut, judge.n_answers)
-    if cut is not None:
-        notes.append(f"judge: {cut}")
-    return result, totals, notes
+    unparsed, cut = sum(j.n_unparseable for j in judgements), cut_answers_note(judge.n_cut, judge.n_answers)
+    notes = [(f"{unparsed} of {sentences} sentences got no readable judge answer in {settings.max_attempts} "
+             "attempts; left out of BooookScore")] if unparsed else []
+    return result, totals, notes + ([f"judge: {cut}"] if cut else [])
 
 
 def score_texts(
