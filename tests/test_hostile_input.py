@@ -319,3 +319,27 @@ def test_a_full_disk_mid_summary_finishes_the_run(tmp_path: Path) -> None:
     assert result.score == 1.0 and result.system.n_unparseable == 0
     client.close()
     cache.close()
+
+
+def test_summarize_and_logs_print_no_escape_sequence_from_a_hostile_book(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from booksum_app.testing.fake_server import FakeServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    book = tmp_path / f"evil{CLEAR}{OSC52}.html"
+    book.write_text(
+        f"<html><head><title>The {CLEAR}Title{OSC52}</title></head><body><h1>Chapter{CLEAR} One</h1>"
+        + "<p>Mara bakes bread in Lisk every morning. Teo sells it.</p>" * 30 + "</body></html>",
+        encoding="utf-8")
+    cache = tmp_path / "cache"
+    with FakeServer() as server:
+        result = CliRunner().invoke(cli, [
+            "summarize", str(book), "--model", "openai:fake", "--base-url", server.openai_base_url,
+            "--strategy", "direct", "--cache-dir", str(cache), "-o", str(tmp_path / f"out{CLEAR}")])
+    assert result.exit_code == 0, result.output
+    assert "record:" in result.output and "\x1b" not in result.output and "\x07" not in result.output
+    for args in (["logs"], ["logs", "--prompts", "--responses"]):
+        shown = CliRunner().invoke(cli, [*args, "--cache-dir", str(cache)])
+        assert shown.exit_code == 0, shown.output
+        assert "evil" in shown.output and "\x1b" not in shown.output and "\x07" not in shown.output

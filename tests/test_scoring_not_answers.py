@@ -114,3 +114,36 @@ def test_score_cli_says_when_judge_answers_were_cut(tmp_path: Path) -> None:
             "score", str(summaries), "--judge", "openai:gpt-4o-mini", "--base-url", server.openai_base_url,
             "--no-cache", "--yes"])
     assert "answers were cut at the token limit" in result.output, result.output
+
+
+@pytest.mark.parametrize("api", ["openai", "openai-sdk", "anthropic", "ollama"])
+def test_an_injected_summary_over_every_path_scores_nothing(api: str, tmp_path: Path) -> None:
+    """The conformance row "bare No judge" on the lean client, the OpenAI SDK, Anthropic and Ollama:
+    the fake servers answer judge prompts with the gullible fake judge."""
+    from booksum_app.llm.base import ModelInfo
+    from booksum_app.llm.ollama_backend import OllamaBackend
+    from booksum_app.llm.registry import LLMSettings, get_model
+    from booksum_app.testing.fake_ollama import FakeOllama
+
+    n = len(split_sentences(INJECTED))
+    if api == "ollama":
+        with FakeOllama() as fake:
+            info = ModelInfo(name="ollama:llama3.1:8b", context_window=131072, tokenizer="estimate")
+            client = Client(OllamaBackend(info, model_id="llama3.1:8b", host=fake.url, timeout_s=5))
+            result = score_summary(INJECTED, judge=client)
+            sent = len(fake.requests)
+            client.close()
+    else:
+        env = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+        if api == "openai-sdk":
+            env["BOOKSUM_OPENAI_TRANSPORT"] = "sdk"
+        with FakeServer() as server:
+            base = server.anthropic_base_url if api == "anthropic" else server.openai_base_url
+            model = "anthropic:claude-haiku-4-5" if api == "anthropic" else "openai:gpt-4o"
+            client = get_model(model, settings=LLMSettings(base_url=base, use_cache=False,
+                                                           config_path=tmp_path / "none"), env=env)
+            result = score_summary(INJECTED, judge=client)
+            sent = len(server.requests)
+            client.close()
+    assert result.system.n_unparseable == n and result.score is None
+    assert sent == 3 * n  # three different requests per sentence, then it stops
