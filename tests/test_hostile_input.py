@@ -343,3 +343,35 @@ def test_summarize_and_logs_print_no_escape_sequence_from_a_hostile_book(
         shown = CliRunner().invoke(cli, [*args, "--cache-dir", str(cache)])
         assert shown.exit_code == 0, shown.output
         assert "evil" in shown.output and "\x1b" not in shown.output and "\x07" not in shown.output
+
+
+def test_on_a_pty_inspect_writes_no_clear_screen_or_clipboard_sequence(tmp_path: Path) -> None:
+    """On a real terminal rich writes its own colour sequences; the book's must not be among them."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    book = tmp_path / f"evil{CLEAR}.html"
+    book.write_text(f"<html><head><title>The {CLEAR}Title{OSC52}</title></head><body><h1>Chapter{CLEAR} One</h1>"
+                    + "<p>Mara bakes bread in Lisk every morning.</p>" * 40 + "</body></html>", encoding="utf-8")
+    leader, follower = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "booksum_app", "inspect", str(book)], stdin=follower,
+                            stdout=follower, stderr=follower, env=env, cwd=Path(__file__).parent.parent)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=120) == 0
+    out = b"".join(chunks)
+    assert b"The Title" in out and b"Chapter One" in out
+    assert b"\x1b[2J" not in out and b"\x1b]52" not in out and b"\x07" not in out
