@@ -8,6 +8,8 @@ DEFAULT_TEMPERATURE = 0.5  # summarization calls (BooookScore §5)
 COMPRESSION_TEMPERATURE = 1.0  # compression calls (BooookScore App. A.2)
 DEFAULT_TOP_P = 1.0
 DEFAULT_TIMEOUT_S = 300.0  # per attempt of a hosted-API call; long prompts answer well within it
+MAX_TIMEOUT_S = 86_400.0  # a day: past that a "timeout" is a typo (1e300 overflowed a deadline)
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")  # OpenAI's reasoning_effort values
 HEARTBEAT_S = 30.0  # a progress line at least this often on stderr when it is not a terminal
 JUDGE_TEMPERATURE = 0.0  # scoring should be as repeatable as the provider allows
 

@@ -23,6 +23,7 @@ Every message says what went wrong and how to fix it, on one line.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from booksum_app.textsafe import printable
 
@@ -74,6 +75,9 @@ class BooksumError(Exception):
     """
 
     exit_code = 1
+    # what a failed run had paid before it failed (a ``Tally``), set by the runner: the CLI
+    # writes it to a partial record so that nothing paid for goes unaccounted
+    spent: Any = None
 
     def __init__(self, *args: object) -> None:
         super().__init__(*(printable(a, newlines=True) if isinstance(a, str) else a for a in args))

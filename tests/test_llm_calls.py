@@ -18,7 +18,8 @@ from booksum_app.errors import (
 )
 from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.cache import CallCache
-from booksum_app.llm.calls import CallRecord, Client, retry_after_seconds
+from booksum_app.llm.calls import CallRecord, Client
+from booksum_app.llm.retry_policy import retry_after_seconds
 from booksum_app.testing.fake_backend import FakeBackend
 
 PRICED = ModelInfo(

@@ -14,7 +14,12 @@ import pytest
 from booksum_app.errors import AuthError, ContextTooLong, ModelError, TransientModelError
 from booksum_app.llm.base import ModelInfo, Request
 from booksum_app.llm.calls import Client
-from booksum_app.llm.openai_backend import OpenAIBackend, Transport
+from booksum_app.llm.openai_backend import (
+    DEFAULT_REASONING_EFFORT,
+    REASONING_ROOM,
+    OpenAIBackend,
+    Transport,
+)
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.testing.fake_replies import default_reply
 from booksum_app.testing.fake_server import FakeServer
@@ -187,11 +192,13 @@ def test_openai_parameter_mapping(transport: Transport, server: FakeServer) -> N
     official.complete(Request(prompt="Hi.", system="Be brief.", max_tokens=42, stop=("\n\n",)))
     sent = server.requests[-1].payload
     # the body is exactly ours (it bypasses the SDK's transform through extra_body), with the key
+    # a reasoning model's hidden tokens come out of max_completion_tokens: room on top of the 42
+    room = REASONING_ROOM[DEFAULT_REASONING_EFFORT]
     assert sent == {"model": "o3", "messages": [{"role": "system", "content": "Be brief."},
                                                 {"role": "user", "content": "Hi."}],
-                    "max_completion_tokens": 42, "stop": ["\n\n"]}
+                    "max_completion_tokens": 42 + room, "reasoning_effort": "low", "stop": ["\n\n"]}
     assert server.requests[-1].had_key
-    assert sent["max_completion_tokens"] == 42 and "max_tokens" not in sent
+    assert "max_tokens" not in sent
     assert "temperature" not in sent and "top_p" not in sent  # reasoning models reject them
     assert sent["messages"][0] == {"role": "system", "content": "Be brief."}
     assert sent["stop"] == ["\n\n"]
@@ -201,6 +208,14 @@ def test_openai_parameter_mapping(transport: Transport, server: FakeServer) -> N
     compatible.complete(Request(prompt="Hi.", max_tokens=7, temperature=0.5))
     sent = server.requests[-1].payload
     assert sent["max_tokens"] == 7 and sent["temperature"] == 0.5  # and no key was needed
+    # behind a base URL too, a reasoning model gets max_completion_tokens (vLLM, gateways take it)
+    served = OpenAIBackend(info, model_id="o4-mini-2025-04-16", api_key=None, base_url=server.openai_base_url,
+                           reasoning=True, reasoning_effort="minimal", transport=transport)
+    OPENED.append(served)
+    served.complete(Request(prompt="Hi.", max_tokens=7))
+    sent = server.requests[-1].payload
+    assert sent["max_completion_tokens"] == 7 + REASONING_ROOM["minimal"] and "max_tokens" not in sent
+    assert sent["reasoning_effort"] == "minimal"
 
 
 def test_openai_without_key_or_server_is_an_auth_error() -> None:

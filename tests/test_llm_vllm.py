@@ -176,7 +176,7 @@ def test_engine_arguments_pass_through_from_config_and_cli(engines: list[StandIn
 
     config = tmp_path / "config.toml"
     config.write_text("[vllm_engine]\ngpu_memory_utilization = 0.8\nmax_model_len = 16384\n", encoding="utf-8")
-    cli_args = _engine_args(("max-model-len=8192", "data_parallel_size=2", "enforce_eager=true", "dtype=bfloat16"))
+    cli_args = _engine_args(("max-model-len=8192", "enforce_eager=true", "dtype=bfloat16"))
     settings = LLMSettings(cache_dir=tmp_path, config_path=config, engine_args=cli_args)
     get_model(MODEL, settings=settings, env={})
     assert engines[0].kwargs == {
@@ -185,7 +185,6 @@ def test_engine_arguments_pass_through_from_config_and_cli(engines: list[StandIn
         "tensor_parallel_size": 1,
         "gpu_memory_utilization": 0.8,  # from the config file
         "max_model_len": 8192,  # the flag beats the config
-        "data_parallel_size": 2,
         "enforce_eager": True,
         "dtype": "bfloat16",
     }

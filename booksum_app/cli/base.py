@@ -8,6 +8,7 @@ paths, server messages) is escaped with ``esc`` or printed with ``markup=False``
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -22,7 +23,7 @@ import click
 from rich.console import Console
 from rich.markup import escape as esc  # everything from outside is data, never markup
 
-from booksum_app.config import DEFAULT_TIMEOUT_S, HEARTBEAT_S
+from booksum_app.config import DEFAULT_TIMEOUT_S, HEARTBEAT_S, MAX_TIMEOUT_S, REASONING_EFFORTS
 from booksum_app.errors import BooksumError
 
 if TYPE_CHECKING:
@@ -103,11 +104,23 @@ class Heartbeat:
             self._thread.join()
 
     def _run(self) -> None:
-        interval_s = float(os.environ.get("BOOKSUM_HEARTBEAT_S") or HEARTBEAT_S)
+        interval_s = heartbeat_interval(os.environ.get("BOOKSUM_HEARTBEAT_S"))
         start = time.monotonic()
         while not self._stop.wait(interval_s):
             line = f"booksum [{time.monotonic() - start:.0f}s] {self._line()}"
             err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+HEARTBEAT_MIN_S = 1.0  # a smaller interval would flood the log (0 was a busy loop)
+
+
+def heartbeat_interval(raw: str | None) -> float:
+    """``BOOKSUM_HEARTBEAT_S`` as seconds: a finite number of at least a second, else the default."""
+    try:
+        value = float(raw) if raw else HEARTBEAT_S
+    except ValueError:
+        return HEARTBEAT_S
+    return max(HEARTBEAT_MIN_S, value) if math.isfinite(value) else HEARTBEAT_S
 
 
 def _eta_s(snap: Snapshot) -> float | None:
@@ -151,6 +164,16 @@ def snapshot_line(snap: Snapshot) -> str:
     return f"{stage}{done}: {stats_text(snap)}"
 
 
+def _spent_before(exc: BooksumError) -> str:
+    """What a failed run had paid, when it paid anything: the line ends with it."""
+    spent = exc.spent
+    if spent is None or not (spent.spent_usd or spent.input_tokens):
+        return ""
+    wasted = f", {spent.wasted_attempts} of them wasted replies" if spent.wasted_attempts else ""
+    return (f" (spent before failing: ${spent.spent_usd:.4f}, {spent.input_tokens:,}+{spent.output_tokens:,} "
+            f"tokens{wasted}; answered calls are cached)")
+
+
 def handle_errors(func: F) -> F:
     """Turn booksum errors into one line on stderr and the error's exit code."""
 
@@ -159,7 +182,7 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except BooksumError as exc:
-            _fail(str(exc), exc.exit_code)
+            _fail(str(exc) + _spent_before(exc), exc.exit_code)
         except KeyboardInterrupt:
             _fail("interrupted; completed LLM calls are cached, rerun the same command to resume", 130)
         except TimeoutError as exc:  # an OSError subclass, but not a disk problem: say what it is
@@ -174,6 +197,18 @@ def handle_errors(func: F) -> F:
 
 
 
+class FiniteFloat(click.FloatRange):
+    """A float range that refuses nan and infinities (``FloatRange`` lets nan through: nan < 1 is False)."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
 _LLM_OPTIONS = (
     click.option("--base-url", default=None,
                  help="OpenAI-compatible server URL (vllm serve, Ollama, a proxy) [default: OPENAI_BASE_URL]."),
@@ -183,10 +218,14 @@ _LLM_OPTIONS = (
     click.option("--concurrency", type=click.IntRange(min=1), default=None,
                  help="Calls in flight at most, per model [default: per provider; hosted APIs and servers: "
                       "adaptive, from 128 up to 512 until one refuses]."),
-    click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S,
-                 show_default=True, help="Seconds to wait for one answer from a server before retrying it."),
-    click.option("--max-cost", type=click.FloatRange(min=0), default=None,
-                 help="Stop before spending more than this many USD (per model)."),
+    click.option("--timeout", "timeout_s", type=FiniteFloat(min=1, max=MAX_TIMEOUT_S), default=DEFAULT_TIMEOUT_S,
+                 show_default=True,
+                 help="Seconds one attempt at an answer may take in all (connect, wait, read) before it is retried."),
+    click.option("--max-cost", type=FiniteFloat(min=0), default=None,
+                 help="Stop before spending more than this many USD (per model), retries and wasted replies included."),
+    click.option("--reasoning-effort", type=click.Choice(REASONING_EFFORTS), default=None,
+                 help="Reasoning models (o1, o3, o4, gpt-5): how much hidden reasoning to ask for; each level "
+                      "reserves room for its hidden tokens, which are billed [default: low]."),
     click.option("--engine-arg", "engine_args", multiple=True, metavar="KEY=VALUE",
                  help="vLLM engine argument for vllm: models, e.g. tensor_parallel_size=2 (repeatable)."),
 )
@@ -262,13 +301,14 @@ def llm_options(func: F) -> F:
 def llm_settings(
     *, base_url: str | None, cache_dir: Path | None, no_cache: bool, concurrency: int | None,
     timeout_s: float, max_cost: float | None, engine_args: tuple[str, ...] = (),
+    reasoning_effort: str | None = None,
 ) -> LLMSettings:
     """The library's call settings from the options of :func:`llm_options`."""
     from booksum_app.llm.registry import LLMSettings
 
     return LLMSettings(cache_dir=cache_dir, use_cache=not no_cache, concurrency=concurrency,
                        max_cost_usd=max_cost, base_url=base_url, timeout_s=timeout_s,
-                       engine_args=_engine_args(engine_args))
+                       engine_args=_engine_args(engine_args), reasoning_effort=reasoning_effort)
 
 
 __all__ = [

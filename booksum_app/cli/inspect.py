@@ -8,8 +8,19 @@ from typing import TYPE_CHECKING
 
 import click
 
-from booksum_app.cli.base import book_from_arg, console, err_console, handle_errors
-from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, DEFAULT_TIMEOUT_S
+from booksum_app.cli.base import (
+    FiniteFloat,
+    book_from_arg,
+    console,
+    err_console,
+    handle_errors,
+)
+from booksum_app.config import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_MAX_SUMMARY_TOKENS,
+    DEFAULT_TIMEOUT_S,
+    MAX_TIMEOUT_S,
+)
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 
 if TYPE_CHECKING:
@@ -30,7 +41,7 @@ if TYPE_CHECKING:
 @click.option("--base-url", default=None,
               help="Server to plan for (Ollama reports the model's context; OpenAI-compatible servers) "
                    "[default: OPENAI_BASE_URL / OLLAMA_HOST].")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S, show_default=True,
+@click.option("--timeout", "timeout_s", type=FiniteFloat(min=1, max=MAX_TIMEOUT_S), default=DEFAULT_TIMEOUT_S, show_default=True,
               help="Seconds to wait for the server's model information.")
 @handle_errors
 def inspect_command(

@@ -94,6 +94,10 @@ def measured_tokens(text: str, *, reported_tokens: int, count_tokens: Callable[[
     return counted, "counted"
 
 
+MAX_CHARS_PER_TOKEN = 64  # more than any tokenizer's longest common token
+_END_WINDOW = 256  # characters before a sentence end that decide whether it ends a sentence
+
+
 def truncate_at_sentence_end(
     text: str, *, max_tokens: int | None, count_tokens: Callable[[str], int], lang: str = "en"
 ) -> str:
@@ -105,9 +109,13 @@ def truncate_at_sentence_end(
     text = text.strip()
     if not text:
         return ""
-    if ends_sentence(text) and (max_tokens is None or count_tokens(text) <= max_tokens):
+    if max_tokens is not None and len(text) > max_tokens * MAX_CHARS_PER_TOKEN:
+        # no prefix longer than this fits: a runaway answer of megabytes is searched only
+        # where the answer can end (each count and sentence split below is linear in length)
+        text = text[: max_tokens * MAX_CHARS_PER_TOKEN]
+    elif ends_sentence(text) and (max_tokens is None or count_tokens(text) <= max_tokens):
         return text
-    ends = [end for _, end in sentence_spans(text, lang=lang) if ends_sentence(text[:end])]
+    ends = [end for _, end in sentence_spans(text, lang=lang) if _ends_sentence_at(text, end)]
     lo, hi, best = 0, len(ends) - 1, ""
     while lo <= hi:  # token counts grow with the prefix: binary search the last one that fits
         mid = (lo + hi) // 2
@@ -119,6 +127,14 @@ def truncate_at_sentence_end(
     if best:
         return best
     return _hard_cut(text, max_tokens=max_tokens, count_tokens=count_tokens, lang=lang)
+
+
+def _ends_sentence_at(text: str, end: int) -> bool:
+    """``ends_sentence(text[:end])`` without copying the prefix (a copy per sentence is quadratic)."""
+    window = text[max(0, end - _END_WINDOW) : end]
+    if end > _END_WINDOW and not window.strip(" \t\r\n" + CLOSERS):
+        return ends_sentence(text[:end])  # only spaces and closers: the decision lies further back
+    return ends_sentence(window)
 
 
 def cut_repetition_loop(text: str, *, lang: str = "en") -> str:

@@ -33,8 +33,12 @@ from booksum_app.errors import (
 )
 from booksum_app.llm.anthropic_wire import completion_from_message
 from booksum_app.llm.base import Completion, ModelInfo, Request
-from booksum_app.llm.calls import retry_after_seconds
+from booksum_app.llm.deadline import attempt_deadline, deadline_transport
+from booksum_app.llm.retry_policy import retry_after_seconds
 from booksum_app.llm.wire import sdk_error_detail
+
+SDK_MAX_CONNECTIONS = 1000  # the anthropic SDK's own pool limits (DefaultHttpxClient)
+SDK_MAX_KEEPALIVE = 100
 
 
 class AnthropicBackend:
@@ -62,8 +66,12 @@ class AnthropicBackend:
             model_id.startswith("claude-3") if send_sampling is None else send_sampling
         )
         self._secret = api_key  # only to redact it from server messages; never printed
+        self.timeout_s = timeout_s
         self._client = anthropic.Anthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0,
+            # --timeout bounds each attempt in all, not one socket read (deadline.py)
+            http_client=anthropic.DefaultHttpxClient(transport=deadline_transport(
+                max_connections=SDK_MAX_CONNECTIONS, max_keepalive_connections=SDK_MAX_KEEPALIVE)),
         )
 
     def complete(self, request: Request) -> Completion:
@@ -91,8 +99,9 @@ class AnthropicBackend:
         start = time.perf_counter()
         try:
             # the raw reply, read by anthropic_wire: the SDK's models are built without validation
-            raw = self._client.messages.with_raw_response.create(**params)
-            body = raw.read()
+            with attempt_deadline(self.timeout_s):
+                raw = self._client.messages.with_raw_response.create(**params)
+                body = raw.read()
         except anthropic.APITimeoutError as exc:
             raise TransientModelError(f"{self.info.name}: request timed out") from exc
         except anthropic.APIConnectionError as exc:

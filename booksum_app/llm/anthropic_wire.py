@@ -5,9 +5,10 @@ list, a text block whose text is a number, or ``usage`` missing made the backend
 Python ``TypeError`` (a traceback, not an error line), and negative token counts went on into
 the cost. The raw reply is read here instead, held to the same standard as
 ``openai_wire``'s: JSON, a ``content`` list of blocks, text blocks with text, a string stop
-reason, and token counts that are non-negative integers (the checks both share are in
-``wire``). Anything else is a malformed reply (retried by the call layer, then one line),
-never a plausible empty answer or a negative cost.
+reason (the checks both share are in ``wire``). Anything else is a malformed reply (retried by
+the call layer, then one line), never a plausible empty answer. Usage that is missing or not
+non-negative integers is not retried (the answer was paid for): the reply is marked as
+carrying no usage, and the call layer counts it with the tokenizer.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from booksum_app.llm.base import Completion, Usage
-from booksum_app.llm.wire import gateway_error, json_object, malformed, token_count
+from booksum_app.llm.wire import gateway_error, json_object, malformed, reported_usage, token_count
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
@@ -40,12 +41,14 @@ def completion_from_message(body: bytes, *, name: str, model_id: str, latency_s:
     if not (stop_reason is None or isinstance(stop_reason, str)):
         raise malformed(name, "the stop reason is not text")
     model = reply.get("model")
+    usage, reported = reported_usage(reply.get("usage"), name, _usage)
     return Completion(
         text="".join(texts),
         finish_reason=_FINISH.get(stop_reason or "end_turn", stop_reason or ""),
-        usage=_usage(reply.get("usage"), name),
+        usage=usage,
         model=model if isinstance(model, str) and model else model_id,
         latency_s=latency_s,
+        usage_reported=reported,
     )
 
 

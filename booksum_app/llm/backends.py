@@ -51,7 +51,7 @@ def _openai(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> B
     transport: Transport = "sdk" if chosen == "sdk" else "auto"
     return OpenAIBackend(spec.info, model_id=spec.model_id, api_key=env.get("OPENAI_API_KEY") or None,
                          base_url=spec.base_url, timeout_s=settings.timeout_s, reasoning=spec.reasoning,
-                         transport=transport)
+                         reasoning_effort=settings.reasoning_effort, transport=transport)
 
 
 def _anthropic(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:

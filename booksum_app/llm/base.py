@@ -59,6 +59,11 @@ class Tally:
     cached_input_tokens: int = 0  # of input_tokens, read from a provider prompt cache
     cache_write_input_tokens: int = 0  # of input_tokens, written to it
     billed_input_tokens: float = 0.0  # input-token equivalents at the model's cache prices
+    # replies paid for and not used: empty answers, answers cut with nothing in them, each
+    # resent; their tokens and dollars are in the fields above
+    wasted_attempts: int = 0
+    # tokens counted with the tokenizer because the server's reply said none (or nonsense)
+    estimated_tokens: int = 0
 
     @classmethod
     def of_call(cls, info: ModelInfo, usage: Usage, *, cache_hit: bool, spent_usd: float) -> Tally:
@@ -141,6 +146,8 @@ class Completion:
     latency_s: float = 0.0
     cost_usd: float = 0.0
     cache_hit: bool = False  # replayed from booksum's call cache: no tokens paid this time
+    usage_reported: bool = True  # False: the reply carried no usage; ``usage`` is zero or an estimate
+    reasoning_tokens: int = 0  # of usage.output_tokens, hidden reasoning the answer does not show
 
     @property
     def cut_off(self) -> bool:

@@ -79,7 +79,12 @@ class CallStore(Protocol):
 
     def release(self, lease: Lease) -> None: ...
 
+    def log_wasted(self, completion: Completion, *, purpose: str = "", meta: CallMeta | None = None) -> None: ...
+
     def close(self) -> None: ...
+
+
+WASTED_PREFIX = "wasted:"  # the key of a logged reply that was paid for and not used
 
 
 @dataclass(frozen=True)
@@ -445,17 +450,35 @@ class CallCache:
         if lease is not None:
             self._forget(lease.token)
 
+    def log_wasted(self, completion: Completion, *, purpose: str = "", meta: CallMeta | None = None) -> None:
+        """Log a paid reply that was not used (empty, cut before any text) so ``booksum logs`` counts
+        its money. Its key (``wasted:...``) matches no request: it is never replayed as an answer."""
+        usage, meta = completion.usage, meta or CallMeta()
+        with self._db() as db, db:
+            db.execute(
+                "INSERT INTO calls (key, text, finish_reason, input_tokens, output_tokens, cached_input_tokens, "
+                "cache_write_input_tokens, model, created, latency_s, purpose, request, model_string, run, book) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (WASTED_PREFIX + secrets.token_hex(12), completion.text, completion.finish_reason,
+                 usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
+                 usage.cache_write_input_tokens, completion.model, time.time(), completion.latency_s,
+                 f"{purpose} (wasted)" if purpose else "(wasted)", meta.request, meta.model_string, meta.run,
+                 meta.book),
+            )
+
     def __len__(self) -> int:
+        """Stored answers (logged wasted replies are not answers)."""
         with self._db() as db:
-            return int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+            return int(db.execute(f"SELECT COUNT(*) FROM calls WHERE key NOT LIKE '{WASTED_PREFIX}%'").fetchone()[0])
 
     def stats(self) -> CacheStats:
         """Size, rows, age range and tokens per model of this cache."""
         with self._db() as db:
-            n, oldest, newest = db.execute("SELECT COUNT(*), MIN(created), MAX(created) FROM calls").fetchone()
+            answers = f"FROM calls WHERE key NOT LIKE '{WASTED_PREFIX}%'"  # wasted replies are no answers
+            n, oldest, newest = db.execute(f"SELECT COUNT(*), MIN(created), MAX(created) {answers}").fetchone()
             leases = db.execute("SELECT COUNT(*) FROM leases").fetchone()[0]
             rows = db.execute(
-                "SELECT model, COUNT(*), SUM(input_tokens), SUM(output_tokens) FROM calls GROUP BY model "
+                f"SELECT model, COUNT(*), SUM(input_tokens), SUM(output_tokens) {answers} GROUP BY model "
                 "ORDER BY 2 DESC"
             ).fetchall()
         size = sum(f.stat().st_size for f in self.path.parent.glob(self.path.name + "*") if f.is_file())

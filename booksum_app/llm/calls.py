@@ -1,4 +1,4 @@
-"""The one call layer every model goes through (SPEC §3): cache, retries, concurrency bound, cost.
+"""The one call layer every model goes through: cache, retries, concurrency bound, cost.
 
 :class:`Client` wraps any :class:`~booksum_app.llm.base.Backend` and implements
 :class:`~booksum_app.llm.base.ChatModel`:
@@ -7,116 +7,59 @@
   with a lease on each request in flight so runs sharing the cache wait instead of re-paying;
 - retries (tenacity) with exponential backoff and full jitter on ``RateLimited`` and
   ``TransientModelError`` (429, 5xx, timeouts, dropped connections), honouring the
-  server's Retry-After; no retry on other errors (auth, context too long, bad request);
+  server's Retry-After up to ``RETRY_AFTER_MAX_S`` (a longer one fails the call at once, with
+  the server's figure); no retry on other errors (auth, context too long, bad request);
   a bounded number of attempts, then a one-line error that says what to do;
 - an empty reply is retried like a transient failure; if every attempt is empty the last
-  (empty, uncached) completion is returned so the strategy's own validation can resample;
+  (empty, uncached) completion is returned so the strategy's own validation can resample. An
+  empty reply cut at the token limit is not resent (it would be cut again); a reasoning
+  model's that spent the budget on hidden tokens fails with a line that says so;
 - a bound on calls in flight, shared by ``complete`` from any thread, ``submit`` and
   ``complete_many``; batch backends (vLLM) get whole batches instead;
-- usage and cost accounting (paid calls only; cache hits cost nothing) and an optional cost
-  ceiling checked before every uncached call against its worst case (input tokens + max_tokens);
+- accounting of every reply the provider sent, used or not (a retried empty answer was paid):
+  in the client's totals, in the call's record and in every :class:`~booksum_app.llm.meter.Meter`
+  open in the caller's context (a run's totals); a reply without usage, or with a count the
+  call cannot hold, is counted with the tokenizer and marked estimated (:attr:`Client.notes`);
+- an optional cost ceiling checked before every uncached call against its worst case (input
+  tokens + max_tokens + a reasoning model's hidden-token room), and again before each retry;
 - a thread-safe log of :class:`CallRecord` and an ``on_call`` hook for progress displays.
 """
 
 from __future__ import annotations
 
 import contextvars
-import dataclasses
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any, Self
 
 from tenacity import (
-    RetryCallState,
     Retrying,
     retry_if_exception_type,
     stop_after_attempt,
-    wait_random_exponential,
 )
 
 from booksum_app.config import FIXED_CONCURRENCY
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Tally, Usage
+from booksum_app.llm.billing import CallRecord, Ledger, Spent, fallback_counter, priced
 from booksum_app.llm.cache import CallMeta, CallStore, Lease
 from booksum_app.llm.context import current_context, ranked
 from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
 from booksum_app.llm.request_key import OnceMemo, prompt_tokens, request_json, request_key
-
-DEFAULT_MAX_ATTEMPTS = 6
-BACKOFF_INITIAL_S = 1.0
-BACKOFF_MAX_S = 60.0
-RETRY_AFTER_MAX_S = (
-    300.0  # a Retry-After longer than this is clamped (a bad header should not hang a run)
+from booksum_app.llm.retry_policy import (
+    BACKOFF_INITIAL_S,
+    BACKOFF_MAX_S,
+    DEFAULT_MAX_ATTEMPTS,
+    CutEmpty,
+    EmptyReply,
+    ServerAskedToWait,
+    cut_empty_error,
+    retry_wait,
+    too_long_a_wait,
 )
-
-
-class _EmptyReply(TransientModelError):
-    """An empty answer: retried like a transient failure."""
-
-    def __init__(self, completion: Completion) -> None:
-        super().__init__("the model returned an empty reply")
-        self.completion = completion
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One finished call as the progress display and the run record see it."""
-
-    purpose: str
-    cache_hit: bool
-    usage: Usage
-    latency_s: float
-    cost_usd: float
-    finish_reason: str
-    attempts: int = 1
-    model: str = ""
-
-
-def _retry_wait(initial_s: float, max_s: float) -> Callable[[RetryCallState], float]:
-    jitter = wait_random_exponential(multiplier=initial_s, max=max_s)
-
-    def wait(state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome is not None else None
-        retry_after = getattr(exc, "retry_after_s", None)
-        if retry_after is not None and retry_after >= 0:
-            return float(min(retry_after, RETRY_AFTER_MAX_S))
-        return float(jitter(state))
-
-    return wait
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header, if present and numeric."""
-    if headers is None:
-        return None
-    try:
-        ms = headers.get("retry-after-ms")
-        if ms is not None:
-            return max(0.0, float(ms) / 1000)
-        value = headers.get("retry-after")
-        if value is not None:
-            return max(0.0, float(value))
-    except (TypeError, ValueError):
-        return None  # an HTTP date or junk: fall back to our own backoff
-    return None
-
-
-def _fallback_counter(info: ModelInfo) -> Callable[[str], int]:
-    """Count with the chunking layer's tokenizer for ``info`` (imported lazily)."""
-    state: dict[str, Any] = {}
-
-    def count(text: str) -> int:
-        tokenizer = state.get("tok")
-        if tokenizer is None:
-            from booksum_app.chunking import get_tokenizer
-
-            tokenizer = state["tok"] = get_tokenizer(info.tokenizer)
-        return int(tokenizer.count(text))
-
-    return count
 
 
 class Client:
@@ -148,11 +91,11 @@ class Client:
         self.concurrency = max(1, int(concurrency if concurrency is not None else default))
         self.max_cost_usd = max_cost_usd
         self.max_attempts = max_attempts
-        self.on_call = on_call
+        self._ledger = Ledger(backend.info, on_call)
         self._sleep = sleep
-        self._wait = _retry_wait(backoff_initial_s, backoff_max_s)
+        self._wait = retry_wait(backoff_initial_s, backoff_max_s)
         native = getattr(backend, "count_tokens", None)
-        self._count = count_tokens or native or _fallback_counter(backend.info)
+        self._count = count_tokens or native or fallback_counter(backend.info)
         # the named tokenizer count_tokens uses (chunk cuts made with it can be shared); None
         # when it counts with the model's own counter or one it was given
         self.tokenizer_name: str | None = None if count_tokens or native else backend.info.tokenizer
@@ -162,15 +105,18 @@ class Client:
             "model": backend.info.name,
             "base_url": getattr(backend, "base_url", None),
         }
+        effort = getattr(backend, "reasoning_effort", None)
+        if effort:  # absent otherwise: every other model's keys stay as they were
+            self._identity["reasoning_effort"] = str(effort)
         # calls in flight: a fixed cap, or (adaptive) AIMD under it from initial_concurrency, as TCP does
         start = self.concurrency if initial_concurrency is None else min(initial_concurrency, self.concurrency)
         self._limit = AdaptiveLimit(initial=start, maximum=self.concurrency, adaptive=adaptive)
+        getattr(backend, "expect_callers", lambda _: None)(self._limit.callers)  # vLLM gathers callers
         self._lock = threading.Lock()
-        self._totals = Tally()  # every call answered through this client, cached or not
-        self._paid = Usage()  # tokens of the calls that reached the provider
         self._reserved_usd = 0.0
         self._batch_in_flight = 0  # a batch backend's calls bypass the limit's send gate
-        self._records: list[CallRecord] = []
+        # room a backend adds to each request's max_tokens (a reasoning model's hidden tokens)
+        self._extra_output_tokens = int(getattr(backend, "extra_output_tokens", 0))
         self._executor: PriorityPool | None = None
         self.spec: Any = spec  # the registry's ModelSpec when built by get_model
         self.notice = notice  # one line for the CLI (e.g. fell back to the demo model)
@@ -191,21 +137,26 @@ class Client:
         key = self._key(request)
         lease: Lease | None = None
         if self.cache is not None:
-            claimed = self.cache.claim(key)  # waits while another run has this request in flight
+            claimed = self.cache.try_claim(key)
+            if claimed is None:  # another caller is answering it: wait for that without a slot
+                self._give_back_slot()
+                claimed = self.cache.claim(key)
             if isinstance(claimed, Completion):
-                self._finish(request, claimed, attempts=0)
+                self._ledger.finish(request, claimed, Spent())
                 return claimed
             lease = claimed
+        spent = Spent()
         try:
             estimate = self._reserve(request)
             try:
-                completion, attempts = self._call_with_retries(request)
+                completion = self._call_with_retries(request, spent)
+            except BaseException:
+                if spent.attempts:  # paid replies of a call that failed still reach the totals' display
+                    self._ledger.report_failed(request, spent)
+                raise
             finally:
                 with self._lock:
                     self._reserved_usd -= estimate
-            completion = dataclasses.replace(
-                completion, cost_usd=self.info.cost_usd(completion.usage)
-            )
             if self.cache is not None and lease is not None:
                 self.cache.put(
                     key, completion, purpose=request.purpose, lease=lease, meta=self._meta(request)
@@ -214,7 +165,7 @@ class Client:
         finally:
             if self.cache is not None and lease is not None:
                 self.cache.release(lease)  # failed: a waiting run takes the request over
-        self._finish(request, completion, attempts=attempts)
+        self._ledger.finish(request, completion, spent)
         return completion
 
     def submit(self, request: Request, *, priority: Any = 0) -> Future[Completion]:
@@ -242,40 +193,48 @@ class Client:
     # ---- accounting --------------------------------------------------------------------
 
     @property
+    def on_call(self) -> Callable[[CallRecord], None] | None:
+        """The hook told of each finished call (a progress display)."""
+        return self._ledger.on_call
+
+    @on_call.setter
+    def on_call(self, hook: Callable[[CallRecord], None] | None) -> None:
+        self._ledger.on_call = hook
+
+    @property
     def usage(self) -> Usage:
-        """Tokens paid for by this client (cache hits excluded)."""
-        with self._lock:
-            return self._paid
+        """Tokens paid for by this client (cache hits excluded), wasted replies included."""
+        return self._ledger.paid
 
     @property
     def tally(self) -> Tally:
-        """Every call answered through this client (cache hits included), as records count them."""
-        with self._lock:
-            return self._totals
+        """Every call answered through this client (cache hits included) and every paid reply."""
+        return self._ledger.totals
 
     @property
     def cost_usd(self) -> float:
         """Dollars spent by this client (cache hits cost nothing)."""
-        with self._lock:
-            return self._totals.spent_usd
+        return self._ledger.totals.spent_usd
 
     @property
     def calls(self) -> list[CallRecord]:
         """A copy of the log of finished calls, in finishing order."""
-        with self._lock:
-            return list(self._records)
+        return self._ledger.records
 
     @property
     def n_calls(self) -> int:
         """Calls answered (cached or not)."""
-        with self._lock:
-            return self._totals.calls
+        return self._ledger.totals.calls
 
     @property
     def n_cache_hits(self) -> int:
         """Calls answered from the cache."""
-        with self._lock:
-            return self._totals.cache_hits
+        return self._ledger.totals.cache_hits
+
+    @property
+    def notes(self) -> list[str]:
+        """One line per anomaly seen in the replies (missing or absurd usage), for the end of a run."""
+        return self._ledger.notes
 
     @property
     def limit(self) -> int:
@@ -328,7 +287,7 @@ class Client:
         if self.max_cost_usd is None:
             return 0.0
         tokens = prompt_tokens(request, self._count, self._prefix_tokens)
-        return self.info.cost_usd(Usage(tokens, request.max_tokens))
+        return self.info.cost_usd(Usage(tokens, request.max_tokens + self._extra_output_tokens))
 
     def _reserve(self, request: Request) -> float:
         """Hold the worst-case cost of a call about to be made, or raise CostLimitExceeded."""
@@ -336,7 +295,8 @@ class Client:
         if self.max_cost_usd is None:
             return 0.0
         with self._lock:
-            committed = self._totals.spent_usd + self._reserved_usd
+            spent = self._ledger.totals.spent_usd
+            committed = spent + self._reserved_usd
             if committed + estimate > self.max_cost_usd:
                 sent = self.in_flight
                 in_flight = (
@@ -345,17 +305,26 @@ class Client:
                 )
                 raise CostLimitExceeded(
                     f"the next call could cost up to ${estimate:.4f}, which would pass the ceiling "
-                    f"of ${self.max_cost_usd:.2f} (spent ${self._totals.spent_usd:.4f}{in_flight}); raise "
+                    f"of ${self.max_cost_usd:.2f} (spent ${spent:.4f}{in_flight}); raise "
                     "--max-cost or rerun: a rerun replays every answered call for free and pays only "
                     "for the rest"
                 )
             self._reserved_usd += estimate
         return estimate
 
-    def _attempt(self, request: Request) -> Completion:
+    def _give_back_slot(self) -> None:
+        """On a pool thread whose call still holds the slot it was started with: free it."""
+        pool = self._executor
+        if pool is not None and pool.take_slot():
+            self._limit.release()
+
+    def _attempt(self, request: Request, spent: Spent) -> Completion:
+        retry = spent.attempts > 0
+        if retry:
+            self._check_retry_ceiling()
         pool = self._executor
         if pool is None or not pool.take_slot():  # a pooled call's first attempt has its slot
-            self._limit.acquire()
+            self._limit.acquire(urgent=retry)  # a retry goes before calls not yet started
         try:
             ticket = self._limit.send()  # a 429 meanwhile may have lowered the limit: wait for it
             overloaded: bool | None = None  # a 500 or a timeout says nothing of the quota
@@ -364,15 +333,57 @@ class Client:
                 overloaded = False
             except (RateLimited, TransientModelError) as exc:
                 overloaded = True if isinstance(exc, RateLimited) or exc.overloaded else None
+                spent.attempts += 1
+                refusal = too_long_a_wait(self.info.name, exc)
+                if refusal is not None:
+                    raise refusal from exc
                 raise
             finally:
                 latency = completion.latency_s if overloaded is False else None
                 self._limit.answered(ticket, overloaded=overloaded, latency_s=latency)
         finally:
             self._limit.release()  # also between retries: a backoff is not spent holding a slot
-        if not completion.text.strip():
-            raise _EmptyReply(completion)
+        spent.attempts += 1
+        completion = self._priced(request, completion)
+        empty = not completion.text.strip()
+        self._ledger.bill(completion, spent, wasted=empty)
+        if empty:
+            self._log_wasted(request, completion)
+        if empty and completion.cut_off:
+            raise cut_empty_error(self.info.name, completion)
+        if empty:
+            raise EmptyReply(completion)
         return completion
+
+    def _check_retry_ceiling(self) -> None:
+        """Before a retry: the paid attempts so far plus the calls reserved must stay under --max-cost."""
+        if self.max_cost_usd is None:
+            return
+        spent = self._ledger.totals.spent_usd
+        with self._lock:
+            if spent + self._reserved_usd > self.max_cost_usd:
+                raise CostLimitExceeded(
+                    f"retrying a failed call could pass the ceiling of ${self.max_cost_usd:.2f} (spent "
+                    f"${spent:.4f}, including paid attempts that failed); raise --max-cost or rerun: a rerun "
+                    "replays every answered call for free"
+                )
+
+    def _priced(self, request: Request, completion: Completion) -> Completion:
+        completion, note = priced(
+            self.info, request, completion, count=self._count, extra_output_tokens=self._extra_output_tokens,
+            count_prompt=lambda r: prompt_tokens(r, self._count, self._prefix_tokens),
+        )
+        self._ledger.note(note)
+        return completion
+
+    def _log_wasted(self, request: Request, completion: Completion) -> None:
+        """Keep a wasted reply in the call log (``booksum logs`` counts its money); never fatal."""
+        if self.cache is None:
+            return
+        try:
+            self.cache.log_wasted(completion, purpose=request.purpose, meta=self._meta(request))
+        except sqlite3.Error as exc:
+            self._ledger.note(f"the call log could not keep a wasted reply ({exc}); the run's totals still count it")
 
     def _retrying(self) -> Retrying:
         return Retrying(
@@ -383,25 +394,28 @@ class Client:
             reraise=True,
         )
 
-    def _call_with_retries(self, request: Request) -> tuple[Completion, int]:
+    def _call_with_retries(self, request: Request, spent: Spent) -> Completion:
         retrying = self._retrying()
         try:
-            completion = retrying(self._attempt, request)
-        except _EmptyReply as exc:
-            return exc.completion, self.max_attempts
+            return retrying(self._attempt, request, spent)
+        except EmptyReply as exc:
+            return exc.completion  # every attempt empty: the strategy's own validation resamples
+        except CutEmpty as exc:
+            return exc.completion  # likewise, once: the same request would be cut the same way
+        except ServerAskedToWait:
+            raise
         except RateLimited as exc:
             raise RateLimited(
-                f"{self.info.name}: still rate limited after {self.max_attempts} attempts ({exc}); "
+                f"{self.info.name}: still rate limited after {spent.attempts} attempts ({exc}); "
                 "lower --concurrency or wait and rerun: completed calls are cached",
                 retry_after_s=exc.retry_after_s,
             ) from exc
         except TransientModelError as exc:
             raise TransientModelError(
-                f"{self.info.name}: failed {self.max_attempts} times ({exc}); check the service "
+                f"{self.info.name}: failed {spent.attempts} times ({exc}); check the service "
                 "or your connection and rerun: completed calls are cached",
                 retry_after_s=exc.retry_after_s,
             ) from exc
-        return completion, retrying.statistics.get("attempt_number", 1)
 
     def _complete_batch(self, requests: list[Request]) -> list[Completion]:
         keys = [self._key(r) for r in requests]
@@ -413,7 +427,7 @@ class Client:
             claimed = self.cache.try_claim(key) if self.cache is not None else None
             if isinstance(claimed, Completion):
                 results[i] = claimed
-                self._finish(requests[i], claimed, attempts=0)
+                self._ledger.finish(requests[i], claimed, Spent())
             elif claimed is None and self.cache is not None:
                 elsewhere.append(i)
             else:
@@ -463,9 +477,12 @@ class Client:
         finally:
             with self._lock:
                 self._reserved_usd -= reserved
-        answered = [
-            dataclasses.replace(c, cost_usd=self.info.cost_usd(c.usage)) for c in completions
-        ]
+        answered = [self._priced(request, c) for request, c in zip(batch, completions, strict=True)]
+        spents = [Spent(attempts=1) for _ in answered]
+        for request, completion, spent in zip(batch, answered, spents, strict=True):
+            self._ledger.bill(completion, spent, wasted=not completion.text.strip())
+            if not completion.text.strip():
+                self._log_wasted(request, completion)
         # every answer of the batch is committed before any is reported: an on_call hook
         # (progress display) that fails, or a kill meanwhile, must not cost the others
         if self.cache is not None:
@@ -474,26 +491,9 @@ class Client:
                     keys[i], completion, purpose=requests[i].purpose, lease=leases.pop(i, None),
                     meta=self._meta(requests[i]),
                 )
-        for i, completion in zip(todo, answered, strict=True):
+        for i, completion, spent in zip(todo, answered, spents, strict=True):
             results[i] = completion
-            self._finish(requests[i], completion, attempts=1)
+            self._ledger.finish(requests[i], completion, spent)
 
-    def _finish(self, request: Request, completion: Completion, *, attempts: int) -> None:
-        record = CallRecord(
-            purpose=request.purpose,
-            cache_hit=completion.cache_hit,
-            usage=completion.usage,
-            latency_s=completion.latency_s,
-            cost_usd=completion.cost_usd,
-            finish_reason=completion.finish_reason,
-            attempts=attempts,
-            model=completion.model or self.info.name,
-        )
-        with self._lock:
-            self._totals = self._totals + Tally.of_call(
-                self.info, completion.usage, cache_hit=completion.cache_hit, spent_usd=completion.cost_usd)
-            if not completion.cache_hit:
-                self._paid = self._paid + completion.usage
-            self._records.append(record)
-        if self.on_call is not None:
-            self.on_call(record)
+
+__all__ = ["CallRecord", "Client"]

@@ -11,6 +11,11 @@ It knows nothing of OpenAI: it sends bytes and hands back the status, the header
 body. A connection the server closed while it sat idle is dropped before reuse, so a request
 is never sent twice; a failure after sending (timeout, reset, a reply cut off) is an
 :class:`HttpFailure` for the caller to retry.
+
+``timeout_s`` bounds the whole exchange, not one read: a watchdog shuts the socket down when
+the reply is not complete in time (a server that drips its body or its headers, or streams
+an endless chunked body, would never let a single read time out). Inside an attempt with a
+deadline (``deadline.attempt_deadline``) the bound is what that attempt has left.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import threading
 import zlib
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from booksum_app.llm.deadline import WATCHDOG, shut_down, time_left
 
 MAX_BODY_BYTES = 64 * 2**20  # a chat completion is kilobytes; a server sending more is broken
 MAX_IDLE = 512  # idle connections kept for reuse (the call layer bounds those in use)
@@ -72,7 +79,21 @@ class JsonPoster:
 
     def post(self, path: str, body: bytes) -> HttpReply:
         """Send ``body`` to ``path`` (under the base URL's path) and read the whole reply."""
+        left = time_left()
+        limit_s = self._timeout_s if left is None else min(left, self._timeout_s)
+        if limit_s <= 0:
+            raise HttpFailure("timed out", timed_out=True)
         connection = self._connection()
+        connection.timeout = limit_s  # for the connect of a new connection
+        if connection.sock is not None:
+            connection.sock.settimeout(limit_s)
+        expired: list[bool] = []
+
+        def expire() -> None:
+            expired.append(True)
+            shut_down(connection.sock)
+
+        watch = WATCHDOG.arm(limit_s, expire)
         try:
             connection.request("POST", self._prefix + path, body=body, headers=self._headers)
             response = connection.getresponse()
@@ -82,14 +103,22 @@ class JsonPoster:
             headers = {name.lower(): value for name, value in response.getheaders()}
             data = _decoded(data, headers.get("content-encoding", "identity"))
         except HttpFailure:
+            WATCHDOG.disarm(watch)
             connection.close()
             raise
         except TimeoutError as exc:
+            WATCHDOG.disarm(watch)
             connection.close()
             raise HttpFailure("timed out", timed_out=True) from exc
-        except (OSError, http.client.HTTPException, zlib.error) as exc:
+        except (OSError, http.client.HTTPException, zlib.error, ValueError) as exc:
+            WATCHDOG.disarm(watch)
             connection.close()
+            if expired:
+                raise HttpFailure(f"no complete reply within {limit_s:g} s", timed_out=True) from exc
             raise HttpFailure(_describe(exc)) from exc
+        if not WATCHDOG.disarm(watch):  # the deadline passed: what was read may be cut short
+            connection.close()
+            raise HttpFailure(f"no complete reply within {limit_s:g} s", timed_out=True)
         if response.will_close or not response.isclosed():
             connection.close()
         else:

@@ -56,6 +56,7 @@ class AdaptiveLimit:
         self._limit = float(min(max(initial, self.minimum), self.maximum) if adaptive else self.maximum)
         self._slow_start = adaptive and self._limit < self.maximum
         self._in_flight = 0  # slots taken
+        self._urgent = 0  # retries waiting for a slot: they go before new calls
         self._sending = 0  # requests past the send gate and not yet answered
         self._started = 0  # requests sent so far: a decrease ignores answers to those sent before it
         self._decreased_at = -1
@@ -77,11 +78,25 @@ class AdaptiveLimit:
         with self._cond:
             return self._sending
 
-    def acquire(self) -> None:
-        """Wait for a slot."""
+    def callers(self) -> int:
+        """Calls holding a slot, plus those waiting in the pool that a free slot would start now."""
         with self._cond:
-            while self._in_flight >= int(self._limit):
-                self._cond.wait()
+            return min(self._in_flight + self.queued, max(self._in_flight, int(self._limit)))
+
+    def acquire(self, *, urgent: bool = False) -> None:
+        """Wait for a slot. An ``urgent`` caller (a retry: its call has already been paid for
+        once) goes before every waiting non-urgent one, so new calls cannot starve a retry."""
+        with self._cond:
+            if urgent:
+                self._urgent += 1
+                try:
+                    while self._in_flight >= int(self._limit):
+                        self._cond.wait()
+                finally:
+                    self._urgent -= 1
+            else:
+                while self._in_flight >= int(self._limit) or self._urgent:
+                    self._cond.wait()
             self._in_flight += 1
 
     def release(self) -> None:
@@ -170,10 +185,17 @@ def raise_open_files_limit(target: int = 4096) -> None:
 class PriorityPool:
     """Starts the most urgent waiting call whenever the limit allows one more.
 
-    One dispatcher thread takes a slot, then the waiting call with the lowest priority value
-    (equal ones in submission order), and hands both to a worker thread; the worker gives the
-    slot back when the call is done; the call takes it over for its first attempt
-    (:meth:`take_slot`).
+    One dispatcher thread takes a free worker thread, then a slot, then the waiting call with
+    the lowest priority value (equal ones in submission order), and hands both to the worker;
+    the worker gives the slot back when the call is done; the call takes it over for its first
+    attempt (:meth:`take_slot`).
+
+    Why a worker before a slot, and twice as many workers as slots: a call that fails gives its
+    slot back for its backoff and waits for one again to retry, still on its worker thread. A
+    slot handed to a call that no thread can run yet would wait for the retrying thread, which
+    waits for that slot: at ``--concurrency 1`` the first retry hung the run. Here every slot
+    is held by a call that is running, and up to ``maximum`` calls can sit out a backoff while
+    ``maximum`` others run.
     """
 
     def __init__(self, limit: AdaptiveLimit, *, name: str = "booksum-call") -> None:
@@ -183,7 +205,9 @@ class PriorityPool:
         self._cond = threading.Condition()
         self._closed = False
         self._local = threading.local()
-        self._executor = ThreadPoolExecutor(max_workers=limit.maximum, thread_name_prefix=name)
+        workers = 2 * limit.maximum
+        self._workers = threading.Semaphore(workers)  # free worker threads
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
         self._dispatcher = threading.Thread(target=self._dispatch, name=f"{name}-dispatch", daemon=True)
         self._dispatcher.start()
 
@@ -234,14 +258,17 @@ class PriorityPool:
             # take their slot directly (an unpooled call at --concurrency 1 waited forever)
             if not self._wait_for_work():
                 return
+            self._workers.acquire()
             self._limit.acquire()
             item = self._next()
             if item is None:
                 self._limit.release()
+                self._workers.release()
                 return
             future, fn = item
             if not future.set_running_or_notify_cancel():
                 self._limit.release()
+                self._workers.release()
                 continue
             self._executor.submit(self._run, future, fn)
 
@@ -255,6 +282,7 @@ class PriorityPool:
             if self._local.holds:  # the call never used its slot (a cache hit): give it back
                 self._local.holds = False
                 self._limit.release()
+            self._workers.release()
 
     def shutdown(self, *, cancel_futures: bool = True) -> None:
         """Stop taking work, cancel what has not started, wait for running calls."""

@@ -1,26 +1,33 @@
-"""A model wrapper that tallies the calls answered through it (one job's share of a shared client).
+"""A model wrapper that tallies the calls made through it (one job's share of a shared client).
 
 ``compare`` shares one client per model across books and ``score`` one judge across systems;
-wrapping the client per job gives that job's own :class:`~booksum_app.llm.base.Tally`, counted
-the same way everywhere (every answered call, cache hits included, priced with the model's
-prices).
+wrapping the client per job gives that job's own :class:`~booksum_app.llm.base.Tally`. The
+tally is a :class:`~booksum_app.llm.meter.Meter` opened around each call, so it holds what the
+client billed: every paid reply (retried and empty ones too) and every answered call, cache
+hits included, priced with the model's prices.
 """
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request, Tally
+from booksum_app.llm.meter import Meter, metering
 
 
 class Metered:
-    """A ChatModel that forwards to another and sums the tally of the answers it returns."""
+    """A ChatModel that forwards to another and counts, on its own meter, what the calls cost."""
 
     def __init__(self, model: ChatModel) -> None:
         self._model = model
-        self._lock = threading.Lock()
-        self.tally = Tally()
+        self._meter = Meter()
+
+    @property
+    def tally(self) -> Tally:
+        """What the calls made through this wrapper cost (a running total)."""
+        return self._meter.tally
 
     @property
     def info(self) -> ModelInfo:
@@ -38,25 +45,17 @@ class Metered:
     def concurrency(self) -> Any:
         return getattr(self._model, "concurrency", None)
 
-    def _add(self, completion: Completion) -> Completion:
-        item = Tally.of_call(self.info, completion.usage, cache_hit=completion.cache_hit,
-                             spent_usd=completion.cost_usd)
-        with self._lock:
-            self.tally = self.tally + item
-        return completion
-
     def complete(self, request: Request) -> Completion:
-        return self._add(self._model.complete(request))
+        with metering(self._meter):
+            return self._model.complete(request)
 
-    def submit(self, request: Request, *, priority: Any = 0) -> Any:
-        future = self._model.submit(request, priority=priority)
-        future.add_done_callback(  # a cancelled future has no exception to ask for: it raises
-            lambda f: None if f.cancelled() or f.exception() else self._add(f.result())
-        )
-        return future
+    def submit(self, request: Request, *, priority: Any = 0) -> Future[Completion]:
+        with metering(self._meter):  # the client copies this context into the worker thread
+            return self._model.submit(request, priority=priority)
 
-    def complete_many(self, requests: Any) -> list[Completion]:
-        return [self._add(c) for c in self._model.complete_many(requests)]
+    def complete_many(self, requests: Sequence[Request]) -> list[Completion]:
+        with metering(self._meter):
+            return self._model.complete_many(requests)
 
 
 __all__ = ["Metered"]

@@ -42,7 +42,8 @@ from booksum_app.errors import (
     server_message,
 )
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
-from booksum_app.llm.calls import retry_after_seconds
+from booksum_app.llm.deadline import attempt_deadline, deadline_transport
+from booksum_app.llm.retry_policy import retry_after_seconds
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_PORT = 11434
@@ -122,7 +123,9 @@ class OllamaBackend:
         self.host = normalize_host(host)
         self.base_url = self.host  # part of the call cache identity
         self._name = info.name
-        self._client = httpx.Client(base_url=self.host, timeout=timeout_s)
+        self.timeout_s = timeout_s
+        # --timeout bounds each attempt in all, not one socket read (deadline.py)
+        self._client = httpx.Client(base_url=self.host, timeout=timeout_s, transport=deadline_transport())
         self._count = count_tokens or _estimate_counter()
         self._lock = threading.Lock()
         self._num_ctx = 0  # never shrinks: a new num_ctx makes Ollama reload the model
@@ -176,12 +179,16 @@ class OllamaBackend:
             input_tokens=_int(data.get("prompt_eval_count")),
             output_tokens=_int(data.get("eval_count")),
         )
+        # Ollama leaves prompt_eval_count out when the prompt came from its KV cache: the call
+        # layer then counts the call with the tokenizer
+        reported = all(_is_count(data.get(k)) for k in ("prompt_eval_count", "eval_count"))
         return Completion(
             text=content,
             finish_reason=done_reason if isinstance(done_reason, str) and done_reason else "stop",
-            usage=usage,
+            usage=usage if reported else Usage(),
             model=str(data.get("model") or self.model_id),
             latency_s=latency,
+            usage_reported=reported,
         )
 
     def close(self) -> None:
@@ -218,7 +225,8 @@ class OllamaBackend:
     ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {} if timeout_s is None else {"timeout": timeout_s}
         try:
-            response = self._client.post(path, json=payload, **kwargs)
+            with attempt_deadline(self.timeout_s if timeout_s is None else timeout_s):
+                response = self._client.post(path, json=payload, **kwargs)
         except httpx.TimeoutException as exc:
             raise TransientModelError(f"{self._name}: request timed out") from exc
         except httpx.TransportError as exc:
@@ -297,6 +305,10 @@ def _estimate_counter() -> Callable[[str], int]:
     from booksum_app.chunking import get_tokenizer
 
     return get_tokenizer("estimate").count
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _int(value: Any) -> int:

@@ -18,8 +18,17 @@ The only module that imports ``openai``. SDK retries are off (``max_retries=0``)
 layer retries with its own backoff. Failures become booksum errors at this boundary; no
 message ever contains the API key. Official OpenAI models get ``max_completion_tokens``
 (required by reasoning models, accepted by all current chat models); servers reached by base
-URL get the older ``max_tokens``, which every compatible server understands. Reasoning models
-(o-series, gpt-5) are sent no temperature / top_p, which they reject.
+URL get the older ``max_tokens``, which every compatible server understands, except for
+reasoning models, which get ``max_completion_tokens`` wherever they are served.
+
+Reasoning models (o1, o3, o4, gpt-5 families, dated ids too) are sent no temperature / top_p,
+which they reject, and think in hidden tokens paid out of ``max_completion_tokens``: each
+request gets ``REASONING_ROOM[effort]`` tokens on top of the answer's budget (the cost plan
+and ``--max-cost`` count that room), and ``reasoning_effort`` (default ``low``: a summary
+needs little deliberation, and each hidden token is billed as output).
+
+``timeout_s`` bounds one attempt in wall-clock time, whichever carrier: the lean client's
+watchdog, the SDK's transport (``deadline.deadline_transport``).
 """
 
 from __future__ import annotations
@@ -36,12 +45,20 @@ import openai
 
 from booksum_app.errors import AuthError, TransientModelError, server_message
 from booksum_app.llm.base import Completion, ModelInfo, Request
+from booksum_app.llm.deadline import attempt_deadline, deadline_transport
 from booksum_app.llm.http_json import HttpFailure, JsonPoster, is_plain_http
 from booksum_app.llm.openai_wire import chat_body, completion_from_reply, error_detail, status_error
 from booksum_app.llm.wire import sdk_error_detail
 
 DUMMY_KEY = "booksum-no-key"  # servers reached by base URL often need no key; the SDK wants one
 Transport = Literal["auto", "sdk"]
+# hidden-token room per reasoning effort, on top of the answer's own budget. OpenAI advises
+# reserving about 25,000 tokens for reasoning and outputs at first; a summary at low effort
+# needs far less, and a budget spent on reasoning fails with a line that says to lower it
+REASONING_ROOM = {"minimal": 1024, "low": 4096, "medium": 12288, "high": 32768}
+DEFAULT_REASONING_EFFORT = "low"
+SDK_MAX_CONNECTIONS = 1000  # the openai SDK's own pool limits (DefaultHttpxClient)
+SDK_MAX_KEEPALIVE = 100
 
 
 class OpenAIBackend:
@@ -59,6 +76,7 @@ class OpenAIBackend:
         base_url: str | None = None,
         timeout_s: float = 600.0,
         reasoning: bool = False,
+        reasoning_effort: str | None = None,
         legacy_max_tokens: bool | None = None,
         transport: Transport = "auto",
     ) -> None:
@@ -72,6 +90,12 @@ class OpenAIBackend:
         self.model_id = model_id
         self.base_url = base_url
         self.reasoning = reasoning
+        self.timeout_s = timeout_s
+        self.reasoning_effort = (reasoning_effort or DEFAULT_REASONING_EFFORT) if reasoning else None
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_ROOM:
+            raise ValueError(f"unknown reasoning effort {self.reasoning_effort!r}")
+        # the call layer counts this room in each call's worst-case cost
+        self.extra_output_tokens = REASONING_ROOM[self.reasoning_effort] if self.reasoning_effort else 0
         # compatible servers get ``max_tokens``; api.openai.com gets ``max_completion_tokens``
         self.legacy_max_tokens = (
             base_url is not None if legacy_max_tokens is None else legacy_max_tokens
@@ -84,7 +108,11 @@ class OpenAIBackend:
                 headers = {"Authorization": f"Bearer {api_key}", "User-Agent": "booksum"}
                 return _DirectSender(JsonPoster(url, headers=headers, timeout_s=timeout_s), info.name, api_key)
             return _SdkSender(
-                lambda: openai.OpenAI(api_key=api_key, base_url=url, timeout=timeout_s, max_retries=0),
+                lambda: openai.OpenAI(
+                    api_key=api_key, base_url=url, timeout=timeout_s, max_retries=0,
+                    http_client=openai.DefaultHttpxClient(transport=deadline_transport(
+                        max_connections=SDK_MAX_CONNECTIONS, max_keepalive_connections=SDK_MAX_KEEPALIVE)),
+                ),
                 info.name, api_key,
             )
 
@@ -99,13 +127,15 @@ class OpenAIBackend:
     def complete(self, request: Request) -> Completion:
         """Send one chat completion; translate failures into booksum errors."""
         body = chat_body(
-            request, model_id=self.model_id, legacy_max_tokens=self.legacy_max_tokens, reasoning=self.reasoning
+            request, model_id=self.model_id, legacy_max_tokens=self.legacy_max_tokens, reasoning=self.reasoning,
+            reasoning_effort=self.reasoning_effort, reasoning_room=self.extra_output_tokens,
         )
         start = time.perf_counter()
         endpoint = self._pick()
         failed = True
         try:
-            raw = endpoint.sender.send(body)
+            with attempt_deadline(self.timeout_s):
+                raw = endpoint.sender.send(body)
             completion = completion_from_reply(
                 raw, name=self.info.name, model_id=self.model_id,
                 latency_s=time.perf_counter() - start, secret=self._secret,

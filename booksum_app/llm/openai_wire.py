@@ -22,29 +22,41 @@ from booksum_app.errors import (
     TransientModelError,
 )
 from booksum_app.llm.base import Completion, Request, Usage
-from booksum_app.llm.calls import retry_after_seconds
+from booksum_app.llm.retry_policy import retry_after_seconds
 from booksum_app.llm.wire import (
     DETAIL_CHARS,
     error_message,
     gateway_error,
     json_object,
     malformed,
+    reported_usage,
     token_count,
 )
 
 
-def chat_body(request: Request, *, model_id: str, legacy_max_tokens: bool, reasoning: bool) -> dict[str, Any]:
+def chat_body(
+    request: Request, *, model_id: str, legacy_max_tokens: bool, reasoning: bool,
+    reasoning_effort: str | None = None, reasoning_room: int = 0,
+) -> dict[str, Any]:
     """The JSON body of one chat completion request.
 
-    ``legacy_max_tokens``: compatible servers get ``max_tokens``; api.openai.com gets
-    ``max_completion_tokens``. Reasoning models get no temperature / top_p, which they reject.
+    ``legacy_max_tokens``: compatible servers get ``max_tokens``; api.openai.com and every
+    reasoning model get ``max_completion_tokens``. Reasoning models get no temperature /
+    top_p, which they reject; their hidden reasoning is paid out of ``max_completion_tokens``,
+    so they get ``reasoning_room`` tokens on top of the answer's budget, and
+    ``reasoning_effort`` when one is set.
     """
     messages: list[dict[str, str]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
     messages.append({"role": "user", "content": request.user_text})
     body: dict[str, Any] = {"model": model_id, "messages": messages}
-    body["max_tokens" if legacy_max_tokens else "max_completion_tokens"] = request.max_tokens
+    if reasoning:
+        body["max_completion_tokens"] = request.max_tokens + reasoning_room
+        if reasoning_effort:
+            body["reasoning_effort"] = reasoning_effort
+    else:
+        body["max_tokens" if legacy_max_tokens else "max_completion_tokens"] = request.max_tokens
     if not reasoning:
         body["temperature"] = request.temperature
         body["top_p"] = request.top_p
@@ -74,12 +86,15 @@ def completion_from_reply(body: bytes, *, name: str, model_id: str, latency_s: f
         raise malformed(name, "the message content is not text")
     if not (finish_reason is None or isinstance(finish_reason, str)):
         raise malformed(name, "the finish reason is not text")
+    usage, reported = reported_usage(reply.get("usage"), name, _usage)
     return Completion(
         text=content or "",
         finish_reason=finish_reason or "stop",
-        usage=_usage(reply.get("usage"), name),
+        usage=usage,
         model=model if isinstance(model, str) and model else model_id,
         latency_s=latency_s,
+        usage_reported=reported,
+        reasoning_tokens=_reasoning_tokens(reply.get("usage")) if reported else 0,
     )
 
 
@@ -101,9 +116,28 @@ def status_error(name: str, status: int, headers: Mapping[str, str] | Any, detai
         )
     if status == 404:
         return ModelError(f"{name}: model or endpoint not found (404); check the model name")
+    if 300 <= status < 400:
+        location = _header(headers, "location")
+        where = f" to {printable(location)[:200]}" if location else ""
+        return ModelError(
+            f"{name}: the server redirected the request ({status}){where}; give the final URL as --base-url"
+        )
     if _is_context_error(detail):
         return ContextTooLong(f"{name}: prompt too long for the context window: {detail}")
     return ModelError(f"{name}: request rejected ({status}): {detail}")
+
+
+def _header(headers: Mapping[str, str] | Any, name: str) -> str:
+    try:
+        value = headers.get(name) or headers.get(name.title())
+    except AttributeError:
+        return ""
+    return value if isinstance(value, str) else ""
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (escape sequences included) dropped: it came from a server."""
+    return "".join(ch for ch in text if ch.isprintable())
 
 
 def error_detail(body: bytes) -> str:
@@ -133,6 +167,13 @@ def _usage(usage: Any, name: str) -> Usage:
         output_tokens=token_count(usage.get("completion_tokens"), name),
         cached_input_tokens=cached_tokens,
     )
+
+
+def _reasoning_tokens(usage: Any) -> int:
+    """Hidden reasoning tokens (``completion_tokens_details.reasoning_tokens``), part of completion_tokens."""
+    details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
+    count = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
 
 
 def _is_context_error(message: str) -> bool:

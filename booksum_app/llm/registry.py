@@ -20,7 +20,9 @@ import dataclasses
 import difflib
 import importlib.resources
 import json
+import math
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -75,6 +77,8 @@ _SPEC_FIELDS = (
     "length_policy",
 )
 
+_PRICE_FIELDS = tuple(f for f in _SPEC_FIELDS if f.endswith("_usd_per_mtok"))
+
 ModelSource = Literal["explicit", "config", "env", "default"]
 
 
@@ -94,6 +98,7 @@ class LLMSettings:
     n_ctx: int | None = None  # local model context; None: the model's window (8192)
     length_policy: str | None = None  # "regenerate"/"truncate"; None: the model's own (models.json, config)
     config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
+    reasoning_effort: str | None = None  # reasoning models: minimal/low/medium/high; None: low
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,8 @@ class ModelSpec:
     note: str | None = None  # why defaults were assumed, when not known
     source: ModelSource = "explicit"
     base_url: str | None = None
+    server_slots: int | None = None  # requests the server serves at once, as it reports (llm/server_info.py)
+    server_note: str | None = None  # where the window came from, when the server reported it
 
     @property
     def notice(self) -> str | None:
@@ -117,7 +124,9 @@ class ModelSpec:
         # only where the assumption prices the run (a hosted API): a model on a local server or
         # engine is never in the table, and saying so on every run would be noise
         priced = self.provider in ("openai", "anthropic") and self.base_url is None
-        return f"{self.info.name}: {self.note}" if self.note and priced else None
+        if self.note and priced:
+            return f"{self.info.name}: {self.note}"
+        return f"{self.info.name}: {self.server_note}" if self.server_note else None
 
 
 @dataclass(frozen=True)
@@ -170,6 +179,15 @@ def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
     cw = entry.get("context_window")
     if cw is not None and (not isinstance(cw, int) or cw <= 0):
         raise ConfigError(f"{where}: model {name!r} context_window must be a positive integer")
+    for key in _PRICE_FIELDS:
+        price = entry.get(key)
+        # a nan price makes every comparison with --max-cost false: the ceiling would never hold
+        if price is not None and (isinstance(price, bool) or not isinstance(price, int | float)
+                                  or not math.isfinite(price) or price < 0):
+            raise ConfigError(f"{where}: model {name!r} {key} must be a finite number of at least 0")
+    max_out = entry.get("max_output_tokens")
+    if max_out is not None and (isinstance(max_out, bool) or not isinstance(max_out, int) or max_out <= 0):
+        raise ConfigError(f"{where}: model {name!r} max_output_tokens must be a positive integer")
 
 
 def load_table(path: Path | None) -> _Table:
@@ -254,6 +272,16 @@ def _plugin_defaults(name: str) -> Mapping[str, Any]:
     return BACKENDS.plugin_defaults(name)
 
 
+_REASONING_FAMILIES = re.compile(r"(?:[\w.-]*/)?(?:o1|o3|o4|gpt-5)(?:$|[-.:_])", re.IGNORECASE)
+
+
+def is_reasoning_model(model_id: str) -> bool:
+    """Whether ``model_id`` names an OpenAI reasoning model (o1, o3, o4, gpt-5 families, dated ids
+    and a server's ``org/`` prefix too): they take ``max_completion_tokens`` and think in
+    hidden, billed tokens."""
+    return bool(_REASONING_FAMILIES.match(model_id.strip()))
+
+
 def _price_or_none(entry: Mapping[str, Any], key: str) -> float | None:
     value = entry.get(key)
     return None if value is None else float(value)
@@ -295,7 +323,7 @@ def _spec_from(
         provider=provider,
         model_id=model_id,
         info=info,
-        reasoning=bool(entry.get("reasoning", False)),
+        reasoning=bool(entry.get("reasoning", False)) or (provider == "openai" and is_reasoning_model(model_id)),
         known=note is None,
         note=note,
         base_url=base_url if provider == "openai" else None,
@@ -333,6 +361,10 @@ def choose_model(
         base_url=base_url if provider == "openai" else None,
         n_ctx=settings.n_ctx,
     )
+    if spec.base_url is not None:  # a server that describes itself: its window and slots
+        from booksum_app.llm.server_info import describe_spec
+
+        spec = describe_spec(spec, api_key=env.get("OPENAI_API_KEY") or None, timeout_s=settings.timeout_s)
     if settings.length_policy is not None:
         if settings.length_policy not in LENGTH_POLICIES:
             raise ConfigError(f"length policy {settings.length_policy!r}; use one of {LENGTH_POLICIES}")
@@ -471,6 +503,8 @@ def get_model(
     elif adaptive:
         cap = socket_room(ADAPTIVE_MAX_CONCURRENCY)  # then slow start from 128 to the cap
         start = min(ADAPTIVE_INITIAL_CONCURRENCY, cap)
+        if spec.server_slots:  # a queueing server said how many it serves: more would only wait
+            cap = start = min(spec.server_slots, cap)
     else:
         cap = getattr(built, "default_concurrency", FIXED_CONCURRENCY)
     client = Client(

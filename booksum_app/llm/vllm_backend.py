@@ -1,29 +1,50 @@
-"""vLLM's offline engine: whole batches of chat requests on a GPU box (the only module importing vllm).
+"""vLLM's offline engine: the calls made at the same moment sent as one batch (the only module importing vllm).
 
 ``vllm`` is imported lazily in the constructor, so booksum installs and runs without it.
-The engine is built with prefix caching on (judge prompts share long prefixes). A batch is
-one ``LLM.chat(list_of_conversations, sampling_params=list_of_SamplingParams)`` call, which
-vLLM schedules with continuous batching; single calls go through the same path. Token counts
-come from the engine's own tokenizer, and the context window from its ``max_model_len``.
+The engine is built with prefix caching on (judge prompts share long prefixes), unless an
+engine argument says ``enable_prefix_caching=false``. ``LLM.chat`` takes a list of
+conversations with one ``SamplingParams`` each and schedules them together (continuous
+batching), but each call is a barrier and the engine serves one call at a time, so
+:meth:`VLLMBackend.complete` is thread-safe and gathers (``llm/batcher.py``): the calls that
+reach it together, from any thread (a hierarchical level's leaves, the regenerations an
+answer triggers, the judge's questions through :meth:`complete_batch`), go out as one
+``LLM.chat``. Token counts come from the engine's own tokenizer, and the context window from
+its ``max_model_len``.
+
+``data_parallel_size`` is refused: vLLM does not support it in a single-process ``LLM`` (it
+raises since vllm-project/vllm#27282, and hung before); data-parallel replicas are served with
+``vllm serve --data-parallel-size N`` and reached with ``openai:MODEL --base-url``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from booksum_app.errors import ConfigError, ContextTooLong, ModelError, ModelUnavailable
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+from booksum_app.llm.batcher import Gatherer
+
+DATA_PARALLEL_REFUSED = (
+    "vllm:{model}: data_parallel_size={size} does not work in vLLM's single-process offline "
+    "engine (vLLM refuses it, vllm-project/vllm#27282); serve the replicas with "
+    "`vllm serve {model} --data-parallel-size {size}` and pass --model openai:{model} "
+    "--base-url http://HOST:8000/v1 (docs/models.md)"
+)
+
+
+class _RequestRejected(ModelError):
+    """The engine refused the batch for a reason that may be one request's (a ValueError)."""
 
 
 class VLLMBackend:
-    """A batch backend over ``vllm.LLM``."""
+    """A gathering backend over ``vllm.LLM``: thread-safe ``complete``, whole batches underneath."""
 
     kind = "vllm"
-    default_concurrency = 1  # single calls are serialized; complete_many sends one batch
+    # enough callers that a level's leaves (and a grid's books) reach the engine together
+    default_concurrency = 256
 
     def __init__(
         self,
@@ -41,14 +62,17 @@ class VLLMBackend:
                 "vLLM is not installed: pip install 'booksum[vllm]' on a CUDA machine "
                 "(or serve the model with 'vllm serve' and pass --base-url)"
             ) from exc
+        data_parallel = engine_kwargs.get("data_parallel_size", 1)
+        if not isinstance(data_parallel, int) or isinstance(data_parallel, bool) or data_parallel != 1:
+            raise ConfigError(DATA_PARALLEL_REFUSED.format(model=model_id, size=data_parallel))
         self._vllm = vllm
         self.model_id = model_id
-        self._lock = threading.Lock()
+        # prefix caching on unless the engine arguments say otherwise
+        engine_kwargs = {"enable_prefix_caching": True, **engine_kwargs}
         try:
             self._llm = vllm.LLM(
                 model=model_id,
                 tensor_parallel_size=tensor_parallel_size,
-                enable_prefix_caching=True,
                 **engine_kwargs,
             )
         except TypeError as exc:  # an engine argument this vLLM does not know
@@ -65,32 +89,49 @@ class VLLMBackend:
         if max_len is not None and (not known_context or max_len < info.context_window):
             info = dataclasses.replace(info, context_window=max_len)
         self.info = info
+        self._gatherer: Gatherer[Request, Completion] = Gatherer(
+            self._send, split_on=(ContextTooLong, _RequestRejected), name="booksum-vllm"
+        )
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """The size of every ``LLM.chat`` call made so far, in order."""
+        return list(self._gatherer.batch_sizes)
+
+    def expect_callers(self, callers: Callable[[], int]) -> None:
+        """How many callers may be on their way (the client's slots): a batch waits for them."""
+        self._gatherer.expect(callers)
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` under the model's own tokenizer (no special tokens)."""
         return len(self._tokenizer.encode(text, add_special_tokens=False))
 
     def complete(self, request: Request) -> Completion:
-        """One request, as a batch of one."""
-        return self.complete_batch([request])[0]
+        """One request, sent in the batch of every call made at the same moment (thread-safe)."""
+        return self._gatherer.submit(request)
 
     def complete_batch(self, requests: Sequence[Request]) -> list[Completion]:
-        """Every request in one ``LLM.chat`` call; results in request order."""
-        if not requests:
-            return []
+        """Every request in the next ``LLM.chat`` call (with whatever else is waiting); in order."""
+        return self._gatherer.submit_all(list(requests)) if requests else []
+
+    def close(self) -> None:
+        """Stop the gathering thread (the engine itself is freed with the process)."""
+        self._gatherer.close()
+
+    def _send(self, requests: list[Request]) -> list[Completion]:
+        """One ``LLM.chat`` call; runs on the gathering thread only (the engine is not thread-safe)."""
         conversations = [_conversation(r) for r in requests]
         params = [self._sampling_params(r) for r in requests]
         start = time.perf_counter()
-        with self._lock:
-            try:
-                outputs = self._llm.chat(conversations, sampling_params=params, use_tqdm=False)
-            except ValueError as exc:
-                message = str(exc)
-                if "longer than the maximum model length" in message or "max_model_len" in message:
-                    raise ContextTooLong(
-                        f"{self.info.name}: prompt too long for the context window: {message[:300]}"
-                    ) from exc
-                raise ModelError(f"{self.info.name}: generation failed: {message[:300]}") from exc
+        try:
+            outputs = self._llm.chat(conversations, sampling_params=params, use_tqdm=False)
+        except ValueError as exc:
+            message = str(exc)
+            if "longer than the maximum model length" in message or "max_model_len" in message:
+                raise ContextTooLong(
+                    f"{self.info.name}: prompt too long for the context window: {message[:300]}"
+                ) from exc
+            raise _RequestRejected(f"{self.info.name}: generation failed: {message[:300]}") from exc
         latency = (time.perf_counter() - start) / len(requests)
         if len(outputs) != len(requests):
             raise ModelError(

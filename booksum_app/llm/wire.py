@@ -9,9 +9,11 @@ integers, and name what was wrong in one "malformed reply" line.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from booksum_app.errors import TransientModelError, server_message
+from booksum_app.llm.base import Usage
 
 DETAIL_CHARS = 300  # of a server's error message kept in ours
 
@@ -52,6 +54,18 @@ def sdk_error_detail(body: Any, sdk_message: str) -> str:
     """The server's own message from an SDK's status error: its parsed body's ``error.message``,
     else the SDK's text (never headers, which could carry the key); uncut, as :func:`error_message`."""
     return error_message(body) or sdk_message
+
+
+def reported_usage(usage: Any, name: str, parse: Callable[[Any, str], Usage]) -> tuple[Usage, bool]:
+    """``(usage, reported)``: the reply's usage, or zero and False when it has none or it is not
+    counts (negative, not integers). Such a reply is still an answer, and a paid one: retrying it
+    would pay again, so the call layer counts it with the tokenizer instead."""
+    if usage is None:
+        return Usage(), False
+    try:
+        return parse(usage, name), True
+    except TransientModelError:
+        return Usage(), False
 
 
 def token_count(value: Any, name: str) -> int:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,9 +37,11 @@ from booksum_app.config import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TOP_P,
 )
-from booksum_app.llm.base import ChatModel, ModelInfo
+from booksum_app.errors import BooksumError
+from booksum_app.llm.base import ChatModel, Tally
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.context import default_context
+from booksum_app.llm.meter import Meter, metering
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.notes import cut_answers_note
@@ -48,7 +50,7 @@ from booksum_app.runners.progress import RunProgress
 from booksum_app.runners.run_config import LANG_CHOICES, RunConfig, resolve_lang
 from booksum_app.strategies import StrategyConfig, StrategyJob
 from booksum_app.strategies.base import ProgressFn, PromptBundle, StrategyResult
-from booksum_app.strategies.record import BookInfo, SummaryRecord, Totals, tally_of
+from booksum_app.strategies.record import BookInfo, SummaryRecord, Totals
 
 
 def default_record_path(book_path: str, strategy: str, out: Path | None) -> Path:
@@ -209,16 +211,20 @@ def _run(
         planned = plan_strategy(impl.name, chunk_tokens=[c.n_tokens for c in chunks], info=chat.info,
                                 count_tokens=chat.count_tokens, config=config, clean=run.clean)
         on_plan(planned.calls)
-    result = impl.run(
-        StrategyJob(chunks, text, config, chapter_texts), model=chat, prompts=bundle, on_progress=on_progress
-    )
-    extra: dict[str, Any] = dict(result.extra)  # hier-evidence: the evidence of every merge
-    if run.chapters:
-        per_chapter, chapter_calls = chapter_summaries(book, chunks, result, model=chat, prompts=bundle, config=config)
-        result = dataclasses.replace(result, calls=result.calls + chapter_calls)
-        extra["chapters"] = [dataclasses.asdict(c) for c in per_chapter]
-    summary, calls, cleaning = _clean(result, chat=chat, config=config, bundle=bundle,
-                                      clean_bundle=run.clean_bundle())
+    # the run's money is what the client billed while it ran (retries and wasted replies
+    # included), not what the strategy says of its own calls
+    with metering() as meter, _spent_on_failure(meter):
+        result = impl.run(
+            StrategyJob(chunks, text, config, chapter_texts), model=chat, prompts=bundle, on_progress=on_progress
+        )
+        extra: dict[str, Any] = dict(result.extra)  # hier-evidence: the evidence of every merge
+        if run.chapters:
+            per_chapter, chapter_calls = chapter_summaries(book, chunks, result, model=chat, prompts=bundle,
+                                                           config=config)
+            result = dataclasses.replace(result, calls=result.calls + chapter_calls)
+            extra["chapters"] = [dataclasses.asdict(c) for c in per_chapter]
+        summary, calls, cleaning = _clean(result, chat=chat, config=config, bundle=bundle,
+                                          clean_bundle=run.clean_bundle())
     return SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,
@@ -229,7 +235,7 @@ def _run(
         raw_summary=result.summary,
         nodes=result.nodes,
         calls=calls,
-        totals=_totals(calls, result, info=chat.info, wall_s=time.perf_counter() - started),
+        totals=_totals(meter.tally, result, wall_s=time.perf_counter() - started),
         level_budgets=result.level_budgets,
         truncation=result.truncation,
         cleaning=cleaning,
@@ -276,8 +282,17 @@ def _clean(
     return cleaned.cleaned, result.calls + cleaned.calls, cleaning
 
 
-def _totals(calls: tuple[CallEntry, ...], result: StrategyResult, *, info: ModelInfo, wall_s: float) -> Totals:
-    tally = tally_of(calls, info)
+@contextmanager
+def _spent_on_failure(meter: Meter) -> Iterator[None]:
+    """A run that fails carries what it had spent (``exc.spent``, a Tally) for its partial record."""
+    try:
+        yield
+    except BooksumError as exc:
+        exc.spent = meter.tally
+        raise
+
+
+def _totals(tally: Tally, result: StrategyResult, *, wall_s: float) -> Totals:
     return Totals(
         **{**dataclasses.asdict(tally), "cost_usd": round(tally.cost_usd, 6), "spent_usd": round(tally.spent_usd, 6),
            "billed_input_tokens": round(tally.billed_input_tokens, 1)},

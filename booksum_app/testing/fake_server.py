@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from booksum_app.llm.base import Request
+from booksum_app.llm.base import Request, Usage
 from booksum_app.testing.fake_prompt_cache import BreakpointCache, PrefixCache, count_tokens, encode
 from booksum_app.testing.fake_replies import default_reply
 from booksum_app.testing.fake_wire import (
@@ -47,6 +47,7 @@ from booksum_app.testing.fake_wire import (
     parse_anthropic,
     parse_openai,
 )
+from booksum_app.testing.quirks import QUIRKS, serve_quirk
 
 FAULT_KINDS = (
     "429",
@@ -62,6 +63,7 @@ FAULT_KINDS = (
     "notjson",
     "echokey",
     "echo",
+    *QUIRKS,  # misbehaving peers: booksum_app/testing/quirks.py
 )
 RETRYABLE_FAULTS = ("429", "500", "503", "timeout", "drop", "empty")
 ReplyFn = Callable[[Request], str]
@@ -139,8 +141,8 @@ class _Handler(BaseHTTPRequestHandler):
         if fault in ("429", "500", "503", "400", "401", "context"):
             self._send_fault(api, fault, fake.retry_after_s)
             return
-        if fault in ("notjson", "echokey"):
-            self._send_hostile(api, fault)
+        if fault in QUIRKS or fault in ("notjson", "echokey"):
+            serve_quirk(self, fake, api, payload, fault)
             return
         request = parse_openai(payload) if api == "openai" else parse_anthropic(payload)
         if fault == "echo":
@@ -163,6 +165,7 @@ class _Handler(BaseHTTPRequestHandler):
             if fake.slots is not None:
                 fake.slots.release()
         n_in = count_tokens(prompt_text)
+        fake._bill(n_in, n_out)
         if api == "openai":
             body = openai_body(payload, text, finish, n_in, n_out, cached=caching.read)
         else:
@@ -198,25 +201,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(api, 400, "invalid_request_error", message)
         else:
             self._send_error(api, 400, "invalid_request_error", "bad request (fake)")
-
-    def _send_hostile(self, api: str, fault: str) -> None:
-        """A misbehaving proxy: a 200 whose body is not JSON, or a 500 quoting the credentials."""
-        if fault == "echokey":
-            sent = self.headers.get("authorization") or self.headers.get("x-api-key") or ""
-            message = f"upstream rejected request with headers Authorization: {sent}"
-            self._send_error(api, 500, "api_error", message)
-            return
-        data = b"<html><body>502 Bad Gateway (fake proxy)</body></html>"
-        self._leave_once()
-        try:
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
-        except OSError:
-            self.close_connection = True
 
     def _send_error(
         self, api: str, status: int, kind: str, message: str, headers: dict[str, str] | None = None
@@ -312,6 +296,7 @@ class FakeServer:
         seed: int = 0,
         retry_after_s: float = 1.0,
         hang_s: float = 5.0,
+        drip_s: float = 0.2,
         rate_limit_in_flight: int | None = None,
         slots: int | None = None,
         prompt_caching: bool = False,
@@ -327,6 +312,8 @@ class FakeServer:
                 raise ValueError(f"unknown fault kind {kind!r}; use one of {FAULT_KINDS}")
         self.retry_after_s = retry_after_s
         self.hang_s = hang_s
+        self.drip_s = drip_s  # a dripping quirk's pause between bytes
+        self.billed = Usage()  # what the 200 replies billed (prompt and completion tokens, hidden ones too)
         self.rate_limit_in_flight = rate_limit_in_flight  # answer 429 to requests above this many in flight
         self.rejected = 0
         self.slots = threading.Semaphore(slots) if slots else None  # requests served at once; None: all
@@ -444,6 +431,10 @@ class FakeServer:
     def _leave(self) -> None:
         with self._lock:
             self._in_flight -= 1
+
+    def _bill(self, input_tokens: int, output_tokens: int) -> None:
+        with self._lock:
+            self.billed = self.billed + Usage(input_tokens, output_tokens)
 
     def _completed(self) -> None:
         with self._lock:

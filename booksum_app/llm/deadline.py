@@ -1,0 +1,182 @@
+"""A wall-clock bound on one attempt of a call, whatever the server does meanwhile.
+
+A socket timeout bounds one read, not a reply: a server that drips its body a byte a second,
+sends its headers slowly or streams an endless chunked body never lets a read time out. Two
+ways to hold an attempt to ``--timeout`` seconds in all:
+
+- :class:`Watchdog`: one thread that shuts a connection's socket down when its deadline
+  passes, which wakes the read blocked on it (``http_json``'s lean client);
+- :func:`attempt_deadline` with :func:`deadline_transport`: the attempt's deadline in a
+  thread-local, and an ``httpx`` transport whose socket reads and writes never wait past it
+  (the ``openai`` and ``anthropic`` SDKs and the Ollama client, which send on the calling
+  thread). A read with no time left raises ``httpcore.ReadTimeout``, which the SDKs turn into
+  their own timeout error.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_local = threading.local()
+
+
+@contextmanager
+def attempt_deadline(seconds: float) -> Iterator[None]:
+    """Run the block as one attempt that may take at most ``seconds`` of wall-clock time."""
+    previous = getattr(_local, "deadline", None)
+    _local.deadline = time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        _local.deadline = previous
+
+
+def time_left() -> float | None:
+    """Seconds left to the current attempt's deadline (None: no deadline on this thread)."""
+    deadline = getattr(_local, "deadline", None)
+    return None if deadline is None else deadline - time.monotonic()
+
+
+class Watchdog:
+    """Calls a function at a deadline unless disarmed first; one thread for every armed call."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._armed: set[int] = set()
+        self._order = itertools.count()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float, action: Callable[[], None]) -> int:
+        """Call ``action`` in ``seconds`` unless :meth:`disarm` comes first; returns a handle."""
+        handle = next(self._order)
+        with self._cond:
+            heapq.heappush(self._heap, (time.monotonic() + seconds, handle, action))
+            self._armed.add(handle)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="booksum-watchdog", daemon=True)
+                self._thread.start()
+            elif self._heap[0][1] == handle:
+                self._cond.notify()  # an earlier deadline than the one the thread sleeps toward
+        return handle
+
+    def disarm(self, handle: int) -> bool:
+        """Cancel ``handle``; False when its action already ran (or is running)."""
+        with self._cond:
+            if handle in self._armed:
+                self._armed.discard(handle)
+                return True
+            return False
+
+    def _watch(self) -> None:
+        while True:
+            with self._cond:
+                while self._heap and self._heap[0][1] not in self._armed:
+                    heapq.heappop(self._heap)  # disarmed
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, handle, action = self._heap[0]
+                wait = due - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                heapq.heappop(self._heap)
+                self._armed.discard(handle)
+            try:
+                action()
+            except Exception:  # noqa: BLE001, S110 - a socket already closed needs no shutdown
+                pass
+
+
+WATCHDOG = Watchdog()
+
+
+def shut_down(sock: socket.socket | None) -> None:
+    """Wake whatever blocks on ``sock``: shut both directions down (closing alone may not)."""
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _clamp(timeout: float | None) -> float | None:
+    """``timeout`` for one socket operation, no longer than the attempt has left."""
+    left = time_left()
+    if left is None:
+        return timeout
+    if left <= 0:
+        httpcore, _ = _http_modules()
+        raise httpcore.ReadTimeout("the attempt's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+def _http_modules() -> tuple[Any, Any]:
+    """httpcore and httpx as the installed SDKs name them (``httpcore2``/``httpx2`` in current releases)."""
+    try:
+        import httpcore2
+        import httpx2
+    except ImportError:  # older SDK releases
+        import httpcore as httpcore2  # type: ignore[no-redef,import-not-found,unused-ignore]
+        import httpx as httpx2  # type: ignore[no-redef,import-not-found,unused-ignore]
+    return httpcore2, httpx2
+
+
+def deadline_transport(**pool_options: Any) -> Any:
+    """An ``httpx.HTTPTransport`` whose socket operations stop at the attempt's deadline.
+
+    ``pool_options`` go to ``httpcore.ConnectionPool`` (``ssl_context``, ``max_connections``, ...).
+    """
+    httpcore, httpx = _http_modules()
+
+    class _Stream:  # httpcore's NetworkStream interface (duck-typed: httpcore checks no type)
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return bytes(self._inner.read(max_bytes, _clamp(timeout)))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self._inner.write(buffer, _clamp(timeout))
+
+        def close(self) -> None:
+            self._inner.close()
+
+        def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                      timeout: float | None = None) -> Any:
+            return _Stream(self._inner.start_tls(ssl_context, server_hostname, _clamp(timeout)))
+
+        def get_extra_info(self, info: str) -> Any:
+            return self._inner.get_extra_info(info)
+
+    class _Backend:  # httpcore's NetworkBackend interface
+        def __init__(self) -> None:
+            self._inner = httpcore.SyncBackend()
+
+        def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                        local_address: str | None = None, socket_options: Any = None) -> Any:
+            return _Stream(self._inner.connect_tcp(host, port, _clamp(timeout), local_address, socket_options))
+
+        def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
+            return _Stream(self._inner.connect_unix_socket(path, _clamp(timeout), socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            self._inner.sleep(seconds)
+
+    transport = httpx.HTTPTransport()
+    if "ssl_context" not in pool_options:
+        pool_options["ssl_context"] = httpx.create_ssl_context()
+    # httpx builds its pool without a way to name the network backend: replace the pool
+    transport._pool = httpcore.ConnectionPool(network_backend=_Backend(), **pool_options)
+    return transport
+
+
+__all__ = ["WATCHDOG", "Watchdog", "attempt_deadline", "deadline_transport", "shut_down", "time_left"]

@@ -1,0 +1,155 @@
+"""What an OpenAI-compatible server says about itself: the model's context window and how many calls it serves at once.
+
+- vLLM (``vllm serve``) lists each served model at ``GET /v1/models`` with its ``max_model_len``
+  (vllm/entrypoints/openai/protocol.py, ``ModelCard``).
+- llama.cpp's ``llama-server`` answers ``GET /props`` (at the server's root) with
+  ``default_generation_settings.n_ctx``, the context of one slot (``-c`` divided among the
+  ``-np`` slots), and ``total_slots``; it serves that many requests at once and queues the rest
+  without a 429, so more in flight only wait, and past the client's timeout are generated for
+  nobody.
+
+Asked once per server and model for :data:`REMEMBER_S` (a command resolves its models several
+times), with a short timeout. Any failure (no such route, not JSON, a refused connection, a
+value that is not a positive integer) means the server said nothing: booksum plans as it does
+for a server that does not describe itself, and never stops for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from booksum_app.llm.registry import ModelSpec
+
+PROBE_TIMEOUT_S = 3.0
+REMEMBER_S = 30.0
+MAX_BODY_BYTES = 4 << 20  # a hosted list of every model is a few hundred KB
+MAX_CONTEXT = 100_000_000
+MAX_SLOTS = 65_536
+
+
+@dataclass(frozen=True)
+class ServerReport:
+    """What the server reported; None where it said nothing."""
+
+    context_window: int | None = None  # tokens one request may use, prompt + answer
+    slots: int | None = None  # requests served at once (the rest queue)
+
+
+_remembered: dict[tuple[str, str], tuple[float, ServerReport | None]] = {}
+_lock = threading.Lock()
+
+
+def describe(
+    base_url: str, model_id: str, *, api_key: str | None = None, timeout_s: float = PROBE_TIMEOUT_S
+) -> ServerReport | None:
+    """Ask the server(s) at ``base_url`` (comma-separated replicas) about ``model_id``; None if none says anything.
+
+    Several replicas: the smallest window any reports, and the sum of their slots when every
+    one reports its slots.
+    """
+    urls = [u.strip().rstrip("/") for u in base_url.split(",") if u.strip()]
+    if not urls or not all(u.startswith(("http://", "https://")) for u in urls):
+        return None
+    reports = [_remembered_report(url, model_id, api_key, timeout_s) for url in urls]
+    windows = [r.context_window for r in reports if r is not None and r.context_window is not None]
+    slots = [r.slots for r in reports if r is not None and r.slots is not None]
+    report = ServerReport(
+        context_window=min(windows) if windows else None,
+        slots=sum(slots) if slots and len(slots) == len(urls) else None,
+    )
+    return None if report == ServerReport() else report
+
+
+def describe_spec(spec: ModelSpec, *, api_key: str | None, timeout_s: float) -> ModelSpec:
+    """``spec`` planned for what its server reports: its window (unless the config file's is
+    smaller), its slots, and a note saying where the window came from."""
+    if spec.base_url is None:
+        return spec
+    report = describe(spec.base_url, spec.model_id, api_key=api_key, timeout_s=min(timeout_s, PROBE_TIMEOUT_S))
+    if report is None:
+        return spec
+    info = spec.info
+    window = report.context_window
+    parts = []
+    if window is not None:
+        if not spec.known or window < info.context_window:
+            info = dataclasses.replace(info, context_window=window)
+            parts.append(f"context {window:,} tokens")
+        else:  # a smaller window set in the config file is kept
+            parts.append(f"context {info.context_window:,} tokens from the config file ({window:,} on the server)")
+    if report.slots is not None:
+        parts.append(f"{report.slots} parallel slot{'s' if report.slots != 1 else ''}")
+    note = " and ".join(parts) + ", reported by the server"
+    return dataclasses.replace(spec, info=info, server_slots=report.slots, server_note=note)
+
+
+def forget(base_url: str | None = None) -> None:
+    """Drop remembered reports (of one server URL, or all): the server there changed."""
+    with _lock:
+        for key in [k for k in _remembered if base_url is None or k[0] == base_url.rstrip("/")]:
+            del _remembered[key]
+
+
+def _remembered_report(url: str, model_id: str, api_key: str | None, timeout_s: float) -> ServerReport | None:
+    now = time.monotonic()
+    with _lock:
+        hit = _remembered.get((url, model_id))
+    if hit is not None and now - hit[0] < REMEMBER_S:
+        return hit[1]
+    report = _probe(url, model_id, api_key, timeout_s)
+    with _lock:
+        _remembered[(url, model_id)] = (now, report)
+    return report
+
+
+def _probe(url: str, model_id: str, api_key: str | None, timeout_s: float) -> ServerReport | None:
+    window = None
+    listing = _get_json(f"{url}/models", api_key, timeout_s)
+    for card in listing.get("data", ()) if isinstance(listing, dict) else ():
+        if isinstance(card, dict) and card.get("id") == model_id:
+            window = _positive(card.get("max_model_len"), MAX_CONTEXT)
+    root = url.removesuffix("/v1")
+    props = _get_json(f"{root}/props", api_key, timeout_s)
+    slots = None
+    if isinstance(props, dict):
+        slots = _positive(props.get("total_slots"), MAX_SLOTS)
+        settings = props.get("default_generation_settings")
+        if window is None and isinstance(settings, dict):
+            window = _positive(settings.get("n_ctx"), MAX_CONTEXT)
+    if window is None and slots is None:
+        return None
+    return ServerReport(context_window=window, slots=slots)
+
+
+def _positive(value: Any, most: int) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= most:
+        return value
+    return None
+
+
+def _get_json(url: str, api_key: str | None, timeout_s: float) -> Any:
+    """The JSON body of a 200 to GET ``url``, or None on any failure."""
+    headers = {"User-Agent": "booksum", "Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    try:
+        request = urllib.request.Request(url, headers=headers, method="GET")
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            if response.status != 200:
+                return None
+            body = response.read(MAX_BODY_BYTES + 1)
+        if len(body) > MAX_BODY_BYTES:
+            return None
+        return json.loads(body)
+    except Exception:  # noqa: BLE001 - a server that cannot describe itself leaves the defaults
+        return None
+
+
+__all__ = ["PROBE_TIMEOUT_S", "ServerReport", "describe", "describe_spec", "forget"]

@@ -1,0 +1,83 @@
+"""The fake server, describing itself as ``vllm serve`` and ``llama-server`` do, and counting wasted generations.
+
+- ``max_model_len={"model": 32768}``: ``GET /v1/models`` lists those models with their
+  ``max_model_len`` (vLLM's ``ModelCard``);
+- ``props_n_ctx=N``: ``GET /props`` answers as llama-server does,
+  ``default_generation_settings.n_ctx`` = N (the context of one slot) and ``total_slots``
+  (``slots``, which the fake server serves at once, queueing the rest without a 429);
+- ``wasted_count``: generations finished for a client that had already hung up (its timeout
+  passed while the request waited for a slot), which a server that queues without a bound
+  still computes.
+
+Every other route is the fake server's (:mod:`booksum_app.testing.fake_server`).
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+from typing import Any, Self
+
+from booksum_app.llm import server_info
+from booksum_app.testing.fake_server import FakeServer, _Handler
+
+
+class _DescribingHandler(_Handler):
+    server: Any
+
+    def do_GET(self) -> None:
+        fake: DescribingServer = self.server.fake
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path in ("/v1/models", "/models") and fake.max_model_len is not None:
+            cards = [{"id": model, "object": "model", "owned_by": "vllm", "root": model, "parent": None,
+                      "max_model_len": length} for model, length in fake.max_model_len.items()]
+            self._send_json(200, {"object": "list", "data": cards})
+        elif path == "/props" and fake.props_n_ctx is not None:
+            self._send_json(200, {
+                "default_generation_settings": {"n_ctx": fake.props_n_ctx, "params": {"temperature": 0.8}},
+                "total_slots": fake.total_slots, "model_path": "model.gguf", "chat_template": "",
+            })
+        else:
+            self._send_json(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
+
+    def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        if status == 200 and self.command == "POST" and self._client_gone():
+            self.server.fake.count_wasted()  # a generation nobody waits for
+        super()._send_json(status, body, headers)
+
+    def _client_gone(self) -> bool:
+        """Whether the client hung up: its socket reads as closed (it sends nothing while it waits)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+
+class DescribingServer(FakeServer):
+    """A :class:`FakeServer` that reports its window and slots, and counts wasted generations."""
+
+    def __init__(
+        self, *, max_model_len: dict[str, int] | None = None, props_n_ctx: int | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self._httpd.RequestHandlerClass = _DescribingHandler
+        self.max_model_len = max_model_len
+        self.props_n_ctx = props_n_ctx
+        self.total_slots = int(kwargs.get("slots") or 1)
+        self.wasted_count = 0
+
+    def count_wasted(self) -> None:
+        with self._lock:
+            self.wasted_count += 1
+
+    def start(self) -> Self:
+        server_info.forget(self.openai_base_url)  # a server earlier on this port said something else
+        return super().start()
+
+    def close(self) -> None:
+        server_info.forget(self.openai_base_url)
+        super().close()
+
+
+__all__ = ["DescribingServer"]
