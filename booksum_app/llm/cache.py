@@ -7,7 +7,7 @@ backend kind, model, base URL (for OpenAI-compatible servers), system message, u
 ``purpose`` is a label, not part of the key. Keys, auth headers and environment are never
 stored. Each completed call is committed on its own (WAL mode), so killing a run loses
 nothing that finished. Failed, empty and error replies are not cached. The schema is
-versioned by a table of applied migrations, each migration a named function (as in
+versioned by a table of applied migrations (``cache_schema``), each migration a named function (as in
 simonw/llm's ``migrations.py``).
 
 A request being answered is *leased* (table ``leases``): :meth:`CallCache.claim` either
@@ -32,7 +32,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -40,6 +40,9 @@ from typing import Protocol
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Completion, Usage
 from booksum_app.llm.cache_fallback import WriteFallback, rollback
+from booksum_app.llm.cache_schema import MIGRATIONS, migrate
+
+__all__ = ["MIGRATIONS", "CacheStats", "CallCache", "CallMeta", "CallStore", "Lease", "migrate"]
 
 CACHE_FILENAME = "calls.sqlite3"
 LEASE_TTL_S = 30.0  # a lease not renewed for this long is taken over
@@ -110,58 +113,6 @@ class CacheStats:
     by_model: tuple[tuple[str, int, int, int], ...]  # (model, calls, input tokens, output tokens)
 
 
-def _m001_create_calls(db: sqlite3.Connection) -> None:
-    db.execute(
-        """CREATE TABLE calls (
-            key TEXT PRIMARY KEY,
-            text TEXT NOT NULL,
-            finish_reason TEXT NOT NULL,
-            input_tokens INTEGER NOT NULL,
-            output_tokens INTEGER NOT NULL,
-            cached_input_tokens INTEGER NOT NULL,
-            model TEXT NOT NULL,
-            created REAL NOT NULL,
-            latency_s REAL NOT NULL
-        )"""
-    )
-
-
-def _m002_add_purpose(db: sqlite3.Connection) -> None:
-    db.execute("ALTER TABLE calls ADD COLUMN purpose TEXT NOT NULL DEFAULT ''")
-
-
-def _m003_create_leases(db: sqlite3.Connection) -> None:
-    db.execute(
-        """CREATE TABLE leases (
-            key TEXT PRIMARY KEY,
-            token TEXT NOT NULL,
-            pid INTEGER NOT NULL,
-            host TEXT NOT NULL,
-            expires REAL NOT NULL
-        )"""
-    )
-
-
-def _m004_add_call_log(db: sqlite3.Connection) -> None:
-    # nullable: rows stored before this migration show these as unknown in ``booksum logs``
-    for column in ("request", "model_string", "run", "book"):
-        db.execute(f"ALTER TABLE calls ADD COLUMN {column} TEXT")
-    db.execute("CREATE INDEX calls_created ON calls (created)")  # logs read newest first
-
-
-def _m005_add_cache_writes(db: sqlite3.Connection) -> None:
-    db.execute("ALTER TABLE calls ADD COLUMN cache_write_input_tokens INTEGER NOT NULL DEFAULT 0")
-
-
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
-    _m001_create_calls,
-    _m002_add_purpose,
-    _m003_create_leases,
-    _m004_add_call_log,
-    _m005_add_cache_writes,
-]
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -196,29 +147,6 @@ def _set_wal(db: sqlite3.Connection, *, patience_s: float = 30.0) -> None:
                 raise
         time.sleep(wait_s)
         wait_s = min(wait_s * 1.5, WAIT_MAX_S)
-
-
-def migrate(db: sqlite3.Connection) -> None:
-    """Apply every migration not yet recorded in ``_migrations``, in order, in one transaction.
-
-    ``BEGIN IMMEDIATE`` takes the write lock first, so two processes opening a new cache at
-    once do not both try to create the tables.
-    """
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied REAL)")
-        done = {row[0] for row in db.execute("SELECT name FROM _migrations")}
-        for migration in MIGRATIONS:
-            name = migration.__name__.lstrip("_")
-            if name not in done:
-                migration(db)
-                db.execute(
-                    "INSERT INTO _migrations (name, applied) VALUES (?, ?)", (name, time.time())
-                )
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
 
 
 class CallCache:
