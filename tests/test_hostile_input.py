@@ -375,3 +375,14 @@ def test_on_a_pty_inspect_writes_no_clear_screen_or_clipboard_sequence(tmp_path:
     out = b"".join(chunks)
     assert b"The Title" in out and b"Chapter One" in out
     assert b"\x1b[2J" not in out and b"\x1b]52" not in out and b"\x07" not in out
+
+
+def test_precomputed_sets_and_records_nested_too_deeply_are_one_line(tmp_path: Path) -> None:
+    from booksum_app.scoring.release import read_summaries  # compare --precomputed reads through it
+    from booksum_app.strategies.record import read_record
+
+    deep = tmp_path / "deep.json"
+    deep.write_text(DEEP, encoding="utf-8")
+    for read in (read_summaries, read_record):
+        with pytest.raises(InputError, match="nested too deeply"):
+            read(deep)
