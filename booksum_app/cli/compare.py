@@ -90,6 +90,9 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @click.option("--chunk-sizes", default=None, help=f"Comma-separated tokens per chunk, e.g. 2048,4096 [default: {DEFAULT_CHUNK_SIZE}].")
 @click.option("--judge", default=None, help="BooookScore judge model [default: BOOKSUM_JUDGE, config judge_model, else the first named model].")
 @click.option("--no-judge", is_flag=True, default=None, help="Skip BooookScore; n-gram statistics only.")
+@click.option("--judge-base-url", default=None, metavar="URL|api",
+              help="The judge's server when it is not --base-url's (api: its provider's own API) "
+                   "[default: --base-url; an Anthropic judge: Anthropic].")
 @click.option("--judge-mode", type=click.Choice(["sentence", "batched"]), default=None,
               help="sentence: one judge call per sentence (the paper) [default]; batched: several per call.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Sentences per judge call in batched mode.")
@@ -123,17 +126,24 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @plan_options
 @click.option("--plan-only", is_flag=True, help="Print the pre-flight plan and stop.")
 @click.option("--no-plots", is_flag=True, help="Do not write the plots (no matplotlib needed).")
+@click.option("--shard", default=None, metavar="I/N",
+              help="Run only shard I of N (from 0) of BOOKS: the k-th book by file name goes to shard k mod N.")
+@click.option("--merge", "merge_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+              help="A finished shard's output directory (repeatable, all N): reuse its records; the table is "
+                   "the unsharded one.")
 @llm_options
 @handle_errors
 def compare_command(
     books: tuple[Path, ...], experiment: Path | None, strategies: str | None, models: str | None,
-    model_opts: tuple[str, ...], chunk_sizes: str | None, judge: str | None, no_judge: bool | None, judge_mode: str | None,
+    model_opts: tuple[str, ...], chunk_sizes: str | None, judge: str | None, no_judge: bool | None,
+    judge_base_url: str | None, judge_mode: str | None,
     batch_size: int | None, out: Path | None, max_summary_len: int | None, prompts: str | None,
     lang: str | None, direct_template: str | None, no_clean: bool | None, chapter_aware: bool | None,
     include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
     jobs: int | None, datasets: tuple[Path, ...], dataset_preset: str, context_field: str | None,
     reference_field: str | None, id_field: str | None, bucket_field: str | None, bucket_max_tokens: str | None,
-    max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool, **llm: Any,
+    max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool, shard: str | None,
+    merge_dirs: tuple[Path, ...], **llm: Any,
 ) -> None:
     """Run a grid (strategies x models x chunk sizes) over BOOKS and --dataset samples, score every summary, print the tables."""
     from booksum_app.chunking.memo import ChunkMemo
@@ -173,6 +183,11 @@ def compare_command(
         raise ConfigError("nothing to compare: give BOOKS (files or directories), --dataset, --experiment, "
                           "or --precomputed")
     settings = llm_settings(**llm)
+    if exp.use_judge:  # the judge's own server (runners/servers.py)
+        from booksum_app.runners.compare_plan import judge_string
+        from booksum_app.runners.servers import judge_server
+
+        settings = judge_server(settings, judge_string(exp, settings), judge_base_url, summarizers=exp.models)
     hosted = False
     for model in dict.fromkeys(m for m in (*exp.models, exp.judge) if m):  # typos and unknown prices
         spec = choose_model(model, settings=settings)
@@ -181,7 +196,12 @@ def compare_command(
             err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
     if auto_jobs:  # enough books at once to fill the calls in flight
         exp = dataclasses.replace(exp, jobs=jobs_for(settings.concurrency, hosted=hosted))
-    if not plan_only:
+    if shard is not None or merge_dirs:
+        part = _shard_or_merge(exp, settings, shard, merge_dirs)
+        if part is None:
+            return
+        exp = part
+    elif not plan_only:
         check_writable_dir(exp.out)  # before the first paid call
     chunk_memo = ChunkMemo()  # where the plan cuts each book, for the run to reuse
     plan = plan_grid(exp, settings, chunk_memo=chunk_memo)
@@ -194,6 +214,49 @@ def compare_command(
                                         plots=not no_plots)
     _render_compare(result)
     _refuse_empty_summaries(result)
+
+
+def _shard_or_merge(exp: Experiment, settings: LLMSettings, shard_text: str | None,
+                    merge_dirs: tuple[Path, ...]) -> Experiment | None:
+    """``--shard``: keep this shard's books and write its manifest; ``--merge``: take the shards' records.
+
+    None: this shard has no book (more shards than books); its manifest says so and it is done.
+    """
+    from booksum_app.errors import ConfigError
+    from booksum_app.files import check_writable_dir
+    from booksum_app.llm.registry import choose_model
+    from booksum_app.runners.compare_plan import judge_string
+    from booksum_app.runners.shard import (
+        grid_fingerprint,
+        merge_shards,
+        parse_shard,
+        shard_books,
+        write_manifest,
+    )
+
+    if shard_text is not None and merge_dirs:
+        raise ConfigError("--shard runs one part and --merge combines all of them; give one or the other")
+    if exp.datasets or (shard_text is not None and exp.precomputed):
+        raise ConfigError("--shard and --merge split book files only; leave out --dataset, and give --precomputed "
+                          "to the merging compare")
+    check_writable_dir(exp.out)
+    # the models as resolved (a default from BOOKSUM_MODEL or the config file may differ by machine)
+    resolved = dataclasses.replace(exp, models=tuple(choose_model(m, settings=settings).info.name for m in exp.models))
+    fingerprint = grid_fingerprint(resolved, judge_string(exp, settings))
+    if merge_dirs:
+        report = merge_shards(merge_dirs, out=exp.out, books=exp.books, fingerprint=fingerprint)
+        err_console.print(f"merged {report.records} records of {report.shards} shards into {exp.out}/records/",
+                          highlight=False, markup=False, soft_wrap=True)
+        return exp
+    assert shard_text is not None
+    shard = parse_shard(shard_text)
+    mine = dataclasses.replace(exp, books=shard_books(exp.books, shard))
+    write_manifest(exp.out, shard, mine, exp.books, fingerprint)
+    if not mine.books:
+        err_console.print(f"shard {shard} has no book ({len(exp.books)} books, {shard.count} shards); nothing to run",
+                          highlight=False, markup=False, soft_wrap=True)
+        return None
+    return mine
 
 
 def _refuse_empty_summaries(result: CompareResult) -> None:

@@ -47,6 +47,8 @@ def _score_modes() -> list[str]:
 @click.option("--annotations", "annotations", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Score from existing annotations (release format), no LLM call; one per SUMMARIES, in order.")
 @click.option("--no-judge", is_flag=True, help="Skip BooookScore; n-gram statistics (and ROUGE-L) only.")
+@click.option("--judge-base-url", default=None, metavar="URL|api",
+              help="The judge's server, over --base-url and its config entry (api: its provider's own API).")
 @click.option("--source", type=click.Path(path_type=Path), default=None,
               help="Directory of source books (or one book) matched by file-name stem: enables % novel 3-grams.")
 @click.option("--references", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -64,7 +66,7 @@ def score_command(
     summaries: tuple[Path, ...], judge_name: str | None, mode: str, batch_size: int, annotations: tuple[Path,
     ...], no_judge: bool, source: Path | None, references: Path | None, report: Path | None,
     json_out: Path | None, csv_out: Path | None, annotations_out: Path | None, seed: int | None,
-    max_plan_cost: float, yes: bool, **llm: Any,
+    max_plan_cost: float, yes: bool, judge_base_url: str | None, **llm: Any,
 ) -> None:
     """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram statistics."""
 
@@ -78,6 +80,11 @@ def score_command(
         if path is not None and str(path) != "-":
             check_writable(path)  # before the judge is paid
     settings_llm = llm_settings(**llm)
+    if judge_base_url is not None and not no_judge:
+        from booksum_app.llm.registry import choose_judge
+        from booksum_app.runners.servers import judge_server
+
+        settings_llm = judge_server(settings_llm, choose_judge(judge_name, settings=settings_llm), judge_base_url)
     if judge_name:
         from booksum_app.llm.registry import choose_model
 

@@ -49,9 +49,14 @@ def _openai(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> B
     if chosen not in ("auto", "sdk"):
         raise ConfigError(f"BOOKSUM_OPENAI_TRANSPORT={chosen[:20]!r}: use auto (the default) or sdk")
     transport: Transport = "sdk" if chosen == "sdk" else "auto"
+    # BOOKSUM_ENDPOINT_MAX_IN_FLIGHT=N: at most N calls in flight on each of several base URLs
+    limit = env.get("BOOKSUM_ENDPOINT_MAX_IN_FLIGHT", "").strip()
+    if limit and (not limit.isdigit() or int(limit) < 1):
+        raise ConfigError(f"BOOKSUM_ENDPOINT_MAX_IN_FLIGHT={limit[:20]!r}: give a whole number of calls, at least 1")
     return OpenAIBackend(spec.info, model_id=spec.model_id, api_key=env.get("OPENAI_API_KEY") or None,
                          base_url=spec.base_url, timeout_s=settings.timeout_s, reasoning=spec.reasoning,
-                         reasoning_effort=settings.reasoning_effort, transport=transport)
+                         reasoning_effort=settings.reasoning_effort, transport=transport,
+                         max_in_flight_per_endpoint=int(limit) if limit else None)
 
 
 def _anthropic(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:

@@ -32,15 +32,16 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Completion, Usage
 from booksum_app.llm.cache_fallback import WriteFallback, rollback
 from booksum_app.llm.cache_schema import MIGRATIONS, migrate
+from booksum_app.llm.netfs import refusal
 
 __all__ = ["MIGRATIONS", "CacheStats", "CallCache", "CallMeta", "CallStore", "Lease", "migrate"]
 
@@ -113,6 +114,10 @@ class CacheStats:
     by_model: tuple[tuple[str, int, int, int], ...]  # (model, calls, input tokens, output tokens)
 
 
+EXPORT_COLUMNS = ("key", "text", "finish_reason", "input_tokens", "output_tokens", "cached_input_tokens",
+                  "cache_write_input_tokens", "model", "created", "latency_s", "purpose", "request", "model_string",
+                  "run", "book")  # every column of ``calls`` after the last migration
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -163,6 +168,9 @@ class CallCache:
                 f"cannot create cache directory {self.directory}: {exc.strerror}; "
                 "pass --cache-dir DIR or --no-cache"
             ) from exc
+        why = refusal(self.directory)
+        if why is not None:
+            raise ConfigError(why)
         self.path = self.directory / CACHE_FILENAME
         # one connection, one transaction at a time: one per thread made our threads wait on each
         # other in SQLite's busy handler (1-100 ms sleeps) at 128 in flight
@@ -423,6 +431,27 @@ class CallCache:
                     cursor = db.execute("DELETE FROM calls WHERE created < ?", (time.time() - older_than_s,))
             db.execute("VACUUM")
         return int(cursor.rowcount)
+
+    def export_rows(self) -> Iterator[dict[str, Any]]:
+        """Every stored answer as a dict of its columns (``booksum cache --export``), oldest first."""
+        with self._db() as db:  # streamed: a large cache is never held in memory whole
+            for row in db.execute(f"SELECT {', '.join(EXPORT_COLUMNS)} FROM calls ORDER BY created, key"):
+                yield dict(zip(EXPORT_COLUMNS, row, strict=True))
+
+    def import_rows(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Store exported answers whose keys this cache lacks, in one transaction; returns how many were new."""
+        values = [tuple(row[c] for c in EXPORT_COLUMNS) for row in rows]
+        with self._db() as db:
+            before = db.total_changes
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany(f"INSERT OR IGNORE INTO calls ({', '.join(EXPORT_COLUMNS)}) "
+                               f"VALUES ({', '.join('?' * len(EXPORT_COLUMNS))})", values)
+            except BaseException:
+                rollback(db)  # a full disk's own error, not "cannot rollback"
+                raise
+            db.execute("COMMIT")
+            return int(db.total_changes - before)
 
     def close(self) -> None:
         """Stop renewing, release the leases still held, close the connection."""

@@ -1,8 +1,8 @@
 """OpenAI chat completions, and any OpenAI-compatible server (``vllm serve``, llama.cpp server) by base URL.
 
-Several base URLs (comma-separated) serve one model from several replicas: each call goes to
-the healthy one with the fewest calls in flight; one that fails (connection, timeout, 5xx, a
-malformed reply) is skipped for 5 s, doubling per failure in a row up to 60 s, and retried after.
+Several base URLs (comma-separated) serve one model from several replicas; which one gets a
+call, and when a failing one (connection, timeout, 5xx, a malformed reply) comes back, is
+:mod:`booksum_app.llm.endpoints`'s job.
 
 Two carriers, one wire format (``openai_wire``: the body sent, the reply accepted):
 
@@ -46,6 +46,7 @@ import openai
 from booksum_app.errors import AuthError, TransientModelError, server_message
 from booksum_app.llm.base import Completion, ModelInfo, Request
 from booksum_app.llm.deadline import attempt_deadline, deadline_transport
+from booksum_app.llm.endpoints import PROBE_TIMEOUT_S, Balancer, Endpoint, http_probe
 from booksum_app.llm.http_json import HttpFailure, JsonPoster, is_plain_http
 from booksum_app.llm.openai_wire import chat_body, completion_from_reply, error_detail, status_error
 from booksum_app.llm.wire import sdk_error_detail
@@ -79,6 +80,7 @@ class OpenAIBackend:
         reasoning_effort: str | None = None,
         legacy_max_tokens: bool | None = None,
         transport: Transport = "auto",
+        max_in_flight_per_endpoint: int | None = None,
     ) -> None:
         if not api_key:
             if base_url is None:
@@ -116,8 +118,10 @@ class OpenAIBackend:
                 info.name, api_key,
             )
 
-        self._endpoints = [_Endpoint(url, sender(url)) for url in urls]
-        self._lock = threading.Lock()
+        probe = http_probe(min(PROBE_TIMEOUT_S, timeout_s)) if len(urls) > 1 else None
+        self._balancer = Balancer([Endpoint(url, sender(url)) for url in urls], limit=max_in_flight_per_endpoint,
+                                  probe=probe)
+        self._endpoints = self._balancer.endpoints
 
     @property
     def transports(self) -> list[str]:
@@ -131,8 +135,10 @@ class OpenAIBackend:
             reasoning_effort=self.reasoning_effort, reasoning_room=self.extra_output_tokens,
         )
         start = time.perf_counter()
-        endpoint = self._pick()
-        failed = True
+        shared = request.shared_prefix and len(self._endpoints) > 1  # prefix affinity among replicas
+        ticket = self._balancer.acquire(hash((request.system, request.shared_prefix)) if shared else None)
+        endpoint = ticket.endpoint
+        failed: bool | None = True
         try:
             with attempt_deadline(self.timeout_s):
                 raw = endpoint.sender.send(body)
@@ -145,28 +151,15 @@ class OpenAIBackend:
         except TransientModelError:
             raise  # a connection failure, timeout, 5xx or malformed reply counts against the endpoint
         except Exception:
-            failed = False  # a 429 or a rejected request says nothing of the endpoint's health
+            failed = None  # a 429 or a rejected request says nothing of the endpoint's health
             raise
         finally:
-            with self._lock:
-                endpoint.in_flight -= 1
-                if len(self._endpoints) > 1:
-                    endpoint.record(failed=failed)
+            self._balancer.release(ticket, failed=failed)
 
     def close(self) -> None:
         """Close every endpoint's HTTP connections."""
         for endpoint in self._endpoints:
             endpoint.sender.close()
-
-    def _pick(self) -> _Endpoint:
-        """The healthy endpoint with the fewest calls in flight (or, all down, the first back up)."""
-        with self._lock:
-            now = time.monotonic()
-            healthy = [e for e in self._endpoints if e.down_until <= now]
-            pool = healthy or [min(self._endpoints, key=lambda e: e.down_until)]
-            endpoint = min(pool, key=lambda e: e.in_flight)  # ties: the first listed
-            endpoint.in_flight += 1
-            return endpoint
 
 
 def _direct_reachable(url: str) -> bool:
@@ -280,25 +273,3 @@ class _Lane:
     def __init__(self, client: openai.OpenAI) -> None:
         self.client = client
         self.in_flight = 0
-
-
-class _Endpoint:
-    """One base URL of a model served by several (replicas behind their own URLs)."""
-
-    DOWN_FIRST_S = 5.0  # an endpoint that fails is skipped this long, doubling per failure in a row
-    DOWN_MAX_S = 60.0
-
-    def __init__(self, url: str | None, sender: _Sender) -> None:
-        self.url = url
-        self.sender = sender
-        self.in_flight = 0
-        self.failures = 0
-        self.down_until = 0.0
-
-    def record(self, *, failed: bool) -> None:
-        if not failed:
-            self.failures, self.down_until = 0, 0.0
-            return
-        self.failures += 1
-        pause = min(self.DOWN_MAX_S, self.DOWN_FIRST_S * 2 ** (self.failures - 1))
-        self.down_until = time.monotonic() + pause

@@ -47,6 +47,7 @@ from booksum_app.llm.base import Backend, ModelInfo
 from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.limiter import socket_room
+from booksum_app.llm.model_names import family, own_server
 
 PROVIDERS = ("openai", "anthropic", "vllm", "ollama", "local")
 DEFAULT_MODEL = "local"
@@ -99,6 +100,7 @@ class LLMSettings:
     length_policy: str | None = None  # "regenerate"/"truncate"; None: the model's own (models.json, config)
     config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
     reasoning_effort: str | None = None  # reasoning models: minimal/low/medium/high; None: low
+    servers: tuple[tuple[str, str], ...] = ()  # model string -> its own server over base_url (llm/model_names.py)
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ class ModelSpec:
     base_url: str | None = None
     server_slots: int | None = None  # requests the server serves at once, as it reports (llm/server_info.py)
     server_note: str | None = None  # where the window came from, when the server reported it
+    server: str | None = None  # the model's own server (settings.servers, config base_url); "": the provider's API
 
     @property
     def notice(self) -> str | None:
@@ -164,12 +167,14 @@ def default_cache_dir(env: Mapping[str, str]) -> Path:
 
 
 def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
-    unknown = set(entry) - set(_SPEC_FIELDS) - {"aliases"}
+    unknown = set(entry) - set(_SPEC_FIELDS) - {"aliases", "base_url"}
     if unknown:
         raise ConfigError(
             f"{where}: model {name!r} has unknown field(s) {sorted(unknown)}; "
-            f"allowed: {', '.join(_SPEC_FIELDS)}, aliases"
+            f"allowed: {', '.join(_SPEC_FIELDS)}, aliases, base_url"
         )
+    if not isinstance(entry.get("base_url", ""), str):
+        raise ConfigError(f"{where}: model {name!r} base_url must be a URL string (\"\": the provider's own API)")
     tok = entry.get("tokenizer")
     if tok is not None and tok not in TOKENIZERS:
         raise ConfigError(f"{where}: model {name!r} tokenizer {tok!r}; use one of {TOKENIZERS}")
@@ -291,7 +296,7 @@ def _spec_from(
     provider: str, model_id: str, table: _Table, *, base_url: str | None, n_ctx: int | None
 ) -> ModelSpec:
     name = "local" if provider == "local" and not model_id else f"{provider}:{model_id}"
-    entry = table.models.get(name)
+    entry = table.models.get(name) or table.models.get(family(name))
     defaults_key = "openai-compatible" if provider == "openai" and base_url else provider
     note = None
     provider_defaults = table.providers.get(defaults_key) or _plugin_defaults(provider)
@@ -353,7 +358,9 @@ def choose_model(
     else:
         model, source = DEFAULT_MODEL, "default"
     provider, model_id = _split(model, table)
-    base_url = settings.base_url or (env.get("OPENAI_BASE_URL") or None)
+    full = "local" if provider == "local" and not model_id else f"{provider}:{model_id}"
+    server = own_server(model, full, settings.servers, table.models)
+    base_url = (server or None) if server is not None else settings.base_url or (env.get("OPENAI_BASE_URL") or None)
     spec = _spec_from(
         provider,
         model_id,
@@ -369,7 +376,7 @@ def choose_model(
         if settings.length_policy not in LENGTH_POLICIES:
             raise ConfigError(f"length policy {settings.length_policy!r}; use one of {LENGTH_POLICIES}")
         spec = dataclasses.replace(spec, info=dataclasses.replace(spec.info, length_policy=settings.length_policy))
-    return dataclasses.replace(spec, source=source)
+    return dataclasses.replace(spec, source=source, server=server)
 
 
 def choose_judge(
@@ -492,6 +499,8 @@ def get_model(
     """
     env = os.environ if env is None else env
     spec = choose_model(model, settings=settings, env=env)
+    if spec.server is not None:  # its own server, for the backend as for the cache identity
+        settings = dataclasses.replace(settings, base_url=spec.server or None)
     built = backend if backend is not None else _build_backend(spec, settings, env)
     cache_store = None
     if settings.use_cache:

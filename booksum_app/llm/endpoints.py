@@ -1,0 +1,272 @@
+"""Several base URLs serving one model (replicas): which one gets a call, and when a failing one comes back.
+
+- A call goes to the healthy replica with the fewest calls in flight (ties: the first listed),
+  at most ``limit`` in flight on one replica when a limit is set (the rest wait for a slot).
+- Failures count once per burst: calls in flight together on a replica that stops answering
+  fail together (a hung replica: all at the same timeout), and they are one event, not N in a
+  row. A failure counts only for a call sent after the replica's last counted failure; it
+  takes the replica out for 5 s, doubling per counted failure up to 60 s. A success of a call
+  sent after that puts it back at once.
+- A replica whose pause is over is probed before it gets calls again (``probe``: a GET of
+  ``/models`` with a short timeout, in the background); a hung one fails the probe, so it
+  costs the probe's few seconds, never another call's full timeout. Only when every replica
+  is out does a call go to the one due back first, so the call layer's retries still end.
+- A stalled replica is probed without waiting for a timeout: one that has answered nothing
+  since its oldest call in flight was sent, that call older than ``STALL_FACTOR`` times the
+  calls' usual latency (and ``STALL_MIN_S``), gets no new call until a probe passes. A frozen
+  process (SIGSTOP) then holds only the calls sent before it was noticed, for one timeout.
+- Prefix affinity: a request with a shared prefix (the judge's instructions and summary) goes
+  to a replica that already served that prefix (its prompt cache holds it) unless that one has
+  ``WARM_SLACK`` more calls in flight than the least busy; a replica that has not served it
+  gets one call on it alone first (its warm-up) while the others wait or go to warm replicas,
+  so each replica's prefix cache is written once, as the judge's warm-up does for one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+S = TypeVar("S")
+PROBE_TIMEOUT_S = 3.0
+_UNWELL = (500, 502, 503, 504)
+
+
+class Endpoint(Generic[S]):
+    """One base URL and its state: calls in flight, counted failures, the prefixes it holds warm."""
+
+    WARM_PREFIXES = 4096  # prefixes remembered per replica (hashes), least recently used dropped
+
+    def __init__(self, url: str | None, sender: S) -> None:
+        self.url = url
+        self.sender = sender
+        self.in_flight = 0
+        self.sent = 0  # calls sent so far: a call's number tells which burst it belongs to
+        self.failures = 0  # counted failures in a row
+        self.burst_mark = -1  # calls numbered up to this were in flight at the last counted failure
+        self.down_until = 0.0
+        self.checked = True  # False while out: a probe must pass before calls come back
+        self.probing = False
+        self.warm: OrderedDict[int, None] = OrderedDict()
+        self.warming: dict[int, int] = {}  # prefix -> its warm-up calls in flight here
+        self.open_calls: OrderedDict[int, float] = OrderedDict()  # call number -> when sent, oldest first
+        self.last_answer = float("-inf")  # when it last answered anything (a 429 included)
+        self.probe_passed = float("-inf")
+
+    def is_warm(self, prefix: int) -> bool:
+        return prefix in self.warm
+
+    def remember(self, prefix: int) -> None:
+        self.warm[prefix] = None
+        self.warm.move_to_end(prefix)
+        while len(self.warm) > self.WARM_PREFIXES:
+            self.warm.popitem(last=False)
+
+
+@dataclass(slots=True)  # not frozen: one is made per call, and a frozen one costs twice as long to build
+class Ticket(Generic[S]):
+    """One call's place: its endpoint, its number there, its prefix and whether it warms the prefix."""
+
+    endpoint: Endpoint[S]
+    number: int
+    prefix: int | None
+    warming: bool
+    sent_at: float = 0.0
+
+
+class Balancer(Generic[S]):
+    """Chooses an endpoint per call and keeps each endpoint's health (thread-safe)."""
+
+    DOWN_FIRST_S = 5.0
+    DOWN_MAX_S = 60.0
+    WARM_SLACK = 4  # calls in flight a warm replica may carry beyond the least busy before a cold one is warmed
+    STALL_FACTOR = 4.0  # a replica silent this many usual latencies past its oldest call is probed
+    STALL_MIN_S = 10.0
+
+    def __init__(
+        self,
+        endpoints: Sequence[Endpoint[S]],
+        *,
+        limit: int | None = None,
+        probe: Callable[[str], bool] | None = None,
+        run_probe: Callable[[Callable[[], None]], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not endpoints:
+            raise ValueError("at least one endpoint")
+        if limit is not None and limit < 1:
+            raise ValueError("limit must be at least 1")
+        self.endpoints = list(endpoints)
+        self.limit = limit
+        self._probe = probe
+        self._run_probe = run_probe or _in_thread
+        self._clock = clock
+        self._cond = threading.Condition()
+        self.latency_s: float | None = None  # moving average of answered calls' latency, every replica
+
+    def acquire(self, prefix: int | None = None) -> Ticket[S]:
+        """An endpoint for one call (waiting while every usable one is at its limit)."""
+        if len(self.endpoints) == 1 and self.limit is None:  # nothing to choose or hold: the common case
+            only = self.endpoints[0]
+            with self._cond:
+                only.in_flight += 1
+                only.sent += 1
+                return Ticket(only, only.sent, None, False)
+        due: list[Endpoint[S]] = []
+        with self._cond:
+            while True:
+                self._mark_stalled()
+                due += self._due_probes()
+                ticket = self._choose(prefix)
+                if ticket is not None:
+                    break
+                self._cond.wait(timeout=1.0)  # a release, a probe's answer, or a pause running out
+        for endpoint in due:
+            self._start_probe(endpoint)
+        return ticket
+
+    def release(self, ticket: Ticket[S], *, failed: bool | None) -> None:
+        """The call is over: ``failed`` True counts against the endpoint, False proves it well, None neither."""
+        endpoint = ticket.endpoint
+        if len(self.endpoints) == 1 and self.limit is None:
+            with self._cond:
+                endpoint.in_flight -= 1
+            return
+        with self._cond:
+            endpoint.in_flight -= 1
+            endpoint.open_calls.pop(ticket.number, None)
+            if failed is not True:
+                now = self._clock()
+                endpoint.last_answer = now
+                if failed is False:
+                    latency = now - ticket.sent_at
+                    self.latency_s = latency if self.latency_s is None else 0.8 * self.latency_s + 0.2 * latency
+            if ticket.warming and ticket.prefix is not None:
+                left = endpoint.warming.get(ticket.prefix, 1) - 1
+                if left > 0:
+                    endpoint.warming[ticket.prefix] = left
+                else:
+                    endpoint.warming.pop(ticket.prefix, None)
+            if failed is False and ticket.prefix is not None:
+                endpoint.remember(ticket.prefix)
+            if len(self.endpoints) > 1 and failed is not None:
+                if failed and ticket.number > endpoint.burst_mark:
+                    self._count_failure(endpoint)
+                elif not failed and ticket.number > endpoint.burst_mark:
+                    endpoint.failures, endpoint.down_until, endpoint.checked = 0, 0.0, True
+            self._cond.notify_all()
+
+    # ---- choosing ---------------------------------------------------------------------
+
+    def _usable(self, endpoint: Endpoint[S], now: float) -> bool:
+        return endpoint.down_until <= now and endpoint.checked
+
+    def _choose(self, prefix: int | None) -> Ticket[S] | None:
+        now = self._clock()
+        usable = [e for e in self.endpoints if self._usable(e, now)]
+        if not usable:  # every one out: the first due back, so the call layer's retries end
+            usable = [min(self.endpoints, key=lambda e: e.down_until)]
+        open_ = [e for e in usable if self.limit is None or e.in_flight < self.limit]
+        if not open_:
+            return None
+        warming = False
+        if prefix is None or len(self.endpoints) == 1:
+            endpoint = min(open_, key=lambda e: e.in_flight)
+        else:
+            least = min(e.in_flight for e in open_)
+            warm = [e for e in open_ if e.is_warm(prefix) and e.in_flight <= least + self.WARM_SLACK]
+            cold = [e for e in open_ if not e.is_warm(prefix) and prefix not in e.warming]
+            if warm:
+                endpoint = min(warm, key=lambda e: e.in_flight)
+            elif cold:
+                endpoint, warming = min(cold, key=lambda e: e.in_flight), True
+            elif any(e.is_warm(prefix) for e in open_):  # warm ones all busy, the cold ones warming
+                endpoint = min((e for e in open_ if e.is_warm(prefix)), key=lambda e: e.in_flight)
+            else:
+                return None  # the prefix's first call is in flight everywhere: wait for one to answer
+        endpoint.in_flight += 1
+        endpoint.sent += 1
+        endpoint.open_calls[endpoint.sent] = now
+        if warming and prefix is not None:
+            endpoint.warming[prefix] = endpoint.warming.get(prefix, 0) + 1
+        return Ticket(endpoint, endpoint.sent, prefix, warming, now)
+
+    # ---- health -----------------------------------------------------------------------
+
+    def _count_failure(self, endpoint: Endpoint[S]) -> None:
+        endpoint.failures += 1
+        endpoint.burst_mark = endpoint.sent  # the calls in flight now fail with this one
+        pause = min(self.DOWN_MAX_S, self.DOWN_FIRST_S * 2 ** (endpoint.failures - 1))
+        endpoint.down_until = self._clock() + pause
+        endpoint.checked = self._probe is None or endpoint.url is None
+
+    def _mark_stalled(self) -> None:
+        """Take out, until a probe passes, a replica that answers nothing while its calls age."""
+        if self._probe is None or self.latency_s is None or len(self.endpoints) < 2:
+            return
+        now, patience = self._clock(), max(self.STALL_MIN_S, self.STALL_FACTOR * self.latency_s)
+        for e in self.endpoints:
+            if not e.open_calls or not e.checked or e.url is None:
+                continue
+            oldest = next(iter(e.open_calls.values()))
+            if now - oldest > patience and e.last_answer < oldest and e.probe_passed < oldest:
+                e.checked = False  # no failure counted: the probe decides
+
+    def _due_probes(self) -> list[Endpoint[S]]:
+        now = self._clock()
+        due = [e for e in self.endpoints if not e.checked and not e.probing and e.down_until <= now]
+        for endpoint in due:
+            endpoint.probing = True
+        return due
+
+    def _start_probe(self, endpoint: Endpoint[S]) -> None:
+        probe, url = self._probe, endpoint.url
+        assert probe is not None and url is not None  # checked is only False with both
+
+        def run() -> None:
+            try:
+                alive = probe(url)
+            except Exception:  # noqa: BLE001 - a probe that breaks says the endpoint is not well
+                alive = False
+            with self._cond:
+                endpoint.probing = False
+                if alive:
+                    endpoint.checked, endpoint.probe_passed = True, self._clock()
+                else:
+                    self._count_failure(endpoint)
+                self._cond.notify_all()
+
+        self._run_probe(run)
+
+
+def _in_thread(work: Callable[[], None]) -> None:
+    threading.Thread(target=work, name="booksum-endpoint-probe", daemon=True).start()
+
+
+def http_probe(timeout_s: float = PROBE_TIMEOUT_S) -> Callable[[str], bool]:
+    """A probe that GETs ``<base URL>/models``: an answer within ``timeout_s`` is alive.
+
+    A 404, 401 or 501 still proves a server that answers (``/models`` is not served
+    everywhere); 500, 502, 503 and 504 (a server still loading, a proxy with no server behind
+    it), a refused connection or no answer in time do not.
+    """
+
+    def probe(url: str) -> bool:
+        try:
+            with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=timeout_s) as reply:
+                return int(reply.status) not in _UNWELL
+        except urllib.error.HTTPError as exc:
+            return exc.code not in _UNWELL
+        except (OSError, ValueError):
+            return False
+
+    return probe
+
+
+__all__ = ["PROBE_TIMEOUT_S", "Balancer", "Endpoint", "Ticket", "http_probe"]

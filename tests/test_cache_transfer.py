@@ -1,0 +1,118 @@
+"""The call cache on a network file system (refused) and answers moved between caches (--export/--import)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from booksum_app.cli import cli
+from booksum_app.errors import ConfigError
+from booksum_app.llm import netfs
+from booksum_app.llm.base import Completion, Usage
+from booksum_app.llm.cache import EXPORT_COLUMNS, CallCache, CallMeta
+from booksum_app.llm.cache_export import CHECKED, export_answers, import_answers
+
+MOUNTS = """\
+/dev/vda / ext4 rw,relatime 0 0
+server:/export/home /home nfs4 rw,vers=4.2 0 0
+//nas/share /mnt/my\\040share cifs rw 0 0
+/dev/vdb /home/alice/scratch ext4 rw 0 0
+tmpfs /tmp tmpfs rw 0 0
+"""
+
+
+@pytest.mark.parametrize(("path", "kind"), [
+    ("/home/alice/.cache/booksum", "nfs4"),
+    ("/home/alice/scratch/cache", "ext4"),  # a local disk mounted inside the NFS home
+    ("/mnt/my share/cache", "cifs"),  # /proc/mounts writes the space as \040
+    ("/mnt/my", "ext4"),
+    ("/tmp/x", "tmpfs"),
+    ("/homework", "ext4"),  # /home is not a prefix of /homework
+])
+def test_the_file_system_is_the_longest_mount_above_the_path(path: str, kind: str) -> None:
+    assert netfs.filesystem_type(path, MOUNTS) == kind
+
+
+def test_a_cache_on_nfs_is_refused_with_a_way_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"/dev/vda / ext4 rw 0 0\nserver:/x {tmp_path / 'nfs'} nfs rw 0 0\n", encoding="utf-8")
+    monkeypatch.setattr(netfs, "MOUNTS", mounts)
+    with pytest.raises(ConfigError, match=r"is on nfs, a network file system.*--cache-dir on a local disk"):
+        CallCache(tmp_path / "nfs" / "cache")
+    CallCache(tmp_path / "local").close()  # the same machine's local disk is fine
+    monkeypatch.setenv(netfs.ALLOW_ENV, "allow")
+    CallCache(tmp_path / "nfs" / "cache").close()
+    monkeypatch.setattr(netfs, "MOUNTS", tmp_path / "no-such-file")  # not Linux: nothing known, nothing refused
+    monkeypatch.delenv(netfs.ALLOW_ENV)
+    CallCache(tmp_path / "nfs" / "other").close()
+
+
+def test_the_cli_says_one_line_for_a_cache_on_nfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"server:/x {tmp_path} nfs4 rw 0 0\n", encoding="utf-8")
+    monkeypatch.setattr(netfs, "MOUNTS", mounts)
+    result = CliRunner().invoke(cli, ["cache", "--cache-dir", str(tmp_path / "c")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "network file system" in result.output
+
+
+def _answer(text: str, n: int) -> Completion:
+    return Completion(text=text, finish_reason="stop", usage=Usage(100 + n, 20, 64, 0), model="m", latency_s=0.5)
+
+
+def test_export_then_import_moves_every_answer_once(tmp_path: Path) -> None:
+    assert sorted(CHECKED) == sorted(EXPORT_COLUMNS), "every exported column is checked on import"
+    one, other = CallCache(tmp_path / "one"), CallCache(tmp_path / "other")
+    try:
+        for n in range(5):
+            one.put(f"key-{n}", _answer(f"answer «{n}»", n), purpose="judge",
+                    meta=CallMeta(request='{"m": 1}', model_string="openai:gpt-4o", run="r1", book="b.txt"))
+        other.put("key-0", _answer("kept: the other cache's own answer", 0))
+        path = tmp_path / "answers.jsonl"
+        assert export_answers(one, path) == 5
+        lines = path.read_text(encoding="utf-8").splitlines()
+        assert len(lines) == 5 and all(json.loads(line)["kind"] == "booksum.cache-answer" for line in lines)
+        assert "«4»" in lines[4], "UTF-8, not escaped"
+        assert import_answers(other, path) == (5, 4)
+        assert import_answers(other, path) == (5, 0), "importing twice adds nothing"
+        got = other.get("key-3")
+        assert got is not None and got.text == "answer «3»" and got.usage == Usage(103, 20, 64, 0) and got.cache_hit
+        assert other.get("key-0").text == "kept: the other cache's own answer"  # type: ignore[union-attr]
+        assert len(other) == 5
+    finally:
+        one.close()
+        other.close()
+
+
+@pytest.mark.parametrize(("line", "what"), [
+    ("{not json", "not JSON"),
+    ('{"kind": "booksum.cache-answer", "key": "k"}', "not an exported answer"),
+    ('["a list"]', "not an exported answer"),
+])
+def test_a_bad_export_line_is_refused_with_its_number_and_nothing_stored(tmp_path: Path, line: str, what: str) -> None:
+    cache = CallCache(tmp_path / "c")
+    good = CallCache(tmp_path / "g")
+    good.put("k", _answer("fine", 1))
+    path = tmp_path / "answers.jsonl"
+    export_answers(good, path)
+    good.close()
+    path.write_text(path.read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["cache", "--cache-dir", str(tmp_path / "c"), "--import", str(path)])
+    assert result.exit_code == 2 and f"line 2: {what}" in " ".join(result.output.split())
+    assert len(cache) == 0, "the file is checked whole before any answer is stored"
+    cache.close()
+
+
+def test_cli_export_is_atomic_and_import_reports_counts(tmp_path: Path) -> None:
+    cache = CallCache(tmp_path / "c")
+    cache.put("k1", _answer("one", 1))
+    cache.close()
+    out = tmp_path / "dir" / "answers.jsonl"
+    exported = CliRunner().invoke(cli, ["cache", "--cache-dir", str(tmp_path / "c"), "--export", str(out)])
+    assert exported.exit_code == 0 and "exported 1 answers" in exported.output
+    assert [p.name for p in out.parent.iterdir()] == ["answers.jsonl"], "no temporary file left beside it"
+    imported = CliRunner().invoke(cli, ["cache", "--cache-dir", str(tmp_path / "d"), "--import", str(out)])
+    assert imported.exit_code == 0 and "imported 1 of 1 answers" in imported.output
