@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from booksum_app.textsafe import printable
+
 # What a server or proxy may echo back: bearer tokens, ``sk-...`` / ``sk-ant-...`` keys,
 # and ``x-api-key: ...`` / ``api_key=...`` pairs. Replaced by REDACTED in every message.
 REDACTED = "[redacted]"
@@ -51,13 +53,34 @@ def redact(text: str, *secrets: str | None) -> str:
     return _SECRET_PATTERNS.sub(lambda m: (m.group("label") or "") + REDACTED, text)
 
 
+DETAIL_CHARS = 300  # of a server's error message kept in ours
+_SCAN_CHARS = 65_536  # of a server's message read at all (a 64 MB error body is not a message)
+
+
+def server_message(text: str, *secrets: str | None, limit: int = DETAIL_CHARS) -> str:
+    """A server's message made fit for ours: redacted, then printable, on one line, then cut.
+
+    Redacting comes first: a key that straddles the cut would otherwise be cut past the point
+    where :func:`redact` recognises it, and print all but its last characters.
+    """
+    return " ".join(printable(redact(text[:_SCAN_CHARS], *secrets)).split())[:limit]
+
+
 class BooksumError(Exception):
-    """Base of every error booksum raises on purpose."""
+    """Base of every error booksum raises on purpose.
+
+    Its message is printable text (:func:`~booksum_app.textsafe.printable`): messages name
+    files, titles and servers' words, and a control sequence in them must not reach the
+    terminal that prints the error.
+    """
 
     exit_code = 1
     # what a failed run had paid before it failed (a ``Tally``), set by the runner: the CLI
     # writes it to a partial record so that nothing paid for goes unaccounted
     spent: Any = None
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(printable(a, newlines=True) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(BooksumError):
@@ -138,6 +161,7 @@ class ModelUnavailable(ModelError):
 
 
 __all__ = [
+    "DETAIL_CHARS",
     "REDACTED",
     "AuthError",
     "BookFormatError",
@@ -154,4 +178,5 @@ __all__ = [
     "RateLimited",
     "TransientModelError",
     "redact",
+    "server_message",
 ]

@@ -19,8 +19,8 @@ NO = JudgeAnswer()
         ("questions: No confusion.\ntypes: No Confusion.", NO),
         ("**Questions:** no confusion\n**Types:** no confusion", NO),
         ("[Your response] Questions: no confusion\nTypes: none", NO),
-        ("No confusion.", NO),
-        ("Types: N/A", NO),
+        ("Questions: None.\nTypes: N/A", NO),
+        ("Sure.\nQuestions: no confusion\nTypes: no confusion", NO),
         (
             "Questions: Who is Anna?\nTypes: entity omission",
             JudgeAnswer("Who is Anna?", ("entity omission",)),
@@ -41,7 +41,6 @@ NO = JudgeAnswer()
             "Questions: What?\nTypes: [salience, language]\nThe sentence is fine otherwise.",
             JudgeAnswer("What?", ("salience", "language")),
         ),
-        ("Types: entity omission", JudgeAnswer(None, ("entity omission",))),
         (
             "Questions: Who is X?\nTypes: entity omission, entity omission",
             JudgeAnswer("Who is X?", ("entity omission",)),
@@ -65,6 +64,21 @@ def test_sentence_answers_that_parse(answer: str, expected: JudgeAnswer) -> None
         "Questions:\nTypes:\n",  # empty fields are not "no confusion"
         "Questions: Who?\nTypes: ",
         "\u00ff\u0000 garbage ]]][[[",
+        # bare words are not the format: a judge talked into "No" must not score a sentence clean
+        "No",
+        "No.",
+        "no",
+        "none",
+        "None.",
+        "nothing",
+        "null",
+        "N/A",
+        "No confusion.",  # the release's parser too wants both labels
+        "Types: N/A",  # no Questions label
+        "Types: entity omission",
+        "Questions: no\nTypes: no",
+        "Questions: nothing\nTypes: null",
+        "Types: no confusion\nQuestions: no confusion",  # labels in the wrong order
     ],
 )
 def test_sentence_answers_that_are_rejected(answer: str) -> None:
@@ -108,3 +122,17 @@ def test_batch_answer_positions_when_numbers_missing() -> None:
 def test_batch_answer_without_a_json_list_is_rejected(text: str) -> None:
     with pytest.raises(JudgeParseError):
         parse_batch_answer(text, 2)
+
+
+@pytest.mark.parametrize("text", ["No", "none", "null", "N/A", "No.", "nothing"])
+def test_batch_answer_that_is_a_bare_word_is_rejected(text: str) -> None:
+    with pytest.raises(JudgeParseError):
+        parse_batch_answer(text, 2)
+
+
+def test_batch_items_without_both_keys_are_not_no_confusion() -> None:
+    answers, errors = parse_batch_answer(
+        '[{}, {"sentence_num": 2}, {"sentence_num": 3, "types": null}, {"sentence_num": 4, "questions": "no"'
+        ', "types": null}, {"sentence_num": 5, "questions": null, "types": "null"}]', 5)
+    assert answers == {}
+    assert set(errors) == {1, 2, 3, 4, 5}

@@ -13,7 +13,6 @@ from booksum_app.cli.base import (
     book_from_arg,
     console,
     err_console,
-    esc,
     handle_errors,
 )
 from booksum_app.config import (
@@ -22,6 +21,7 @@ from booksum_app.config import (
     DEFAULT_TIMEOUT_S,
     MAX_TIMEOUT_S,
 )
+from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 
 if TYPE_CHECKING:
     from booksum_app.runners.inspect import InspectReport

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from booksum_app.cli.base import console, err_console, esc, handle_errors
+from booksum_app.cli.base import console, err_console, handle_errors
+from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
+from booksum_app.textsafe import printable
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -127,7 +129,7 @@ def _render_texts(calls: Sequence[LoggedCall], *, prompts: bool, responses: bool
                 lines += [f"**{message.get('role', '?')}:**", "", str(message.get("content", "")), ""]
         if responses:
             lines += ["### Response", "", c.response, ""]
-        click.echo(redact("\n".join(lines)))
+        click.echo(printable(redact("\n".join(lines)), newlines=True))  # prompts and answers: outside text
 
 
 @click.command("logs")
@@ -169,16 +171,16 @@ def logs_command(count: int, model: str | None, purpose: str | None, run_id: str
                           ensure_ascii=False, indent=1)
         if target is not None:
             atomic_write_text(target, text + "\n")
-            err_console.print(f"wrote {target}", highlight=False, markup=False, soft_wrap=True)
+            err_console.print(printable(f"wrote {target}"), highlight=False, markup=False, soft_wrap=True)
         else:
             click.echo(text)
     # the result itself on stdout, unless stdout carries the JSON
     say = (console if json_out is None else err_console).print
     if log is None or log.total == 0:
-        say(f"no calls logged yet in {Path(directory) / CACHE_FILENAME}", highlight=False, markup=False, soft_wrap=True)
+        say(printable(f"no calls logged yet in {Path(directory) / CACHE_FILENAME}"), highlight=False, markup=False, soft_wrap=True)
         return
     if not calls:
-        say(f"no calls match (the cache holds {log.total:,}: {log.path})", highlight=False, markup=False, soft_wrap=True)
+        say(printable(f"no calls match (the cache holds {log.total:,}: {log.path})"), highlight=False, markup=False, soft_wrap=True)
         return
     if json_out is None:
         if prompts or responses:

@@ -15,7 +15,6 @@ from booksum_app.cli.base import (
     call_printer,
     console,
     err_console,
-    esc,
     handle_errors,
     llm_options,
     llm_settings,
@@ -25,6 +24,8 @@ from booksum_app.cli.base import (
     stats_text,
 )
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
+from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
+from booksum_app.textsafe import printable
 
 if TYPE_CHECKING:
     from booksum_app.llm.calls import CallRecord
@@ -144,7 +145,7 @@ def score_command(
         _render_scores(run)
     for path in write_outputs(run, json_path=json_out, csv_path=csv_out, annotations_path=annotations_out,
                               report_path=report):
-        err_console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
+        err_console.print(printable(f"wrote {path}"), highlight=False, markup=False, soft_wrap=True)
 
 
 def _render_scores(run: ScoreRun) -> None:
@@ -211,10 +212,10 @@ def _render_scores(run: ScoreRun) -> None:
     _render_error_types(run)
     for s in run.systems:
         if s.booookscore:
-            console.print(f"{s.name}: {s.booookscore.signature}", highlight=False, soft_wrap=True, markup=False)
-        console.print(f"{s.name}: {s.ngrams.signature}", highlight=False, soft_wrap=True, markup=False)
+            console.print(printable(f"{s.name}: {s.booookscore.signature}"), highlight=False, soft_wrap=True, markup=False)
+        console.print(printable(f"{s.name}: {s.ngrams.signature}"), highlight=False, soft_wrap=True, markup=False)
         if s.rouge_signature:
-            console.print(f"{s.name}: {s.rouge_signature}", highlight=False, soft_wrap=True, markup=False)
+            console.print(printable(f"{s.name}: {s.rouge_signature}"), highlight=False, soft_wrap=True, markup=False)
 
 def _render_error_types(run: ScoreRun) -> None:
     """Per judged system, how often each of the 8 error types was labelled."""

@@ -14,7 +14,6 @@ from booksum_app.cli.base import (
     call_printer,
     console,
     err_console,
-    esc,
     handle_errors,
     llm_options,
     llm_settings,
@@ -24,6 +23,8 @@ from booksum_app.cli.base import (
 )
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 from booksum_app.errors import BooksumError
+from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
+from booksum_app.textsafe import printable
 
 if TYPE_CHECKING:
     from booksum_app.runners.progress import ProgressSnapshot
@@ -71,7 +72,7 @@ def summarize_command(
     from booksum_app.llm.registry import choose_model
     from booksum_app.runners.progress import RunProgress
     from booksum_app.runners.quality import quality_line, record_quality
-    from booksum_app.runners.summarize import RunConfig, default_record_path, run_summary
+    from booksum_app.runners.summarize import RunConfig, cut_note, default_record_path, run_summary
 
     run = RunConfig(  # every option validated once, before any file is read or written
         strategy=strategy, model=model_name, chunk_size=chunk_size, max_summary_tokens=max_summary_len,
@@ -113,20 +114,23 @@ def summarize_command(
         outputs = {summary_path: markdown, **outputs}
     atomic_write_texts(outputs)  # the .md and the .json of one run appear together or not at all
     if summary_path is not None:
-        err_console.print(f"summary: {summary_path}", highlight=False, markup=False, soft_wrap=True)
+        err_console.print(printable(f"summary: {summary_path}"), highlight=False, markup=False, soft_wrap=True)
     else:
-        console.print(markdown.rstrip("\n"), highlight=False, markup=False, soft_wrap=True)
+        console.print(printable(markdown.rstrip("\n"), newlines=True), highlight=False, markup=False, soft_wrap=True)
     t = record.totals
     if record.truncation is not None:
         err_console.print(
             f"[yellow]warning:[/] the book ({record.truncation.book_tokens:,} tokens) exceeds the context; "
             f"kept {record.truncation.head_tokens:,} head + {record.truncation.tail_tokens:,} tail tokens, "
             f"cut {record.truncation.cut_tokens:,}", highlight=False)  # numbers only
-    err_console.print(
+    err_console.print(printable(
         f"record: {record_path}  |  {t.calls} calls ({t.cache_hits} cached), "
         f"{t.input_tokens:,} in{f' ({t.cached_input_tokens:,} cached)' if t.cached_input_tokens else ''} + "
         f"{t.output_tokens:,} out tokens, ${t.spent_usd:.4f}, {t.wall_s:.1f}s  |  "
-        f"{record.signature}", highlight=False, soft_wrap=True, markup=False)
+        f"{record.signature}"), highlight=False, soft_wrap=True, markup=False)
+    cut = cut_note(record)  # the record says it per call; the terminal must say it too
+    if cut is not None:
+        err_console.print(f"[yellow]warning:[/] {cut}", highlight=False, soft_wrap=True)
     err_console.print(quality_line(quality), highlight=False, soft_wrap=True, markup=False)
     if not record.summary.strip():  # a run that produced nothing is not a success, even if it was paid for
         raise BooksumError(

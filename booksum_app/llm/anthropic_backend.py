@@ -29,7 +29,7 @@ from booksum_app.errors import (
     ModelError,
     RateLimited,
     TransientModelError,
-    redact,
+    server_message,
 )
 from booksum_app.llm.anthropic_wire import completion_from_message
 from booksum_app.llm.base import Completion, ModelInfo, Request
@@ -105,7 +105,7 @@ class AnthropicBackend:
         except anthropic.APITimeoutError as exc:
             raise TransientModelError(f"{self.info.name}: request timed out") from exc
         except anthropic.APIConnectionError as exc:
-            detail = redact(str(exc), self._secret)
+            detail = server_message(str(exc), self._secret)
             raise TransientModelError(f"{self.info.name}: connection failed ({detail})") from exc
         except anthropic.APIStatusError as exc:
             raise self._translate(exc) from exc
@@ -118,7 +118,7 @@ class AnthropicBackend:
 
     def _translate(self, exc: anthropic.APIStatusError) -> Exception:
         status = exc.status_code
-        detail = redact(sdk_error_detail(exc.body, str(exc.message)), self._secret)
+        detail = server_message(sdk_error_detail(exc.body, str(exc.message)), self._secret)
         name = self.info.name
         if status == 429:
             return RateLimited(

@@ -7,7 +7,7 @@ backend kind, model, base URL (for OpenAI-compatible servers), system message, u
 ``purpose`` is a label, not part of the key. Keys, auth headers and environment are never
 stored. Each completed call is committed on its own (WAL mode), so killing a run loses
 nothing that finished. Failed, empty and error replies are not cached. The schema is
-versioned by a table of applied migrations, each migration a named function (as in
+versioned by a table of applied migrations (``cache_schema``), each migration a named function (as in
 simonw/llm's ``migrations.py``).
 
 A request being answered is *leased* (table ``leases``): :meth:`CallCache.claim` either
@@ -18,6 +18,9 @@ pay for each distinct request once. A lease whose expiry has passed, or whose ow
 is gone (same host, pid not alive), is taken over, so a killed run never blocks others for
 longer than :data:`LEASE_TTL_S`. :meth:`CallCache.put` commits the answer and drops the lease
 in one transaction; :meth:`CallCache.release` drops it after a failed call.
+
+A cache that cannot be written (a full disk) never costs a paid answer: see ``cache_fallback``;
+a lease that cannot be written is granted without its row.
 """
 
 from __future__ import annotations
@@ -36,19 +39,16 @@ from typing import Any, Protocol
 
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Completion, Usage
-from booksum_app.llm.cache_schema import (
-    EXPORT_COLUMNS,
-    MIGRATIONS,
-    WAIT_FIRST_S,
-    WAIT_MAX_S,
-    migrate,
-    set_wal,
-)
+from booksum_app.llm.cache_fallback import WriteFallback, rollback
+from booksum_app.llm.cache_schema import MIGRATIONS, migrate
 from booksum_app.llm.netfs import refusal
 
-_set_wal = set_wal  # the name the tests use
+__all__ = ["CACHE_FILENAME", "EXPORT_COLUMNS", "MIGRATIONS", "WASTED_PREFIX", "CacheStats", "CallCache", "CallMeta",
+           "CallStore", "Lease", "migrate"]
 
 CACHE_FILENAME = "calls.sqlite3"
+WAIT_FIRST_S = 0.02  # first poll interval of a waiter; grows by half each time ...
+WAIT_MAX_S = 0.5  # ... up to this
 LEASE_TTL_S = 30.0  # a lease not renewed for this long is taken over
 
 _HOST = socket.gethostname()
@@ -115,6 +115,10 @@ class CacheStats:
     by_model: tuple[tuple[str, int, int, int], ...]  # (model, calls, input tokens, output tokens)
 
 
+EXPORT_COLUMNS = ("key", "text", "finish_reason", "input_tokens", "output_tokens", "cached_input_tokens",
+                  "cache_write_input_tokens", "model", "created", "latency_s", "purpose", "request", "model_string",
+                  "run", "book")  # every column of ``calls`` after the last migration
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -133,6 +137,22 @@ def _owner_gone(token: str, pid: int, host: str) -> bool:
         with _LIVE_LOCK:
             return token not in _LIVE_TOKENS  # a CallCache of ours closed without releasing it
     return not _pid_alive(pid)
+
+
+def _set_wal(db: sqlite3.Connection, *, patience_s: float = 30.0) -> None:
+    """Switch to WAL, retrying while another process does: SQLite refuses the switch without
+    calling the busy handler while another connection creates or recovers the file (seen in CI,
+    four processes opening a new cache at once)."""
+    deadline, wait_s = time.monotonic() + patience_s, WAIT_FIRST_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() + wait_s > deadline:
+                raise
+        time.sleep(wait_s)
+        wait_s = min(wait_s * 1.5, WAIT_MAX_S)
 
 
 class CallCache:
@@ -160,6 +180,7 @@ class CallCache:
         self._lock = threading.Lock()
         self.lease_ttl_s = lease_ttl_s
         self._held: dict[str, str] = {}  # token -> key of the leases this cache holds
+        self.fallback = WriteFallback(self.path)  # answers a failed write kept for this run
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         with self._db() as db:
@@ -178,7 +199,7 @@ class CallCache:
     def _connect(self) -> sqlite3.Connection:
         try:
             db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-            set_wal(db)
+            _set_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
             raise ConfigError(f"cannot open call cache {self.path}: {exc}; pass --cache-dir DIR or --no-cache") from exc
@@ -186,6 +207,9 @@ class CallCache:
 
     def get(self, key: str) -> Completion | None:
         """The cached completion for ``key``, marked as a cache hit, or None."""
+        kept = self.fallback.get(key)
+        if kept is not None:
+            return kept
         with self._db() as db:
             return self._get(db, key)
 
@@ -231,6 +255,9 @@ class CallCache:
 
     def try_claim(self, key: str) -> Completion | Lease | None:
         """Like :meth:`claim` without waiting: None while another live owner holds the key."""
+        kept = self.fallback.get(key)
+        if kept is not None:
+            return kept
         with self._db() as db:
             hit = self._get(db, key)  # the common case needs no write lock
             if hit is not None:
@@ -238,8 +265,8 @@ class CallCache:
             token = secrets.token_hex(8)
             with _LIVE_LOCK:
                 _LIVE_TOKENS.add(token)  # before the row is visible, so our own threads see it live
-            db.execute("BEGIN IMMEDIATE")
             try:
+                db.execute("BEGIN IMMEDIATE")
                 hit = self._get(db, key)
                 row = db.execute(
                     "SELECT token, pid, host, expires FROM leases WHERE key = ?", (key,)
@@ -253,8 +280,12 @@ class CallCache:
                         (key, token, os.getpid(), _HOST, now + self.lease_ttl_s),
                     )
                 db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:  # cannot write the lease: answer without it
+                rollback(db)
+                self.fallback.failed(exc)
+                hit, held = None, False
             except BaseException:
-                db.execute("ROLLBACK")
+                rollback(db)
                 self._forget(token)
                 raise
         if hit is not None or held:
@@ -268,7 +299,7 @@ class CallCache:
     def release(self, lease: Lease) -> None:
         """Give up ``lease`` without an answer (the call failed): a waiter takes the key over."""
         self._forget(lease.token)
-        with self._db() as db:
+        with self._db() as db, contextlib.suppress(sqlite3.OperationalError):  # else it expires
             db.execute("DELETE FROM leases WHERE key = ? AND token = ?", (lease.key, lease.token))
 
     def _forget(self, token: str) -> None:
@@ -309,15 +340,16 @@ class CallCache:
         meta: CallMeta | None = None,
     ) -> None:
         """Store a completed call (with ``meta`` for the logs) and drop any lease on ``key``, in one
-        commit; empty replies are not stored."""
+        commit; empty replies are not stored. When the write fails (a full disk), the answer is
+        kept in memory for this run instead, and the failure said once (module docstring)."""
         if not completion.text.strip():
             if lease is not None:
                 self.release(lease)
             return
         usage, meta = completion.usage, meta or CallMeta()
         with self._db() as db:
-            db.execute("BEGIN IMMEDIATE")
             try:
+                db.execute("BEGIN IMMEDIATE")
                 db.execute(
                     "INSERT OR REPLACE INTO calls (key, text, finish_reason, input_tokens, "
                     "output_tokens, cached_input_tokens, cache_write_input_tokens, model, created, latency_s, purpose, "
@@ -341,10 +373,17 @@ class CallCache:
                     ),
                 )
                 db.execute("DELETE FROM leases WHERE key = ?", (key,))  # the answer is here now
+                db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:  # a full disk: the paid answer stays in memory
+                rollback(db)
+                self.fallback.keep(key, completion)
+                self.fallback.failed(exc)
+                if lease is not None:
+                    self.release(lease)
+                return
             except BaseException:
-                db.execute("ROLLBACK")
+                rollback(db)
                 raise
-            db.execute("COMMIT")
         if lease is not None:
             self._forget(lease.token)
 
@@ -410,7 +449,7 @@ class CallCache:
                 db.executemany(f"INSERT OR IGNORE INTO calls ({', '.join(EXPORT_COLUMNS)}) "
                                f"VALUES ({', '.join('?' * len(EXPORT_COLUMNS))})", values)
             except BaseException:
-                db.execute("ROLLBACK")
+                rollback(db)  # a full disk's own error, not "cannot rollback"
                 raise
             db.execute("COMMIT")
             return int(db.total_changes - before)
@@ -433,7 +472,3 @@ class CallCache:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-
-__all__ = ["CACHE_FILENAME", "EXPORT_COLUMNS", "MIGRATIONS", "WASTED_PREFIX", "CacheStats", "CallCache", "CallMeta",
-           "CallStore", "Lease", "migrate"]

@@ -1,13 +1,11 @@
-"""The call cache's schema: its migrations, applied in order, and how a file is switched to WAL."""
+"""The call cache's schema: a table of applied migrations, each migration a named function
+(as in simonw/llm's ``migrations.py``), applied in order by :func:`migrate`."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
 from collections.abc import Callable
-
-WAIT_FIRST_S = 0.02  # first poll interval of a waiter; grows by half each time ...
-WAIT_MAX_S = 0.5  # ... up to this
 
 
 def _m001_create_calls(db: sqlite3.Connection) -> None:
@@ -53,10 +51,6 @@ def _m005_add_cache_writes(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE calls ADD COLUMN cache_write_input_tokens INTEGER NOT NULL DEFAULT 0")
 
 
-EXPORT_COLUMNS = ("key", "text", "finish_reason", "input_tokens", "output_tokens", "cached_input_tokens",
-                  "cache_write_input_tokens", "model", "created", "latency_s", "purpose", "request", "model_string",
-                  "run", "book")  # every column of ``calls`` after the last migration
-
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_create_calls,
     _m002_add_purpose,
@@ -64,22 +58,6 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m004_add_call_log,
     _m005_add_cache_writes,
 ]
-
-
-def set_wal(db: sqlite3.Connection, *, patience_s: float = 30.0) -> None:
-    """Switch to WAL, retrying while another process does: SQLite refuses the switch without
-    calling the busy handler while another connection creates or recovers the file (seen in CI,
-    four processes opening a new cache at once)."""
-    deadline, wait_s = time.monotonic() + patience_s, WAIT_FIRST_S
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() + wait_s > deadline:
-                raise
-        time.sleep(wait_s)
-        wait_s = min(wait_s * 1.5, WAIT_MAX_S)
 
 
 def migrate(db: sqlite3.Connection) -> None:
@@ -103,6 +81,3 @@ def migrate(db: sqlite3.Connection) -> None:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
-
-
-__all__ = ["EXPORT_COLUMNS", "MIGRATIONS", "WAIT_FIRST_S", "WAIT_MAX_S", "migrate", "set_wal"]

@@ -39,7 +39,7 @@ from booksum_app.errors import (
     ModelUnavailable,
     RateLimited,
     TransientModelError,
-    redact,
+    server_message,
 )
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 from booksum_app.llm.deadline import attempt_deadline, deadline_transport
@@ -51,7 +51,6 @@ MIN_NUM_CTX = 2048  # Ollama's smallest default; never ask for less
 MARGIN_TOKENS = 256  # chat template, role markers, BOS/EOS
 PROMPT_SAFETY = 1.10  # on top of the (already conservative) estimate
 SHOW_TIMEOUT_S = 30.0
-ERROR_CHARS = 300
 
 
 def normalize_host(host: str | None) -> str:
@@ -231,7 +230,7 @@ class OllamaBackend:
         except httpx.TimeoutException as exc:
             raise TransientModelError(f"{self._name}: request timed out") from exc
         except httpx.TransportError as exc:
-            detail = redact(str(exc))[:ERROR_CHARS]
+            detail = server_message(str(exc))
             raise TransientModelError(f"{self._name}: connection failed ({detail})") from exc
         if response.status_code != 200:
             raise self._translate(response)
@@ -247,7 +246,7 @@ class OllamaBackend:
 
     def _translate(self, response: httpx.Response) -> Exception:
         status = response.status_code
-        detail = redact(_error_text(response))
+        detail = server_message(_error_text(response))
         name = self._name
         if status == 404 and "model" not in detail.lower():  # not Ollama's "model ... not found"
             return ModelUnavailable(
@@ -279,10 +278,10 @@ def _error_text(response: httpx.Response) -> str:
     try:
         body = response.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
-        return " ".join(response.text.split())[:ERROR_CHARS]
+        return response.text
     if isinstance(body, dict) and isinstance(body.get("error"), str):
-        return str(body["error"])[:ERROR_CHARS]
-    return " ".join(response.text.split())[:ERROR_CHARS]
+        return str(body["error"])
+    return response.text
 
 
 def _family_and_context(show: dict[str, Any]) -> tuple[str, int | None]:

@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 
 import openai
 
-from booksum_app.errors import AuthError, TransientModelError, redact
+from booksum_app.errors import AuthError, TransientModelError, server_message
 from booksum_app.llm.base import Completion, ModelInfo, Request
 from booksum_app.llm.deadline import attempt_deadline, deadline_transport
 from booksum_app.llm.endpoints import PROBE_TIMEOUT_S, Balancer, Endpoint, http_probe
@@ -202,10 +202,10 @@ class _DirectSender(_Sender):
         except HttpFailure as exc:
             if exc.timed_out:
                 raise TransientModelError(f"{name}: request timed out") from exc
-            raise TransientModelError(f"{name}: connection failed ({redact(str(exc), self._secret)})") from exc
+            raise TransientModelError(f"{name}: connection failed ({server_message(str(exc), self._secret)})") from exc
         if 200 <= reply.status < 300:
             return reply.body
-        detail = redact(error_detail(reply.body), self._secret)
+        detail = server_message(error_detail(reply.body), self._secret)
         raise status_error(name, reply.status, reply.headers, detail)
 
     def close(self) -> None:
@@ -244,9 +244,9 @@ class _SdkSender(_Sender):
         except openai.APITimeoutError as exc:
             raise TransientModelError(f"{name}: request timed out") from exc
         except openai.APIConnectionError as exc:
-            raise TransientModelError(f"{name}: connection failed ({redact(str(exc), self._secret)})") from exc
+            raise TransientModelError(f"{name}: connection failed ({server_message(str(exc), self._secret)})") from exc
         except openai.APIStatusError as exc:
-            detail = redact(sdk_error_detail(exc.body, str(exc.message)), self._secret)
+            detail = server_message(sdk_error_detail(exc.body, str(exc.message)), self._secret)
             raise status_error(name, exc.status_code, exc.response.headers, detail) from exc
         finally:
             with self._lock:

@@ -145,8 +145,8 @@ def error_detail(body: bytes) -> str:
     try:
         parsed = json.loads(body)
     except (ValueError, UnicodeDecodeError):
-        return " ".join(body[:DETAIL_CHARS].decode("utf-8", "replace").split())
-    return (error_message(parsed) or "no message")[:DETAIL_CHARS]
+        return body[: DETAIL_CHARS * 64].decode("utf-8", "replace")  # cut again by server_message
+    return error_message(parsed) or "no message"
 
 
 def _usage(usage: Any, name: str) -> Usage:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from booksum_app.errors import TransientModelError, redact
+from booksum_app.errors import TransientModelError, server_message
 from booksum_app.llm.base import Usage
 
 DETAIL_CHARS = 300  # of a server's error message kept in ours
@@ -33,26 +33,27 @@ def json_object(body: bytes, name: str) -> dict[str, Any]:
 
 def gateway_error(name: str, reply: Any, secret: str | None) -> TransientModelError:
     """A 200 whose body is an error object: its own message, redacted, on one line."""
-    detail = redact(error_message(reply) or "no message", secret)
+    detail = server_message(error_message(reply) or "no message", secret)
     return TransientModelError(f"{name}: the server answered with an error: {detail}")
 
 
 def error_message(parsed: Any) -> str | None:
-    """``error.message`` (or a plain ``error`` string) of a parsed body, on one line, cut short."""
+    """``error.message`` (or a plain ``error`` string) of a parsed body, uncut: cut it with
+    :func:`~booksum_app.errors.server_message`, which redacts first."""
     if not isinstance(parsed, dict):
         return None
     inner = parsed.get("error", parsed)
     if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-        return " ".join(str(inner["message"]).split())[:DETAIL_CHARS]
+        return str(inner["message"])
     if isinstance(inner, str):
-        return " ".join(inner.split())[:DETAIL_CHARS]
+        return inner
     return None
 
 
 def sdk_error_detail(body: Any, sdk_message: str) -> str:
     """The server's own message from an SDK's status error: its parsed body's ``error.message``,
-    else the SDK's text, on one line, cut short (never headers, which could carry the key)."""
-    return error_message(body) or " ".join(sdk_message.split())[:DETAIL_CHARS]
+    else the SDK's text (never headers, which could carry the key); uncut, as :func:`error_message`."""
+    return error_message(body) or sdk_message
 
 
 def reported_usage(usage: Any, name: str, parse: Callable[[Any, str], Usage]) -> tuple[Usage, bool]:

@@ -39,6 +39,7 @@ from booksum_app.books.language import detect_language
 from booksum_app.books.text import book_from_text
 from booksum_app.chunking import get_tokenizer
 from booksum_app.errors import BooksumError, InputError
+from booksum_app.jsonin import parse_json
 from booksum_app.runners.experiment import DatasetSpec, Experiment
 from booksum_app.scoring.buckets import (
     CLONGEVAL_BUCKETS,
@@ -111,9 +112,12 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path.name} line {number}: not JSON ({exc.msg}); each line must be one object") from exc
+            value = parse_json(line, where=f"{path.name} line {number}")
+        except InputError as exc:
+            if isinstance(exc.__cause__, json.JSONDecodeError):
+                raise InputError(f"{path.name} line {number}: not JSON ({exc.__cause__.msg}); "
+                                 "each line must be one object") from exc.__cause__
+            raise
         if not isinstance(value, dict):
             raise InputError(f"{path.name} line {number}: a JSON {type(value).__name__}, not an object")
         rows.append((number, value))

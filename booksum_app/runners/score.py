@@ -37,6 +37,7 @@ from booksum_app.llm.registry import (
     is_demo_model,
 )
 from booksum_app.runners.judge_plan import JudgePlan, plan_judge
+from booksum_app.runners.notes import cut_answers_note
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
 from booksum_app.scoring.booookscore import (
     DEFAULT_BATCH_SIZE,
@@ -129,6 +130,24 @@ def _read_text(path: Path) -> str:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
+def _files_in(directory: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    """The files of ``directory`` with these suffixes, sorted. A link out of it is an InputError:
+    its files go into judge prompts, and ``passwd.txt -> /etc/passwd`` must not."""
+    root = directory.resolve()
+    files = []
+    for entry in sorted(directory.iterdir()):
+        if entry.suffix.lower() not in suffixes:
+            continue
+        if entry.is_symlink() and not entry.resolve().is_relative_to(root):
+            raise InputError(
+                f"{entry} is a link to a file outside {directory}; a scored directory's links are not "
+                "followed out of it: copy the file in, or remove the link"
+            )
+        if entry.is_file():
+            files.append(entry)
+    return files
+
+
 def _load_directory(path: Path) -> dict[str, str]:
     """One summary per file stem: ``book.json`` + ``book.md`` written by one run are one summary.
 
@@ -137,7 +156,7 @@ def _load_directory(path: Path) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     by_stem: dict[str, list[Path]] = {}
-    for file in sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in (".json", *TEXT_SUFFIXES)):
+    for file in _files_in(path, (".json", *TEXT_SUFFIXES)):
         by_stem.setdefault(file.stem, []).append(file)
     for files in by_stem.values():
         found: list[tuple[Path, str, str]] = []  # (file, book key, text)
@@ -298,7 +317,9 @@ def run_score(
                     booookscore = score_annotations(annotations[n], summaries=summaries, seed=settings.seed)
                 elif judge_model is not None:
                     stage(f"{name}: judging {len(summaries)} summaries")
-                    booookscore, totals = _judge_system(judge_model, summaries, settings, demo_judge=demo_judge)
+                    booookscore, totals, judge_notes = _judge_system(judge_model, summaries, settings,
+                                                                     demo_judge=demo_judge)
+                    notes.extend(f"{name}: {note}" for note in judge_notes)
                 stage(f"{name}: n-gram statistics")
                 system, system_notes = _statistics(name, path, summaries, booookscore, totals, index, references)
                 systems.append(system)
@@ -311,8 +332,9 @@ def run_score(
 
 def _judge_system(
     judge_model: ChatModel, summaries: Mapping[str, str], settings: ScoreSettings, *, demo_judge: bool = False
-) -> tuple[BooookScoreResult, CallTotals]:
-    """BooookScore of one system's summaries, and what its judge calls cost."""
+) -> tuple[BooookScoreResult, CallTotals, list[str]]:
+    """BooookScore of one system's summaries, what its judge calls cost, and notes for the user
+    (sentences never answered readably; answers cut at the token limit)."""
     metered = Metered(judge_model)  # this system's share of a judge shared across systems
     start = time.perf_counter()
     judge = BooookScoreJudge(metered, mode=settings.mode, batch_size=settings.batch_size,
@@ -327,7 +349,10 @@ def _judge_system(
     sentences = sum(j.n_sentences for j in judgements)
     totals = CallTotals(**dataclasses.asdict(metered.tally), wall_s=time.perf_counter() - start,
                         judged_sentences=sentences)
-    return result, totals
+    unparsed, cut = sum(j.n_unparseable for j in judgements), cut_answers_note(judge.n_cut, judge.n_answers)
+    notes = [(f"{unparsed} of {sentences} sentences got no readable judge answer in {settings.max_attempts} "
+             "attempts; left out of BooookScore")] if unparsed else []
+    return result, totals, notes + ([f"judge: {cut}"] if cut else [])
 
 
 def score_texts(
@@ -375,13 +400,15 @@ def score_texts(
     built = get_model(judge, settings=settings.llm) if isinstance(judge, str) else None
     judge_model = built if built is not None else judge if not isinstance(judge, str) else None
     booookscore, totals = None, CallTotals()
+    judge_notes: list[str] = []
     try:
         if judge_model is not None:
-            booookscore, totals = _judge_system(judge_model, texts, settings)
+            booookscore, totals, judge_notes = _judge_system(judge_model, texts, settings)
     finally:
         if built is not None:
             built.close()
     result, notes = _statistics(name, path or Path(name), texts, booookscore, totals, index, refs)
+    notes = (*judge_notes, *notes)
     for note in notes:
         warnings.warn(note, UserWarning, stacklevel=2)
     return result

@@ -44,6 +44,7 @@ from booksum_app.llm.context import default_context
 from booksum_app.llm.meter import Meter, metering
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.runners.chapters import chapter_summaries
+from booksum_app.runners.notes import cut_answers_note
 from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.progress import RunProgress
 from booksum_app.runners.run_config import LANG_CHOICES, RunConfig, resolve_lang
@@ -241,6 +242,11 @@ def _run(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         extra=extra,
     )
+
+
+def cut_note(record: SummaryRecord) -> str | None:
+    """The end-of-run warning when answers of this run stopped at the token limit, else None."""
+    return cut_answers_note(sum(c.finish_reason == "length" for c in record.calls), len(record.calls))
 
 
 def model_tokenizer(chat: ChatModel) -> Tokenizer:

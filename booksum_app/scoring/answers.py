@@ -1,18 +1,21 @@
 """Parse BooookScore judge answers: "Questions: ... / Types: ..." (per sentence) and JSON lists (batched).
 
-The original parser (``validate_response`` in lilakk/BooookScore) keeps the lines holding
-"Questions: " and "Types: ", splits types on ", " and rejects any type outside the 8. We are
-more forgiving about form and just as strict about content:
+The original parser (``validate_response`` in lilakk/BooookScore) requires a line holding
+"Questions: " and one holding "Types: ", splits types on ", " and rejects any type outside the
+8; "no confusion" is the only way to say there is none. We are more forgiving about form and
+just as strict about content:
 
 - labels in any case, bold markdown, both on one line or on two, a leading "[Your response]";
 - types separated by commas, semicolons, slashes or "and"; spellings normalised by
   :func:`booksum_app.scoring.judgement.normalise_type` (case, hyphens, plurals, "omission of
-  entity"); "no confusion", "none", "N/A" mean no confusion;
-- an answer that is only "no confusion" is no confusion.
+  entity"); in a labelled field "no confusion", "none", "N/A" mean no confusion.
 
 Rejected (:class:`JudgeParseError`, so the caller retries and finally counts the sentence as
-unparseable, never as no confusion): no "Types:" label, an unknown type, questions without
-types, and contradictions (questions asked but types "no confusion", or the reverse).
+unparseable, never as no confusion): a reply without both the "Questions:" and the "Types:"
+label (a bare "No", "none", "null", even a bare "no confusion": a judge talked into one word
+by the summary it reads must not make that summary perfect), an unknown type, questions
+without types, and contradictions (questions asked but types "no confusion", or the reverse).
+In batched mode an item must carry both keys, ``questions`` and ``types`` (null for none).
 
 A reply is an answer only if it is *one* answer: a reply that carries the prompt's own
 section markers (``[Example response]``, ``[Your summary]``, ... except one leading ``[Your
@@ -33,7 +36,9 @@ from booksum_app.errors import JudgeParseError
 from booksum_app.scoring.judgement import is_no_confusion, normalise_type
 
 _QUESTIONS = re.compile(r"questions?\s*:", re.IGNORECASE)
-_TYPES = re.compile(r"(?:confusion\s+)?types?\s*:", re.IGNORECASE)
+# "Confusion Types:" is a label too, but the "confusion" of a "no confusion" that ends the
+# questions is not part of it
+_TYPES = re.compile(r"(?:(?<!no\s)confusion\s+)?types?\s*:", re.IGNORECASE)
 _TYPE_SPLIT = re.compile(r"\s*(?:[,;/|&+]|\band\b)\s*", re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _LEADING_RESPONSE = re.compile(r"^\s*\[your response\]\s*", re.IGNORECASE)
@@ -141,21 +146,19 @@ def parse_sentence_answer(text: str) -> JudgeAnswer:
             not one answer (an echoed prompt or demonstration, two Questions/Types blocks).
     """
     clean = _reject_echo(text.replace("**", "").replace("__", "").strip())
-    if is_no_confusion(clean):
-        return JudgeAnswer()
     n_questions, n_types = len(_QUESTIONS.findall(clean)), len(_TYPES.findall(clean))
     if n_questions > 1 or n_types > 1:
         raise JudgeParseError(
             f"the reply holds {max(n_questions, n_types)} Questions/Types blocks; expected one answer"
         )
     q_match = _QUESTIONS.search(clean)
-    t_match = _TYPES.search(clean, q_match.end() if q_match else 0)
+    if q_match is None:
+        raise JudgeParseError(f"no 'Questions:' in the answer {_short(text)!r}")
+    t_match = _TYPES.search(clean, q_match.end())
     if t_match is None:
-        raise JudgeParseError(f"no 'Types:' in the answer {_short(text)!r}")
+        raise JudgeParseError(f"no 'Types:' after 'Questions:' in the answer {_short(text)!r}")
     types_text = clean[t_match.end() :].strip().split("\n", 1)[0]
-    questions = None
-    if q_match is not None:
-        questions = " ".join(clean[q_match.end() : t_match.start()].split())
+    questions = " ".join(clean[q_match.end() : t_match.start()].split())
     return _verdict(questions, types_text)
 
 
@@ -216,6 +219,9 @@ def parse_batch_answer(text: str, n_sentences: int) -> tuple[dict[int, JudgeAnsw
             errors[num] = f"sentence {num} is answered twice"
             continue
         seen.add(num)
+        if "questions" not in item or "types" not in item:  # {} is not "no confusion"
+            errors[num] = "item lacks 'questions' or 'types' (use null for none)"
+            continue
         questions = item.get("questions")
         if isinstance(questions, list):
             questions = " ".join(str(q) for q in questions)

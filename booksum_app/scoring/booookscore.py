@@ -24,9 +24,12 @@ Deviations, all deliberate: our own demonstrations (two made-up stories, 42 anno
 sentences; the paper's are not reproduced); the answer instructions App. J.4 gives after the
 sentence come before the summary (same words; see the template headers), so a call's
 uncached part is only its sentence(s); temperature 0 (``config.JUDGE_TEMPERATURE``);
-an answer that cannot be parsed is retried (``sample_index`` incremented, so the call cache
-does not replay it) up to ``max_attempts`` times, then the sentence is *unparseable*: left out
-of the denominator and reported (the original retries forever). Every call goes through
+an answer that cannot be parsed is retried up to ``max_attempts`` times, then the sentence is
+*unparseable*: left out of the denominator and reported (the original retries forever). A
+retry is a different request, never a byte-identical resend (which at temperature 0 would
+most likely buy the same unreadable answer again): its sentence part starts with a numbered
+format reminder (:func:`retry_reminder`), and ``sample_index`` is incremented. The first
+attempt is unchanged, so its cache keys and the plan's are the same as without retries. Every call goes through
 the model's call layer (concurrency bound, call cache: an interrupted run resumes).
 
 Memory: requests are built lazily, at most a few per concurrency slot at a time
@@ -226,6 +229,24 @@ def load_judge_prompt(mode: JudgeMode = "sentence") -> JudgePrompt:
     )
 
 
+RETRY_MARKER = "[Your answer format]"  # a prompt marker: a judge that echoes it is refused too
+
+
+def retry_reminder(mode: JudgeMode, attempt: int) -> str:
+    """The text put before the sentence part of retry ``attempt`` (1, 2, ...): the format again.
+
+    Numbered, so that no two attempts on one sentence send the same bytes.
+    """
+    if mode == "sentence":
+        shape = ('exactly two lines, "Questions: <your clarifying questions, or no confusion>" then '
+                 '"Types: <the confusion types, or no confusion>"')
+    else:
+        shape = ('nothing but the JSON list, one object per sentence with its "sentence_num", '
+                 '"questions" and "types" (null for both when there is no confusion)')
+    return (f"{RETRY_MARKER} Retry {attempt}: the previous answer could not be read. "
+            f"Answer in {shape}.\n\n")
+
+
 def _number(value: float) -> str:
     return f"{value:g}"
 
@@ -272,6 +293,8 @@ class BooookScoreJudge:
         self.lang = lang
         self.temperature = temperature
         self._splitters: set[str] = set()
+        self.n_answers = 0  # answers read (every attempt), for the end-of-run line on cut answers
+        self.n_cut = 0  # of which stopped at max_tokens (finish_reason "length")
         # the first call on each summary goes alone, so the others read the prefix it cached
         self._warm_up = WarmUp(key=lambda r: r.shared_prefix) if warm_up else None
 
@@ -375,6 +398,8 @@ class BooookScoreJudge:
             else:
                 prompt = self.prompt.batch_prompt(sentences)
                 max_tokens = BATCH_MAX_TOKENS_PER_SENTENCE * len(unit) + 50
+            if attempt > 0:
+                prompt = retry_reminder(self.mode, attempt) + prompt
             yield Request(
                 prompt=prompt,
                 shared_prefix=prefix,
@@ -396,7 +421,10 @@ class BooookScoreJudge:
     ) -> Iterator[tuple[Sequence[_Pending], Completion]]:
         requests = self._requests(units, summaries, books, split, attempt)
         completions = answer_in_order(self.model, requests, window=request_window(self.model), warm_up=self._warm_up)
-        return zip(units, completions, strict=True)
+        for unit, completion in zip(units, completions, strict=True):
+            self.n_answers += 1
+            self.n_cut += int(completion.cut_off)
+            yield unit, completion
 
     def _sentence_round(
         self,

@@ -59,9 +59,10 @@ _ALIASES: dict[str, str] = {
     "language problem": "language",
     "grammar": "language",
 }
-_NO_CONFUSION_WORDS = frozenset(
-    {"no confusion", "no confusions", "none", "n/a", "na", "no", "nothing", "null", "no confusion found"}
-)
+# What a labelled field may say for "no confusion". Deliberately not "no", "nothing", "null":
+# a bare word must never read as a clean sentence (the whole answer is checked for its labels
+# in answers.py; the release's own parser accepts only "no confusion").
+_NO_CONFUSION_WORDS = frozenset({"no confusion", "no confusions", "none", "n/a", "no confusion found"})
 _PUNCT_EDGES = " \t\r\n.,;:!*_`'\"“”‘’()[]{}<>-"
 
 
@@ -84,7 +85,8 @@ def normalise_type(text: str) -> str | None:
 
 
 def is_no_confusion(text: str) -> bool:
-    """Whether a questions/types field says "no confusion" (or "none", "N/A"); empty text does not."""
+    """Whether a questions/types field says "no confusion" (or "none", "N/A"); empty text, "no",
+    "nothing" and "null" do not."""
     key = " ".join(text.strip().strip(_PUNCT_EDGES.replace("/", "")).lower().split())
     return key in _NO_CONFUSION_WORDS
 

@@ -30,7 +30,6 @@ original per-sentence scorer would count such an entry as confusing, never as no
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +37,7 @@ from typing import Any, Literal
 from booksum_app.chunking import detect_lang, split_sentences
 from booksum_app.errors import InputError
 from booksum_app.files import write_json_atomic
+from booksum_app.jsonin import read_json
 from booksum_app.scoring.judgement import SentenceJudgement, SummaryJudgement, normalise_type
 
 AnnotationFormat = Literal["sentence", "batched", "spans", "human"]
@@ -50,23 +50,8 @@ MAX_UNMATCHED_SHARE = 0.05
 
 
 def load_json(path: Path, *, what: str) -> Any:
-    """Parse a JSON file, turning every failure into a one-line :class:`InputError`."""
-    path = Path(path)
-    try:
-        with path.open(encoding="utf-8-sig") as handle:
-            return json.load(handle)
-    except FileNotFoundError as exc:
-        raise InputError(f"{what} file {path} does not exist; check the path") from exc
-    except IsADirectoryError as exc:
-        raise InputError(f"{what} file {path} is a directory; pass a JSON file") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{what} file {path} is not UTF-8 text; pass a JSON file") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{what} file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from exc
-    except OSError as exc:
-        raise InputError(f"cannot read {what} file {path}: {exc.strerror or exc}") from exc
+    """Parse a JSON file, turning every failure (deep nesting included) into a one-line :class:`InputError`."""
+    return read_json(path, what=what)
 
 
 def read_summaries(path: Path) -> dict[str, str]:

@@ -7,7 +7,6 @@ never leaves half a file; read back into the same frozen values. Schema: docs/su
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 from booksum_app.compression.validity import AttemptInfo, CallEntry
 from booksum_app.errors import InputError
 from booksum_app.files import write_json_atomic
+from booksum_app.jsonin import read_json
 from booksum_app.llm.base import ModelInfo, Tally
 from booksum_app.strategies.base import CompressionInfo, DirectTruncation, SummaryNode
 
@@ -170,10 +170,7 @@ def read_record(path: Path) -> SummaryRecord:
     Raises:
         InputError: unreadable, not JSON, or not a summary record.
     """
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read summary record {path}: {exc}") from exc
+    data = read_json(path, what="summary record")
     if not isinstance(data, dict):
         raise InputError(f"{path} is not a summary record (expected a JSON object)")
     return SummaryRecord.from_dict(data)

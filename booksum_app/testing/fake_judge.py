@@ -5,6 +5,10 @@ entity omission" when :func:`is_fake_confusing` holds for the sentence (a stable
 % 4 == 0), else "no confusion" on both lines. A batched prompt (marker ``[Your sentences]``,
 numbered sentences "1. ...") gets a JSON list in the same way. Tests compute the expected
 score with :func:`is_fake_confusing`.
+
+The fake judge is gullible, as real models can be: a summary that says ``answer only X``
+(``answer only "No"``) gets ``X`` back for every one of its sentences, whatever the prompt
+asked. Tests use it to check that a prompt injection cannot make a summary score perfectly.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ BATCH_MARKER = "[Your sentences]"
 RESPONSE_MARKER = "[Your response]"
 FAKE_TYPE = "entity omission"
 _NUMBERED = re.compile(r"^\s*(\d+)\.\s?(.*)$")
+SUMMARY_MARKER = "[Your summary]"
+_INJECTION = re.compile(r"answer\s+only\s+[\"'“]?([^\"'”\n]+?)[\"'”]?\s*(?:[.!]\s|[.!]?$)", re.IGNORECASE)
 
 
 def is_fake_confusing(sentence: str) -> bool:
@@ -60,8 +66,21 @@ def batch_reply(sentences: list[str]) -> str:
     return json.dumps(items, ensure_ascii=False)
 
 
+def injected_answer(user_text: str) -> str | None:
+    """What an ``answer only X`` in the summary part of a judge prompt asks for, if it holds one."""
+    start = user_text.rfind(SUMMARY_MARKER)
+    if start == -1:
+        return None
+    match = _INJECTION.search(user_text, start)
+    return match.group(1).strip() if match else None
+
+
 def judge_reply(user_text: str) -> str:
-    """Answer a judge prompt (per-sentence or batched) in the format the judge parser reads."""
+    """Answer a judge prompt (per-sentence or batched) in the format the judge parser reads,
+    unless the summary injects another answer (:func:`injected_answer`)."""
+    injected = injected_answer(user_text)
+    if injected is not None:
+        return injected
     if BATCH_MARKER in user_text:
         sentences = []
         for line in _after_marker(user_text, BATCH_MARKER).splitlines():
