@@ -82,6 +82,9 @@ class RawPeer:
                     name, _, value = header.decode("latin-1").partition(":")
                     if name.strip().lower() == "content-length":
                         length = int(value)
+                if not line.startswith(b"POST "):  # booksum asks a server what it is (GET /models, /props)
+                    conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                    continue
                 body = json.loads(reader.read(length))
                 with self._lock:
                     self.bodies.append(body)
@@ -142,8 +145,6 @@ def test_a_body_cut_off_before_its_length_is_retried_never_read_as_an_answer(
     b'{"choices": [{"message": {"content": 5}, "finish_reason": "stop"}]}',
     b'{"choices": [{"text": "a legacy completion, not a chat one"}]}',
     b'{"choices": [{"message": {"content": "ok"}, "finish_reason": 1}]}',
-    b'{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": -3, "completion_tokens": 2}}',
-    b'{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": "12", "completion_tokens": 2}}',
     b'[1, 2, 3]',
     b'{"error": {"message": "upstream overloaded, key sk-test-raw-peer-0001"}}',
 ])
@@ -158,6 +159,23 @@ def test_json_that_is_not_a_completion_is_refused_in_one_line(
     assert "failed 2 times" in message and "\n" not in message
     assert "malformed reply" in message or "answered with an error: upstream overloaded" in message
     assert "sk-test-raw-peer" not in message and len(peer.bodies) == 2 and not client.calls
+    peer.close()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("usage", [b'{"prompt_tokens": -3, "completion_tokens": 2}',
+                                   b'{"prompt_tokens": "12", "completion_tokens": 2}'])
+def test_an_answer_whose_usage_is_not_counts_is_kept_and_counted_with_the_tokenizer(
+    transport: str, usage: bytes, tmp_path: Path, opened: list[Client]
+) -> None:
+    """The answer was paid for: resending it over its usage would pay again."""
+    body = b'{"choices": [{"message": {"content": "ok"}}], "usage": ' + usage + b"}"
+    peer = RawPeer([("send", http_reply(body))])
+    client = client_for(peer, transport, tmp_path, opened, max_attempts=2)
+    completion = client.complete(REQ)
+    assert completion.text == "ok" and not completion.usage_reported and len(peer.bodies) == 1
+    assert completion.usage.input_tokens > 0 and client.tally.estimated_tokens > 0
+    assert any("estimated" in note for note in client.notes)
     peer.close()
 
 
