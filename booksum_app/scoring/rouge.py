@@ -206,13 +206,19 @@ def rouge_l(candidate: str, reference: str, *, lang: str | None = None,
     return rouge_l_tokens(rouge_words(candidate, lang=lang), rouge_words(reference, lang=lang))
 
 
-def rouge_signature(lang: str = "en", variant: str = DEFAULT_ROUGE_VARIANT) -> str:
-    """Signature of ROUGE-L scores: the variant, its tokenisation and counting."""
+def rouge_signature(lang: str = "en", variant: str = DEFAULT_ROUGE_VARIANT, *, preset: str | None = None,
+                    overrides: Sequence[str] = ()) -> str:
+    """Signature of ROUGE-L scores: the variant, its tokenisation and counting.
+
+    ``preset``: the benchmark whose protocol made the summaries (``compare --dataset``);
+    ``overrides``: the parts of that protocol an option replaced (e.g. ``G``, ``rouge``).
+    """
+    extra: dict[str, object] = {"preset": preset, "overrides": "+".join(overrides) or None}
     if check_variant(variant) == ROUGE_SCORE:
         tok = "jieba" if lang == "zh" else "rouge-score-default"
-        return make_signature("rougeL", variant=variant, tok=tok, stem="no", lang=lang)
+        return make_signature("rougeL", variant=variant, tok=tok, stem="no", lang=lang, **extra)
     return make_signature("rougeL", variant=variant, impl=ROUGE_PACKAGE, tok="jieba-joined", punct="kept",
-                          lcs="distinct-words", lang=lang)
+                          lcs="distinct-words", lang=lang, **extra)
 
 
 __all__ = [
