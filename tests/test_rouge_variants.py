@@ -131,3 +131,32 @@ def test_signatures_name_the_variant() -> None:
         "cnnsum": "rougeL|variant:cnnsum|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh",
     }
     assert rouge_signature("en").startswith("rougeL|variant:rouge-score|tok:rouge-score-default|")
+
+
+def test_score_cli_scores_anyones_outputs_in_the_chosen_variant(tmp_path: Path) -> None:
+    # `booksum score PREDICTIONS.json --references REFS.json --rouge-variant clongeval` on CLongEval's
+    # released Moonshot-v1 small outputs gives its published 21.56
+    from click.testing import CliRunner
+
+    from booksum_app.cli import cli
+
+    with gzip.open(DATA / "moonshot-v1-small.jsonl.gz", "rt", encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    predictions, references = tmp_path / "moonshot-v1.json", tmp_path / "answers.json"
+    predictions.write_text(json.dumps({r["id"]: r["response_moonshot-v1"] for r in rows}, ensure_ascii=False),
+                           encoding="utf-8")
+    references.write_text(json.dumps({r["id"]: r["answer"] for r in rows}, ensure_ascii=False), encoding="utf-8")
+    out = {}
+    for variant in ("clongeval", "rouge-score"):
+        result = CliRunner().invoke(cli, ["score", str(predictions), "--references", str(references), "--no-judge",
+                                          "--rouge-variant", variant, "--json", "-"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        (system,) = json.loads(result.stdout)["systems"]
+        out[variant] = system["rouge_l"]
+    assert round(100 * out["clongeval"]["f"], 2) == 21.56
+    assert out["clongeval"]["signature"].startswith("rougeL|variant:clongeval|impl:rouge-1.0.1|tok:jieba-joined|")
+    assert out["rouge-score"]["signature"].startswith("rougeL|variant:rouge-score|tok:jieba|")
+    assert round(100 * out["rouge-score"]["f"], 2) == 23.11, "booksum's own variant: 1.55 points higher"
+    bad = CliRunner().invoke(cli, ["score", str(predictions), "--references", str(references), "--no-judge",
+                                   "--rouge-variant", "rouge-2"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output

@@ -50,6 +50,9 @@ def _score_modes() -> list[str]:
               help="Directory of source books (or one book) matched by file-name stem: enables % novel 3-grams.")
 @click.option("--references", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="{book: reference summary} JSON: enables ROUGE-L.")
+@click.option("--rouge-variant", type=click.Choice(["rouge-score", "clongeval", "cnnsum"]), default="rouge-score",
+              show_default=True, help="ROUGE-L as rouge-score computes it, or as CLongEval / CNNSum score it "
+                                      "(rouge 1.0.1 on jieba words; docs/scoring.md).")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write a standalone HTML report.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write all scores as JSON (- for stdout, instead of the tables).")
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write one CSV row per system.")
@@ -61,7 +64,7 @@ def _score_modes() -> list[str]:
 @handle_errors
 def score_command(
     summaries: tuple[Path, ...], judge_name: str | None, mode: str, batch_size: int, annotations: tuple[Path,
-    ...], no_judge: bool, source: Path | None, references: Path | None, report: Path | None,
+    ...], no_judge: bool, source: Path | None, references: Path | None, rouge_variant: str, report: Path | None,
     json_out: Path | None, csv_out: Path | None, annotations_out: Path | None, seed: int | None,
     max_plan_cost: float, yes: bool, **llm: Any,
 ) -> None:
@@ -84,7 +87,8 @@ def score_command(
         if notice:  # a typo'd judge would be priced conservatively: say so before paying
             err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
     settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
-                             annotations=annotations, source=source, references=references, llm=settings_llm,
+                             annotations=annotations, source=source, references=references,
+                             rouge_variant=rouge_variant, llm=settings_llm,
                              seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
     plan = plan_score(list(summaries), settings)
     if plan is not None:  # the judge is paid: say how much at most, and ask above the threshold

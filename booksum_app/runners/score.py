@@ -59,7 +59,13 @@ from booksum_app.scoring.results import (
     SystemScores,
     score_annotations,
 )
-from booksum_app.scoring.rouge import RougeScore, rouge_l, rouge_signature
+from booksum_app.scoring.rouge import (
+    DEFAULT_ROUGE_VARIANT,
+    RougeScore,
+    check_variant,
+    rouge_l,
+    rouge_signature,
+)
 
 SCHEMA_VERSION = 1
 TEXT_SUFFIXES = (".txt", ".md")
@@ -78,6 +84,7 @@ class ScoreSettings:
     annotations: tuple[Path, ...] = ()  # one per SUMMARIES path, in order
     source: Path | None = None
     references: Path | None = None
+    rouge_variant: str = DEFAULT_ROUGE_VARIANT  # scoring/rouge.py: rouge-score, clongeval or cnnsum
     llm: LLMSettings = field(default_factory=LLMSettings)
     seed: int = DEFAULT_BOOTSTRAP_SEED
 
@@ -274,6 +281,7 @@ def run_score(
     loaded = [(Path(p), load_summaries(Path(p))) for p in paths]
     annotations, judge_name = _score_sources(settings, loaded)
     references = _references(settings.references) if settings.references else None
+    check_variant(settings.rouge_variant)
     index = _source_index(settings.source) if settings.source else None
     built: Client | None = None  # a judge we build, and so close
     notice = None
@@ -300,7 +308,8 @@ def run_score(
                     stage(f"{name}: judging {len(summaries)} summaries")
                     booookscore, totals = _judge_system(judge_model, summaries, settings, demo_judge=demo_judge)
                 stage(f"{name}: n-gram statistics")
-                system, system_notes = _statistics(name, path, summaries, booookscore, totals, index, references)
+                system, system_notes = _statistics(name, path, summaries, booookscore, totals, index, references,
+                                                   rouge_variant=settings.rouge_variant)
                 systems.append(system)
                 notes.extend(system_notes)
     finally:
@@ -338,6 +347,7 @@ def score_texts(
     batch_size: int = DEFAULT_BATCH_SIZE,
     sources: str | os.PathLike[str] | None = None,
     references: Mapping[str, str] | str | os.PathLike[str] | None = None,
+    rouge_variant: str = DEFAULT_ROUGE_VARIANT,
     llm_settings: LLMSettings | None = None,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
     name: str = "summaries",
@@ -354,6 +364,7 @@ def score_texts(
         sources: a book file or a directory of them, matched to summaries by file stem: % novel
             3-grams and the copying detector.
         references: ``{book: reference}`` or a JSON/text path, for ROUGE-L.
+        rouge_variant: ``"rouge-score"`` (default), ``"clongeval"`` or ``"cnnsum"`` (docs/scoring.md).
         llm_settings: how calls are made, as on the command line: ``base_url``, ``concurrency``,
             ``cache_dir``/``use_cache``, ``timeout_s``, ``max_cost_usd``.
         seed: bootstrap seed of the 95% CI.
@@ -381,7 +392,8 @@ def score_texts(
     finally:
         if built is not None:
             built.close()
-    result, notes = _statistics(name, path or Path(name), texts, booookscore, totals, index, refs)
+    result, notes = _statistics(name, path or Path(name), texts, booookscore, totals, index, refs,
+                                rouge_variant=check_variant(rouge_variant))
     for note in notes:
         warnings.warn(note, UserWarning, stacklevel=2)
     return result
@@ -395,6 +407,8 @@ def _statistics(
     totals: CallTotals,
     index: Mapping[str, Path] | None,
     references: Mapping[str, str] | None,
+    *,
+    rouge_variant: str = DEFAULT_ROUGE_VARIANT,
 ) -> tuple[SystemScores, tuple[str, ...]]:
     """One system's statistics, and the notes for the user (sources skipped or unmatched, no references)."""
     notes: list[str] = []
@@ -421,7 +435,7 @@ def _statistics(
         if references is not None:
             reference = references.get(book, refs_by_stem.get(_stem(book)))
             if reference is not None:
-                rouge = rouge_l(text, reference)
+                rouge = rouge_l(text, reference, variant=rouge_variant)
                 rouge_scores.append(rouge)
         failures = detect_failures(text, source=copy_index, lang=lang)
         rows.append(SummaryRow(book=book, summary=text, judgement=judged.get(book), ngrams=ngram_stats(text, source=source), rouge=rouge, failures=failures))
@@ -447,7 +461,7 @@ def _statistics(
         booookscore=booookscore,
         ngrams=summarize_ngrams(r.ngrams for r in rows),
         rouge_l=mean_rouge,
-        rouge_signature=rouge_signature(_lang_of(summaries)) if mean_rouge else None,
+        rouge_signature=rouge_signature(_lang_of(summaries), rouge_variant) if mean_rouge else None,
         n_with_reference=len(rouge_scores),
         totals=totals,
         failures=summarize_failures(r.failures for r in rows if r.failures is not None),
