@@ -47,6 +47,7 @@ from booksum_app.scoring.booookscore import (
 from booksum_app.scoring.detectors import SourceIndex, detect_failures, summarize_failures
 from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngrams
 from booksum_app.scoring.release import (
+    PartialAnnotationsWarning,
     carries_annotations,
     load_json,
     parse_summaries,
@@ -85,6 +86,7 @@ class ScoreSettings:
     source: Path | None = None
     references: Path | None = None
     rouge_variant: str = DEFAULT_ROUGE_VARIANT  # scoring/rouge.py: rouge-score, clongeval or cnnsum
+    allow_partial: bool = False  # score annotations covering part of the summaries (with a note)
     llm: LLMSettings = field(default_factory=LLMSettings)
     seed: int = DEFAULT_BOOTSTRAP_SEED
 
@@ -303,7 +305,11 @@ def run_score(
                 totals = CallTotals()
                 if annotations:
                     stage(f"{name}: reading annotations")
-                    booookscore = score_annotations(annotations[n], summaries=summaries, seed=settings.seed)
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always", PartialAnnotationsWarning)
+                        booookscore = score_annotations(annotations[n], summaries=summaries, seed=settings.seed,
+                                                        allow_partial=settings.allow_partial)
+                    notes.extend(str(w.message) for w in caught if issubclass(w.category, PartialAnnotationsWarning))
                 elif judge_model is not None:
                     stage(f"{name}: judging {len(summaries)} summaries")
                     booookscore, totals = _judge_system(judge_model, summaries, settings, demo_judge=demo_judge)
