@@ -114,7 +114,8 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @click.option("--dataset", "datasets", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Benchmark JSONL (one sample a line), scored with ROUGE-L (repeatable).")
 @click.option("--dataset-preset", type=click.Choice(["auto", "cnnsum", "clongeval", "custom"]), default="auto",
-              show_default=True, help="Field names of --dataset: cnnsum (context, summary), clongeval (context, answer, id).")
+              show_default=True, help="--dataset format and protocol: cnnsum (context, summary), clongeval (context, "
+                                      "answer, id), each run and scored as the benchmark does; custom: booksum's settings.")
 @click.option("--context-field", default=None, help="--dataset field holding the text to summarize.")
 @click.option("--reference-field", default=None, help="--dataset field holding the reference summary.")
 @click.option("--id-field", default=None, help="--dataset field naming each sample ('' : the line number).")
