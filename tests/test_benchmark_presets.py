@@ -80,10 +80,12 @@ def test_direct_runs_the_benchmarks_decoding_prompts_and_no_cleanup(tmp_path: Pa
     assert CNNSUM_PROMPTS["ib"] == CLONGEVAL_PROMPT, "one template serves both benchmarks"
 
 
-def test_booksum_direct_zh_ie_follows_prompts_json_wording() -> None:
+def test_direct_keeps_the_papers_wording_and_benchmark_the_released_one() -> None:
+    # CNNSum App. F.1 prints 节选如下 / 以上节选 for Prompt-IE; its released prompts.json says 内容如下 / 以上内容
     ie = load_template("ie", prompt_set="direct", lang="zh")
-    assert "内容如下" in ie.text and "以上内容" in ie.text and "节选如下" not in ie.text
-    assert "{word_limit}" in ie.text, "booksum's own direct run keeps its length sentence"
+    assert "节选如下" in ie.text and "以上节选" in ie.text and "{word_limit}" in ie.text
+    released = load_template("ie", prompt_set="benchmark", lang="zh")
+    assert "内容如下" in released.text and "以上内容" in released.text
     for name in ("ib", "ie"):
         for lang in ("en", "zh"):
             assert "word_limit" not in load_template(name, prompt_set="benchmark", lang=lang).fields
