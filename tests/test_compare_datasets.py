@@ -123,7 +123,9 @@ def test_presets_detected_buckets_from_the_file_name_or_quartiles(en_dataset: Pa
     en = read_dataset(DatasetSpec(en_dataset), bucket_max_tokens={"L": 400})
     assert [s.sample_id for s in en][:2] == ["story-0", "story-1"] and {s.lang for s in en} == {"en"}
     assert [s.bucket for s in en] == ["Q1", "Q1", "Q2", "Q2", "Q3", "Q3", "Q4", "Q4"], "no bucket named: quartiles"
-    assert all(s.max_new_tokens is None for s in en), "quartile buckets have no CNNSum limit: G applies"
+    assert {s.max_new_tokens for s in en} == {400}, "the clongeval preset: CLongEval's G (dataset2maxlen.json)"
+    assert {(s.benchmark, s.rouge_variant) for s in en} == {("clongeval", "clongeval")}
+    assert {(s.benchmark, s.rouge_variant) for s in zh} == {("cnnsum", "cnnsum")}
     assert [s.length_tokens for s in en] == sorted(s.length_tokens for s in en)
 
 
@@ -206,11 +208,40 @@ def test_quartiles_moving_median_and_mse_by_hand() -> None:
 # ---- end to end --------------------------------------------------------------------------------
 
 
+def benchmark_rouge_l_f(candidate: str, reference: str, variant: str) -> float:
+    """CLongEval's / CNNSum's metric with the PyPI rouge 1.0.1 package itself (the dev extra installs it;
+    without it, booksum's reimplementation, which tests/test_rouge_variants.py checks against the package)."""
+    import sys
+
+    import jieba
+
+    if candidate == "" or (variant == "cnnsum" and set(candidate) == {"."}):
+        return 0.0
+    hyp, ref = " ".join(jieba.cut(candidate, cut_all=False)), " ".join(jieba.cut(reference, cut_all=False))
+    try:
+        import rouge
+    except ImportError:
+        from booksum_app.scoring.rouge import package_rouge_l
+
+        return package_rouge_l(hyp, ref).fmeasure
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))  # as both benchmarks do
+    return float(rouge.Rouge().get_scores(hyp, ref)[0]["rouge-l"]["f"])
+
+
+def _variant(signature: str) -> str:
+    return dict(part.partition(":")[::2] for part in signature.split("|")[1:])["variant"]
+
+
 def _check_row_against_independent_rouge(row: dict[str, Any], summaries: dict[str, str],
                                          references: dict[str, tuple[str, str]]) -> None:
+    variants = {d["dataset"]: _variant(d["rouge_signatures"][0]) for d in row["datasets"]}
     for book in row["books"]:
         reference, lang = references[book["book"]]
-        expected = 100 * rouge_l_f(summaries[book["book"]], reference, lang)
+        variant = variants[book["book"].split("--")[0]]
+        if variant == "rouge-score":
+            expected = 100 * rouge_l_f(summaries[book["book"]], reference, lang)
+        else:
+            expected = 100 * benchmark_rouge_l_f(summaries[book["book"]], reference, variant)
         assert book["rouge_l"] == pytest.approx(expected, abs=1e-3), book["book"]
         assert book["lang"] == lang
         assert book["summary_tokens"] == book["tokens"], "cl100k summary length, as the n-gram statistics count it"
@@ -252,15 +283,22 @@ def test_hier_and_direct_ib_ie_on_chinese_and_english(en_dataset: Path, zh_datas
         assert any(b["rouge_l"] > 0 for b in row["books"]), "extractive summaries share words with references"
         zh = row["datasets"][1]
         assert [b["bucket"] for b in zh["buckets"]] == ["L"] and zh["moving_median"]["window"] == 5
-        assert [g.rsplit("|v:", 1)[0] for g in zh["rouge_signatures"]] == ["rougeL|tok:jieba|stem:no|lang:zh"]
+        assert [g.rsplit("|v:", 1)[0] for g in zh["rouge_signatures"]] == [
+            "rougeL|variant:cnnsum|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh|preset:cnnsum"]
+        assert [b["id"] for b in row["books"]][-5:] == ["1", "2", "3", "4", "5"], "the dataset's id (here: line)"
         en = row["datasets"][0]
         assert [b["bucket"] for b in en["buckets"]] == ["Q1", "Q2", "Q3", "Q4"]
     for config in ("fake-model-direct-ib", "fake-model-direct-ie"):  # CNNSum's per-bucket limit: L -> 400, quartiles -> G
         record = json.loads((out / "records" / config / "CNNSum_L--1.json").read_text(encoding="utf-8"))
         assert record["config"]["max_summary_tokens"] == 400
         assert record["config"]["direct_template"] == config[-2:]
+        assert (record["config"]["temperature"], record["config"]["clean"]) == (0.0, False), "CNNSum: greedy, raw"
+        assert record["config"]["prompt_signature"].startswith("benchmark-")
         record = json.loads((out / "records" / config / "lstsum-en--story-0.json").read_text(encoding="utf-8"))
-        assert record["config"]["max_summary_tokens"] == 60
+        assert record["config"]["max_summary_tokens"] == 400, "CLongEval's G, not --max-summary-len"
+        assert (record["config"]["temperature"], record["config"]["clean"]) == (0.01, False)
+    hier = json.loads((out / "records" / "fake-model-128-hier" / "CNNSum_L--1.json").read_text(encoding="utf-8"))
+    assert (hier["config"]["temperature"], hier["config"]["clean"]) == (0.5, True), "hier is not the benchmark's method"
     ib, ie = data["rows"][1], data["rows"][2]
     gaps = {g["dataset"]: g for g in data["template_gaps"]}
     for ib_d, ie_d in zip(ib["datasets"], ie["datasets"], strict=True):
@@ -309,7 +347,7 @@ def test_cli_dataset_run_against_the_fake_server(en_dataset: Path, zh_dataset: P
     with FakeServer() as server:
         args = ["compare", "--dataset", str(en_dataset), "--dataset", str(zh_dataset), "--strategies", "hier,direct",
                 "--direct-template", "both", "--models", "openai:gpt-4o-mini", "--chunk-sizes", "256",
-                "--max-summary-len", "80", "--no-judge", "--base-url", server.openai_base_url,
+                "--bucket-max-tokens", "L=80,Q1=80,Q2=80,Q3=80,Q4=80", "--no-judge", "--base-url", server.openai_base_url,
                 "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--no-plots"]
         result = CliRunner().invoke(cli, args, catch_exceptions=False)
         assert result.exit_code == 0, result.output
@@ -318,7 +356,10 @@ def test_cli_dataset_run_against_the_fake_server(en_dataset: Path, zh_dataset: P
         again = CliRunner().invoke(cli, args, catch_exceptions=False)
         assert again.exit_code == 0 and server.call_count == calls, "a rerun makes no call"
     assert "Benchmark datasets" in result.output and "MSE IB/IE" in result.output
-    assert "rougeL|tok:jieba" in result.output and "rougeL|tok:rouge-score-default" in result.output
+    assert "rougeL|variant:cnnsum|" in result.output and "rougeL|variant:clongeval|" in result.output
+    assert "preset:cnnsum|overrides:G|" in result.output and "preset:clongeval|overrides:G|" in result.output
+    assert "G:80|prompts:benchmark-" in result.output and "temp:0.0|clean:off" in result.output
+    assert "MSE IB/IE, openai:gpt-4o-mini direct: " in result.output and "(mean over 2 datasets)" in result.output
     data = json.loads((out / "results.json").read_text(encoding="utf-8"))
     references = _references(en_dataset, zh_dataset)
     for row in data["rows"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import statistics
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,13 +115,17 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @click.option("--dataset", "datasets", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Benchmark JSONL (one sample a line), scored with ROUGE-L (repeatable).")
 @click.option("--dataset-preset", type=click.Choice(["auto", "cnnsum", "clongeval", "custom"]), default="auto",
-              show_default=True, help="Field names of --dataset: cnnsum (context, summary), clongeval (context, answer, id).")
+              show_default=True, help="--dataset format and protocol: cnnsum (context, summary), clongeval (context, "
+                                      "answer, id), each run and scored as the benchmark does; custom: booksum's settings.")
 @click.option("--context-field", default=None, help="--dataset field holding the text to summarize.")
 @click.option("--reference-field", default=None, help="--dataset field holding the reference summary.")
 @click.option("--id-field", default=None, help="--dataset field naming each sample ('' : the line number).")
 @click.option("--bucket-field", default=None, help="--dataset field naming each sample's length bucket.")
 @click.option("--bucket-max-tokens", default=None, metavar="BUCKET=N,...",
-              help="G per length bucket of --dataset samples [default: L=400,XL=400,2XL=500,3XL=500 (CNNSum)].")
+              help="G per length bucket of --dataset samples [default: the preset's: CNNSum L=400,XL=400,2XL=500,"
+                   "3XL=500; CLongEval 400].")
+@click.option("--rouge-variant", type=click.Choice(["clongeval", "cnnsum", "rouge-score"]), default=None,
+              help="ROUGE-L of --dataset samples [default: the preset's own (cnnsum, clongeval); rouge-score for custom].")
 @plan_options
 @click.option("--plan-only", is_flag=True, help="Print the pre-flight plan and stop.")
 @click.option("--no-plots", is_flag=True, help="Do not write the plots (no matplotlib needed).")
@@ -140,7 +145,7 @@ def compare_command(
     include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
     jobs: int | None, datasets: tuple[Path, ...], dataset_preset: str, context_field: str | None,
     reference_field: str | None, id_field: str | None, bucket_field: str | None, bucket_max_tokens: str | None,
-    max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool, shard: str | None,
+    rouge_variant: str | None, max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool, shard: str | None,
     merge_dirs: tuple[Path, ...], **llm: Any,
 ) -> None:
     """Run a grid (strategies x models x chunk sizes) over BOOKS and --dataset samples, score every summary, print the tables."""
@@ -173,8 +178,8 @@ def compare_command(
         "chapter_aware": True if chapter_aware else None,
         "include_front_matter": True if include_front_matter else None,
         "precomputed": extra_sets, "jobs": jobs,
-        "datasets": tuple(DatasetSpec(d, dataset_preset, context_field, reference_field, id_field, bucket_field)
-                          for d in datasets),
+        "datasets": tuple(DatasetSpec(d, dataset_preset, context_field, reference_field, id_field, bucket_field,
+                                      rouge_variant=rouge_variant) for d in datasets),
         "bucket_max_tokens": _bucket_limits(bucket_max_tokens),
     })
     if not exp.books and not exp.precomputed and not exp.datasets:
@@ -389,6 +394,18 @@ def _render_datasets(result: CompareResult) -> None:
         table.add_row(esc(row.name), esc(d.dataset), str(d.n), f"{d.rouge_l:.1f}", f"{d.mean_length_tokens:,.0f}",
                       f"{d.mean_summary_tokens:,.0f}", *cells, "–" if mse is None else f"{mse:.2f}")
     (console if console.is_terminal else Console(width=200)).print(table)
-    langs = dict.fromkeys(s.lang for _, d in rows for s in d.samples)
-    for lang in langs:
-        console.print(f"ROUGE-L: {rouge_signature(lang)}", highlight=False, soft_wrap=True, markup=False)
+    signatures = dict.fromkeys(s.rouge_signature or rouge_signature(s.lang) for _, d in rows for s in d.samples)
+    for signature in signatures:
+        console.print(f"ROUGE-L: {signature}", highlight=False, soft_wrap=True, markup=False)
+    for (model, strategy), values in _mean_mse(gaps).items():  # CNNSum Table 2: one file per subset, mean over them
+        console.print(f"MSE IB/IE, {model} {strategy}: {statistics.fmean(values):.2f} (mean over {len(values)} "
+                      f"datasets)", highlight=False, soft_wrap=True, markup=False)
+
+
+def _mean_mse(gaps: dict[tuple[str, str, str], float | None]) -> dict[tuple[str, str], list[float]]:
+    """Per (model, strategy), the IB/IE MSE of each dataset both scored, where there are several."""
+    out: dict[tuple[str, str], list[float]] = {}
+    for (model, strategy, _), mse in gaps.items():
+        if mse is not None:
+            out.setdefault((model, strategy), []).append(mse)
+    return {k: v for k, v in out.items() if len(v) > 1}

@@ -50,6 +50,8 @@ def _score_modes() -> list[str]:
               help="Sentences per call in batched mode.")
 @click.option("--annotations", "annotations", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Score from existing annotations (release format), no LLM call; one per SUMMARIES, in order.")
+@click.option("--allow-partial", is_flag=True,
+              help="Score --annotations that cover only part of the summaries (refused otherwise; a note says what is missing).")
 @click.option("--no-judge", is_flag=True, help="Skip BooookScore; n-gram statistics (and ROUGE-L) only.")
 @click.option("--judge-base-url", default=None, metavar="URL|api",
               help="The judge's server, over --base-url and its config entry (api: its provider's own API).")
@@ -57,6 +59,9 @@ def _score_modes() -> list[str]:
               help="Directory of source books (or one book) matched by file-name stem: enables % novel 3-grams.")
 @click.option("--references", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="{book: reference summary} JSON: enables ROUGE-L.")
+@click.option("--rouge-variant", type=click.Choice(["rouge-score", "clongeval", "cnnsum"]), default="rouge-score",
+              show_default=True, help="ROUGE-L as rouge-score computes it, or as CLongEval / CNNSum score it "
+                                      "(rouge 1.0.1 on jieba words; docs/scoring.md).")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write a standalone HTML report.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write all scores as JSON (- for stdout, instead of the tables).")
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write one CSV row per system.")
@@ -68,7 +73,7 @@ def _score_modes() -> list[str]:
 @handle_errors
 def score_command(
     summaries: tuple[Path, ...], judge_name: str | None, mode: str, batch_size: int, annotations: tuple[Path,
-    ...], no_judge: bool, source: Path | None, references: Path | None, report: Path | None,
+    ...], allow_partial: bool, no_judge: bool, source: Path | None, references: Path | None, rouge_variant: str, report: Path | None,
     json_out: Path | None, csv_out: Path | None, annotations_out: Path | None, seed: int | None,
     max_plan_cost: float, yes: bool, judge_base_url: str | None, **llm: Any,
 ) -> None:
@@ -97,7 +102,8 @@ def score_command(
         if notice:  # a typo'd judge would be priced conservatively: say so before paying
             err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
     settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
-                             annotations=annotations, source=source, references=references, llm=settings_llm,
+                             annotations=annotations, source=source, references=references,
+                             rouge_variant=rouge_variant, allow_partial=allow_partial, llm=settings_llm,
                              seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
     plan = plan_score(list(summaries), settings)
     if plan is not None:  # the judge is paid: say how much at most, and ask above the threshold

@@ -13,6 +13,9 @@ Sets (see ``README.md`` in this directory):
 - ``simple``: App. J.2.1 LLaMA-2 wording for the three hierarchical prompts; the paper
   has no simple inc/compress/clean prompts, so those fall back to ``paper``.
 - ``direct``: CNNSum App. F.1 Prompt-IB (``ib``) and Prompt-IE (``ie``), English and Chinese.
+- ``benchmark``: the benchmarks' own ``direct`` prompts, verbatim (CNNSum's ``prompts.json``,
+  whose Prompt-IB is CLongEval's LStSum prompt), without booksum's length sentence; it holds
+  no other template, so only ``direct`` runs with it (``compare --dataset`` presets use it).
 
 A user directory overrides any template by file name: ``<dir>/<lang>/<name>.txt`` first,
 then ``<dir>/<name>.txt``. A template's ``version`` is the short hash of its text, and a
@@ -30,7 +33,7 @@ from pathlib import Path
 from booksum_app.errors import PromptError
 from booksum_app.signature import short_hash
 
-PROMPT_SETS = ("paper", "simple")  # built-in summarization sets; anything else is a directory
+PROMPT_SETS = ("paper", "simple", "benchmark")  # built-in summarization sets; anything else is a directory
 FALLBACK_SET = {"simple": "paper"}  # the paper's J.2.1 set only covers hierarchical merging
 LANGUAGES = ("en", "zh")
 DIRECT_TEMPLATES = ("ib", "ie")

@@ -52,7 +52,7 @@ from booksum_app.runners.compare_results import (
     split_release_name,
     write_results,
 )
-from booksum_app.runners.datasets import Sample, load_samples, score_sample
+from booksum_app.runners.datasets import Sample, load_samples, sample_run, score_sample
 from booksum_app.runners.experiment import Experiment, GridConfig, PrecomputedSet
 from booksum_app.runners.progress import GridProgress, GridSnapshot
 from booksum_app.runners.summarize import run_summary
@@ -255,8 +255,8 @@ class _GridRun:
     def run_one(self, config: GridConfig, ctx: BookContext, label: str) -> BookResult:
         exp, progress = self.exp, self.progress
         sample = self.samples.get(ctx.key)  # None for a book (names are checked apart by load_samples)
-        run = run_config(config, exp.for_job(config, max_summary_tokens=sample.max_new_tokens if sample else None),
-                         ctx.lang)
+        run = sample_run(run_config(config, exp.for_job(
+            config, max_summary_tokens=sample.max_new_tokens if sample else None), ctx.lang), sample)
         key = run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size)
         target = record_path(exp.out, config, ctx.path)
         client = self.clients[self.by_name[config.model]]

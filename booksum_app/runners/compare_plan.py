@@ -31,7 +31,7 @@ from booksum_app.errors import BookFormatError, BooksumError
 from booksum_app.files import file_sha256
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.registry import LLMSettings, choose_judge, choose_model
-from booksum_app.runners.datasets import Sample, load_samples
+from booksum_app.runners.datasets import Sample, load_samples, sample_run
 from booksum_app.runners.experiment import Experiment, GridConfig
 from booksum_app.runners.judge_plan import (
     DEFAULT_MAX_PLAN_COST_USD,
@@ -210,8 +210,8 @@ class _SummaryPlanner:
         """One book (or benchmark sample): skip its finished configurations, price or defer the rest."""
         exp, todo = self.exp, []
         for config in self.grid:
-            run = run_config(config, exp.for_job(
-                config, max_summary_tokens=sample.max_new_tokens if sample else None), ctx.lang)
+            run = sample_run(run_config(config, exp.for_job(
+                config, max_summary_tokens=sample.max_new_tokens if sample else None), ctx.lang), sample)
             finished = finished_record(record_path(exp.out, config, ctx.path),
                                        run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size))
             if finished is not None:

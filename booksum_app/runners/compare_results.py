@@ -260,7 +260,7 @@ def row_to_dict(row: ConfigResult) -> dict[str, Any]:
         out["datasets"] = [_dataset_dict(d) for d in row.datasets]
         for entry, r in zip(out["books"], row.books, strict=True):
             if r.rouge is not None:
-                entry.update(rouge_l=round(100 * r.rouge.rouge_l, 4), length_tokens=r.rouge.length_tokens,
+                entry.update(id=r.rouge.sample_id, rouge_l=round(100 * r.rouge.rouge_l, 4), length_tokens=r.rouge.length_tokens,
                              bucket=r.rouge.bucket, lang=r.rouge.lang, summary_tokens=r.rouge.summary_tokens)
     return out
 
@@ -274,7 +274,7 @@ def _dataset_dict(d: DatasetScores) -> dict[str, Any]:
                      "max_length_tokens": b.max_length_tokens, "mean_summary_tokens": round(b.mean_summary_tokens, 2)}
                     for b in d.buckets],
         "moving_median": {"window": d.window, "points": [[round(x, 2), round(y, 4)] for x, y in d.moving_median]},
-        "rouge_signatures": list(dict.fromkeys(rouge_signature(s.lang) for s in d.samples)),
+        "rouge_signatures": list(dict.fromkeys(s.rouge_signature or rouge_signature(s.lang) for s in d.samples)),
     }
 
 

@@ -4,16 +4,29 @@ Each line of a ``.jsonl`` file is one sample: a JSON object whose context plays 
 book and whose reference summary scores the summaries with ROUGE-L. Field names come from a
 preset or from ``--context-field`` / ``--reference-field`` / ``--id-field`` (which win):
 
-- ``cnnsum`` (CNNSum release): ``context``, ``summary``; no id field (the line number is the id).
+- ``cnnsum`` (CNNSum release): ``context``, ``summary``, and ``id`` when the file has one
+  (the release has none: the line number is the id).
 - ``clongeval`` (CLongEval long-story summarization): ``context``, ``answer``, ``id``.
 - ``auto`` (default): ``clongeval`` when the first sample has ``answer``, else ``cnnsum``.
+- ``custom``: the field options only; booksum's own settings.
 
-Length buckets: a ``--bucket-field`` value per line; else the file name when it ends in a
-CNNSum subset (``L``, ``XL``, ``2XL``, ``3XL``, e.g. ``CNNSum_2XL.jsonl``) or a CLongEval size
-(``small``, ``medium``, ``large``); else the quartiles of the file's sample lengths. Lengths are
-cl100k tokens of the context (CNNSum measures its buckets in Yi tokens; cl100k is what booksum
-has offline, so lengths near a boundary differ). A sample's generation limit G is the
-experiment's per-bucket limit (CNNSum: 400 for L/XL, 500 for 2XL/3XL), else ``--max-summary-len``.
+A preset runs the benchmark's own protocol (:data:`BENCHMARKS`), verbatim, unless an option
+overrides a part of it: its ROUGE-L variant (``--rouge-variant``), its G per length bucket
+(``--bucket-max-tokens``), and for the ``direct`` strategy its decoding (CNNSum: greedy,
+temperature 0; CLongEval: temperature 0.01, top-p 1), its prompts (the ``benchmark`` prompt
+set: CNNSum's ``prompts.json``, whose Prompt-IB is CLongEval's LStSum prompt; ``--prompts``
+overrides) and no artifact removal. What differs from the benchmark is named in each sample's
+ROUGE-L signature (``overrides:...``).
+
+Length buckets: a ``--bucket-field`` value per line; else the file name: CNNSum's release names
+(``cnnsum_L_16k``, ``cnnsum_XL_32k``, ``cnnsum_XXL_64k`` or ``cnnsum_2XL_64k``,
+``cnnsum_XXXL_128k`` or ``cnnsum_3XL_128k``), a name ending in a CNNSum subset (``L``, ``XL``,
+``2XL``, ``3XL``, e.g. ``CNNSum_2XL.jsonl``) or a CLongEval size (``small``, ``medium``,
+``large``); else the quartiles of the file's sample lengths. Lengths are cl100k tokens of the
+context (CNNSum measures its buckets in Yi tokens; cl100k is what booksum has offline, so
+lengths near a boundary differ). A sample's generation limit G: ``--bucket-max-tokens`` for its
+bucket, else the preset's (CNNSum: 400 for L/XL, 500 for 2XL/3XL; CLongEval: 400), else
+``--max-summary-len``.
 
 Each context becomes a :class:`~booksum_app.books.Book` through the plain-text reader
 (:func:`~booksum_app.books.text.book_from_text`: paragraphs and chapter headings as for a
@@ -32,7 +45,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from booksum_app.books import Book
 from booksum_app.books.language import detect_language
@@ -46,15 +59,48 @@ from booksum_app.scoring.buckets import (
     SampleScore,
     quartile_buckets,
 )
-from booksum_app.scoring.rouge import rouge_l
+from booksum_app.scoring.rouge import (
+    CLONGEVAL,
+    CNNSUM,
+    DEFAULT_ROUGE_VARIANT,
+    check_variant,
+    rouge_l,
+    rouge_signature,
+)
 
-PRESETS: Mapping[str, tuple[str, str, str | None]] = {  # context, reference, id
-    "cnnsum": ("context", "summary", None),
-    "clongeval": ("context", "answer", "id"),
+if TYPE_CHECKING:
+    from booksum_app.runners.run_config import RunConfig
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A benchmark's own protocol: what its preset runs unless an option overrides it."""
+
+    name: str
+    fields: tuple[str, str, str | None]  # context, reference, id (used when the first sample has it)
+    rouge_variant: str
+    bucket_max_tokens: Mapping[str, int]  # G per length bucket
+    default_max_tokens: int | None  # G for any other bucket (None: --max-summary-len)
+    temperature: float
+    top_p: float
+    prompts: str = "benchmark"  # the built-in prompt set holding its wording
+
+
+BENCHMARKS: Mapping[str, Benchmark] = {
+    # CNNSum Inference.py: vLLM greedy (temperature 0, top_p 1), max_tokens 400/400/500/500 by subset,
+    # prompts.json's Prompt-IB and Prompt-IE, the raw output scored
+    "cnnsum": Benchmark("cnnsum", ("context", "summary", "id"), CNNSUM,
+                        {"L": 400, "XL": 400, "2XL": 500, "3XL": 500}, None, 0.0, 1.0),
+    # CLongEval inference.py (API models): temperature 0.01, top_p 1; config/dataset2maxlen.json: 400
+    "clongeval": Benchmark("clongeval", ("context", "answer", "id"), CLONGEVAL, {}, 400, 0.01, 1.0),
 }
+PRESETS: Mapping[str, tuple[str, str, str | None]] = {name: b.fields for name, b in BENCHMARKS.items()}
 PRESET_CHOICES = ("auto", *PRESETS, "custom")
 LENGTH_TOKENIZER = "cl100k_base"
 _NAME_BUCKET = re.compile(r"(?:^|[^0-9a-z])(l|xl|2xl|3xl|small|medium|large)$", re.IGNORECASE)
+# CNNSum's release files (cnnsum_XXL_64k) and the names its Inference.py expects (cnnsum_2XL_64k)
+_CNNSUM_RELEASE = re.compile(r"(?:^|[^0-9a-z])(l|xl|xxl|2xl|xxxl|3xl)_(?:16|32|64|128)k$", re.IGNORECASE)
+_CNNSUM_SUBSET = {"L": "L", "XL": "XL", "XXL": "2XL", "2XL": "2XL", "XXXL": "3XL", "3XL": "3XL"}
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -72,6 +118,9 @@ class Sample:
     bucket: str
     max_new_tokens: int | None  # G for this sample; None: the experiment's
     sha256: str  # of the context text
+    benchmark: str | None = None  # the preset whose protocol the sample runs under (None: custom)
+    rouge_variant: str = DEFAULT_ROUGE_VARIANT
+    overrides: tuple[str, ...] = ()  # parts of the benchmark's protocol an option replaced
 
     @property
     def path(self) -> Path:
@@ -89,13 +138,19 @@ def _sample_path(dataset: str, sample_id: str, line: int) -> Path:
     return Path(dataset) / f"{dataset}--{slug}.txt"
 
 
-def _fields(spec: DatasetSpec, first: Mapping[str, Any]) -> tuple[str, str, str | None]:
+def _preset(spec: DatasetSpec, first: Mapping[str, Any]) -> str:
     preset = spec.preset
     if preset not in PRESET_CHOICES:
         raise InputError(f"--dataset-preset {preset!r}: use one of {', '.join(PRESET_CHOICES)}")
     if preset == "auto":
         preset = "clongeval" if "answer" in first and "summary" not in first else "cnnsum"
+    return preset
+
+
+def _fields(spec: DatasetSpec, preset: str, first: Mapping[str, Any]) -> tuple[str, str, str | None]:
     context, reference, ident = PRESETS.get(preset, ("context", "summary", None))
+    if ident is not None and ident not in first:
+        ident = None  # the file has no id field (CNNSum's release): the line number is the id
     return (spec.context_field or context, spec.reference_field or reference,
             spec.id_field if spec.id_field is not None else ident)
 
@@ -143,11 +198,23 @@ def _text(row: Mapping[str, Any], field: str, *, path: Path, line: int, what: st
 
 
 def _name_bucket(path: Path) -> str | None:
+    release = _CNNSUM_RELEASE.search(path.stem)
+    if release is not None:
+        return _CNNSUM_SUBSET[release.group(1).upper()]
     match = _NAME_BUCKET.search(path.stem)
     if match is None:
         return None
     word = match.group(1)
     return word.lower() if word.lower() in CLONGEVAL_BUCKETS else word.upper()
+
+
+def _limit(bucket: str, bench: Benchmark | None, limits: Mapping[str, int]) -> tuple[int | None, bool]:
+    """G of a bucket (None: --max-summary-len) and whether an option replaced the benchmark's."""
+    own = None if bench is None else bench.bucket_max_tokens.get(bucket, bench.default_max_tokens)
+    given = limits.get(bucket)
+    if given is None:
+        return own, False
+    return given, own is not None and given != own
 
 
 def _book(context: str, *, name: str, lang: str, path: Path, line: int) -> Book:
@@ -164,14 +231,22 @@ def _book(context: str, *, name: str, lang: str, path: Path, line: int) -> Book:
 
 def read_dataset(spec: DatasetSpec, *, lang: str = "auto",
                  bucket_max_tokens: Mapping[str, int] | None = None) -> tuple[Sample, ...]:
-    """Read one JSONL dataset into samples (buckets assigned, G per bucket).
+    """Read one JSONL dataset into samples (buckets assigned, G per bucket, the preset's protocol).
+
+    ``bucket_max_tokens`` is the user's G per bucket (``--bucket-max-tokens``); a preset's own
+    limits fill the buckets it does not name.
 
     Raises:
-        InputError: unreadable file, or a line that is not an object with the needed fields.
+        InputError: unreadable file, a line that is not an object with the needed fields, or an
+            unknown ROUGE variant.
     """
     path = Path(spec.path)
     rows = _rows(path)
-    context_field, reference_field, id_field = _fields(spec, rows[0][1])
+    preset = _preset(spec, rows[0][1])
+    bench = BENCHMARKS.get(preset)
+    context_field, reference_field, id_field = _fields(spec, preset, rows[0][1])
+    variant = check_variant(spec.rouge_variant or (bench.rouge_variant if bench else DEFAULT_ROUGE_VARIANT))
+    variant_override = ("rouge",) if bench is not None and variant != bench.rouge_variant else ()
     by_name = _name_bucket(path)
     tokenizer = get_tokenizer(LENGTH_TOKENIZER)
     items: list[dict[str, Any]] = []
@@ -195,11 +270,14 @@ def read_dataset(spec: DatasetSpec, *, lang: str = "auto",
     out = []
     for i in items:
         name = _sample_path(path.stem, i["id"], i["line"]).name
+        limit, replaced = _limit(i["bucket"], bench, limits)
         out.append(Sample(
             dataset=path.stem, sample_id=i["id"], line=i["line"],
             book=_book(i["context"], name=name, lang=i["lang"], path=path, line=i["line"]),
             reference=i["reference"], lang=i["lang"], length_tokens=i["length"], bucket=i["bucket"],
-            max_new_tokens=limits.get(i["bucket"]), sha256=hashlib.sha256(i["context"].encode("utf-8")).hexdigest()))
+            max_new_tokens=limit, sha256=hashlib.sha256(i["context"].encode("utf-8")).hexdigest(),
+            benchmark=bench.name if bench else None, rouge_variant=variant,
+            overrides=(*variant_override, *(("G",) if replaced else ()))))
     return tuple(out)
 
 
@@ -226,7 +304,11 @@ def load_samples(exp: Experiment) -> tuple[Sample, ...]:
             stat = path.stat()
         except OSError as exc:
             raise InputError(f"dataset {path}: cannot read it ({exc.strerror or exc}); check the path") from exc
-        samples.extend(_cached(spec, (stat.st_mtime_ns, stat.st_size), exp.lang, exp.bucket_max_tokens))
+        read = _cached(spec, (stat.st_mtime_ns, stat.st_size), exp.lang, exp.bucket_max_tokens)
+        if exp.prompts != "paper":  # --prompts replaces the benchmark's wording (direct)
+            read = tuple(dataclasses.replace(s, overrides=(*s.overrides, "prompts")) if s.benchmark else s
+                         for s in read)
+        samples.extend(read)
     books = {Path(p).name for p in exp.books}
     clash = next((s.key for s in samples if s.key in books), None)
     if clash is not None:
@@ -234,20 +316,39 @@ def load_samples(exp: Experiment) -> tuple[Sample, ...]:
     return tuple(samples)
 
 
+def sample_run(run: RunConfig, sample: Sample | None) -> RunConfig:
+    """The run a (configuration, sample) gets: under a preset, ``direct`` runs the benchmark's protocol.
+
+    Its decoding (temperature, top-p), its prompt set unless ``--prompts`` names another, and
+    no artifact removal (the benchmarks score the raw answer). G is the sample's already.
+    Other strategies are not the benchmark's method and keep booksum's settings.
+    """
+    if sample is None or sample.benchmark is None or run.strategy != "direct":
+        return run
+    bench = BENCHMARKS[sample.benchmark]
+    prompts = bench.prompts if run.prompts == "paper" else run.prompts
+    return dataclasses.replace(run, temperature=bench.temperature, top_p=bench.top_p, clean=False, prompts=prompts)
+
+
 def score_sample(sample: Sample, summary: str) -> SampleScore:
-    """ROUGE-L F of a summary against the sample's reference (jieba words for Chinese)."""
-    score = rouge_l(summary, sample.reference, lang=sample.lang)
+    """ROUGE-L F of a summary against the sample's reference, in the sample's variant."""
+    score = rouge_l(summary, sample.reference, lang=sample.lang, variant=sample.rouge_variant)
     return SampleScore(dataset=sample.dataset, sample=sample.key, length_tokens=sample.length_tokens,
                        bucket=sample.bucket, rouge_l=score.fmeasure, lang=sample.lang,
-                       summary_tokens=get_tokenizer(LENGTH_TOKENIZER).count(summary))
+                       summary_tokens=get_tokenizer(LENGTH_TOKENIZER).count(summary), sample_id=sample.sample_id,
+                       rouge_signature=rouge_signature(sample.lang, sample.rouge_variant, preset=sample.benchmark,
+                                                       overrides=sample.overrides))
 
 
 __all__ = [
+    "BENCHMARKS",
     "LENGTH_TOKENIZER",
     "PRESETS",
     "PRESET_CHOICES",
+    "Benchmark",
     "Sample",
     "load_samples",
     "read_dataset",
+    "sample_run",
     "score_sample",
 ]

@@ -72,6 +72,7 @@ class DatasetSpec:
     reference_field: str | None = None
     id_field: str | None = None
     bucket_field: str | None = None
+    rouge_variant: str | None = None  # None: the preset's own (scoring/rouge.py), rouge-score for custom
 
 
 @dataclass(frozen=True)

@@ -176,6 +176,10 @@ class RunConfig:
             "lang": sc.lang, "chapter_aware": self.chapter_aware, "front_matter": self.include_front_matter,
             "direct_template": None, **self.impl.record_fields(sc), "book": book_sha256,
         }
+        # decoding other than booksum's (a benchmark preset's): part of the key; absent otherwise,
+        # so records made before these fields were keyed stay reusable
+        if (self.temperature, self.top_p) != (DEFAULT_TEMPERATURE, DEFAULT_TOP_P):
+            fields.update(temperature=self.temperature, top_p=self.top_p)
         return short_hash(json.dumps(fields, sort_keys=True), 16)
 
 

@@ -48,6 +48,7 @@ from booksum_app.scoring.booookscore import (
 from booksum_app.scoring.detectors import SourceIndex, detect_failures, summarize_failures
 from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngrams
 from booksum_app.scoring.release import (
+    PartialAnnotationsWarning,
     carries_annotations,
     load_json,
     parse_summaries,
@@ -60,7 +61,13 @@ from booksum_app.scoring.results import (
     SystemScores,
     score_annotations,
 )
-from booksum_app.scoring.rouge import RougeScore, rouge_l, rouge_signature
+from booksum_app.scoring.rouge import (
+    DEFAULT_ROUGE_VARIANT,
+    RougeScore,
+    check_variant,
+    rouge_l,
+    rouge_signature,
+)
 
 SCHEMA_VERSION = 1
 TEXT_SUFFIXES = (".txt", ".md")
@@ -79,6 +86,8 @@ class ScoreSettings:
     annotations: tuple[Path, ...] = ()  # one per SUMMARIES path, in order
     source: Path | None = None
     references: Path | None = None
+    rouge_variant: str = DEFAULT_ROUGE_VARIANT  # scoring/rouge.py: rouge-score, clongeval or cnnsum
+    allow_partial: bool = False  # score annotations covering part of the summaries (with a note)
     llm: LLMSettings = field(default_factory=LLMSettings)
     seed: int = DEFAULT_BOOTSTRAP_SEED
 
@@ -293,6 +302,7 @@ def run_score(
     loaded = [(Path(p), load_summaries(Path(p))) for p in paths]
     annotations, judge_name = _score_sources(settings, loaded)
     references = _references(settings.references) if settings.references else None
+    check_variant(settings.rouge_variant)
     index = _source_index(settings.source) if settings.source else None
     built: Client | None = None  # a judge we build, and so close
     notice = None
@@ -314,14 +324,19 @@ def run_score(
                 totals = CallTotals()
                 if annotations:
                     stage(f"{name}: reading annotations")
-                    booookscore = score_annotations(annotations[n], summaries=summaries, seed=settings.seed)
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always", PartialAnnotationsWarning)
+                        booookscore = score_annotations(annotations[n], summaries=summaries, seed=settings.seed,
+                                                        allow_partial=settings.allow_partial)
+                    notes.extend(str(w.message) for w in caught if issubclass(w.category, PartialAnnotationsWarning))
                 elif judge_model is not None:
                     stage(f"{name}: judging {len(summaries)} summaries")
                     booookscore, totals, judge_notes = _judge_system(judge_model, summaries, settings,
                                                                      demo_judge=demo_judge)
                     notes.extend(f"{name}: {note}" for note in judge_notes)
                 stage(f"{name}: n-gram statistics")
-                system, system_notes = _statistics(name, path, summaries, booookscore, totals, index, references)
+                system, system_notes = _statistics(name, path, summaries, booookscore, totals, index, references,
+                                                   rouge_variant=settings.rouge_variant)
                 systems.append(system)
                 notes.extend(system_notes)
     finally:
@@ -363,6 +378,7 @@ def score_texts(
     batch_size: int = DEFAULT_BATCH_SIZE,
     sources: str | os.PathLike[str] | None = None,
     references: Mapping[str, str] | str | os.PathLike[str] | None = None,
+    rouge_variant: str = DEFAULT_ROUGE_VARIANT,
     llm_settings: LLMSettings | None = None,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
     name: str = "summaries",
@@ -379,6 +395,7 @@ def score_texts(
         sources: a book file or a directory of them, matched to summaries by file stem: % novel
             3-grams and the copying detector.
         references: ``{book: reference}`` or a JSON/text path, for ROUGE-L.
+        rouge_variant: ``"rouge-score"`` (default), ``"clongeval"`` or ``"cnnsum"`` (docs/scoring.md).
         llm_settings: how calls are made, as on the command line: ``base_url``, ``concurrency``,
             ``cache_dir``/``use_cache``, ``timeout_s``, ``max_cost_usd``.
         seed: bootstrap seed of the 95% CI.
@@ -407,7 +424,8 @@ def score_texts(
     finally:
         if built is not None:
             built.close()
-    result, notes = _statistics(name, path or Path(name), texts, booookscore, totals, index, refs)
+    result, notes = _statistics(name, path or Path(name), texts, booookscore, totals, index, refs,
+                                rouge_variant=check_variant(rouge_variant))
     notes = (*judge_notes, *notes)
     for note in notes:
         warnings.warn(note, UserWarning, stacklevel=2)
@@ -422,6 +440,8 @@ def _statistics(
     totals: CallTotals,
     index: Mapping[str, Path] | None,
     references: Mapping[str, str] | None,
+    *,
+    rouge_variant: str = DEFAULT_ROUGE_VARIANT,
 ) -> tuple[SystemScores, tuple[str, ...]]:
     """One system's statistics, and the notes for the user (sources skipped or unmatched, no references)."""
     notes: list[str] = []
@@ -448,7 +468,7 @@ def _statistics(
         if references is not None:
             reference = references.get(book, refs_by_stem.get(_stem(book)))
             if reference is not None:
-                rouge = rouge_l(text, reference)
+                rouge = rouge_l(text, reference, variant=rouge_variant)
                 rouge_scores.append(rouge)
         failures = detect_failures(text, source=copy_index, lang=lang)
         rows.append(SummaryRow(book=book, summary=text, judgement=judged.get(book), ngrams=ngram_stats(text, source=source), rouge=rouge, failures=failures))
@@ -474,7 +494,7 @@ def _statistics(
         booookscore=booookscore,
         ngrams=summarize_ngrams(r.ngrams for r in rows),
         rouge_l=mean_rouge,
-        rouge_signature=rouge_signature(_lang_of(summaries)) if mean_rouge else None,
+        rouge_signature=rouge_signature(_lang_of(summaries), rouge_variant) if mean_rouge else None,
         n_with_reference=len(rouge_scores),
         totals=totals,
         failures=summarize_failures(r.failures for r in rows if r.failures is not None),

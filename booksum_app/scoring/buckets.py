@@ -38,6 +38,8 @@ class SampleScore:
     rouge_l: float  # F-measure in [0, 1]
     lang: str = "en"
     summary_tokens: int = 0  # the summary's length (same tokenizer as length_tokens)
+    sample_id: str = ""  # the dataset's own id (or line number)
+    rouge_signature: str = ""  # how rouge_l was computed (scoring/rouge.py); "" : rouge-score's default
 
 
 @dataclass(frozen=True)

@@ -137,15 +137,21 @@ def score_annotations(
     summaries: Mapping[str, str] | None = None,
     fmt: AnnotationFormat | None = None,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
+    allow_partial: bool = False,
 ) -> BooookScoreResult:
     """Score an annotations file in a release format, without any LLM call.
 
+    ``allow_partial`` scores annotations that cover only part of the summaries (a
+    :class:`~booksum_app.scoring.release.PartialAnnotationsWarning` says what is missing).
+
     Raises:
-        InputError: unreadable/malformed file, or books that do not match ``summaries``.
+        InputError: unreadable/malformed file, books that do not match ``summaries``, or
+            partial annotations (see docs/scoring.md).
     """
     data = load_json(Path(path), what="annotations")
     fmt = fmt or (detect_format(data) if isinstance(data, dict) else "sentence")
-    judgements = judgements_from_release(data, summaries=summaries, fmt=fmt, source=str(path))
+    judgements = judgements_from_release(data, summaries=summaries, fmt=fmt, source=str(path),
+                                         allow_partial=allow_partial)
     splitters = (
         [SPLITTER_NAMES[detect_lang(text)] for text in summaries.values()]
         if summaries is not None and fmt == "sentence"

@@ -82,8 +82,8 @@ class Direct:
         return (config.direct_template,)
 
     def base_prompt_set(self, config: StrategyConfig) -> str | None:
-        """Direct prompts come from the ``direct`` set."""
-        return "direct"
+        """Direct prompts come from the ``direct`` set (``benchmark``: the benchmarks' verbatim wording)."""
+        return "benchmark" if config.prompts == "benchmark" else "direct"
 
     def plan(self, plan_input: PlanInput) -> StrategyPlan:
         """One call holding as much of the book as fits (head + tail when truncated)."""
