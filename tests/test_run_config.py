@@ -29,9 +29,11 @@ def client() -> Client:
         ({"chunk_size": 10}, "--chunk-size"),
         ({"max_summary_tokens": 3}, "--max-summary-len"),
         ({"lang": "fr"}, "--lang"),
-        ({"direct_template": "xx"}, "--direct-template"),
-        ({"strategy": "inc", "chapters": True}, "--chapters"),
-        ({"strategy": "hier", "evidence_tokens": 512}, "--evidence-tokens"),
+        ({"strategy": "direct", "options": {"direct_template": "xx"}}, r"direct_template='xx': use one of ib, ie"),
+        ({"strategy": "inc", "options": {"chapters": True}}, r"--set chapters: not an option of strategy 'inc'"),
+        ({"strategy": "hier", "options": {"evidence_tokens": 512}}, r"--set evidence_tokens: not an option of .*'hier'"),
+        ({"strategy": "hier-evidence", "options": {"evidence_tokens": 50}}, r"evidence_tokens=50: use at least 128"),
+        ({"strategy": "hier", "options": {"chapters": "maybe"}}, r"chapters='maybe': give true or false"),
         ({"prompts": "/no/such/dir"}, "--prompts"),
     ],
 )
@@ -43,13 +45,47 @@ def test_bad_options_are_refused_before_the_book_is_read(options: dict[str, obje
         summarize_book("/no/such/book.epub", model=client(), **options)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        ({"strategy": "direct", "direct_template": "xx"}, "direct_template='xx'"),
+        ({"strategy": "inc", "chapters": True}, "--set chapters: not an option"),
+        ({"strategy": "hier", "evidence_tokens": 512}, "--set evidence_tokens: not an option"),
+    ],
+)
+def test_the_library_keywords_are_aliases_of_the_options(keywords: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        summarize_book("/no/such/book.epub", model=client(), **keywords)  # type: ignore[arg-type]
+
+
+def test_option_values_are_parsed_by_their_declared_kind() -> None:
+    run = RunConfig(strategy="hier-evidence", options={"evidence_tokens": "300"})
+    assert run.option_values == {"evidence_tokens": 300}
+    assert RunConfig(strategy="hier-evidence", options={"evidence_tokens": "auto"}).option_values == {
+        "evidence_tokens": None}
+    assert RunConfig(strategy="hier", options={"chapters": "yes"}).per_chapter
+    assert RunConfig(strategy="direct").option_values == {"direct_template": "ib"}, "defaults filled in"
+
+
+def test_set_items_are_parsed_once_and_refused_in_one_line() -> None:
+    from booksum_app.runners.run_config import parse_set
+
+    assert parse_set(("direct-template=ie", "chapters = true")) == {"direct_template": "ie", "chapters": "true"}
+    with pytest.raises(ConfigError, match="give NAME=VALUE"):
+        parse_set(("direct_template",))
+    with pytest.raises(ConfigError, match="given twice"):
+        parse_set(("a=1", "a=2"))
+
+
 def test_the_cli_refuses_bad_options_before_reading_stdin() -> None:
     result = CliRunner().invoke(cli, ["summarize", "-", "--strategy", "inc", "--chapters"], input="")
-    assert result.exit_code != 0 and "--chapters" in result.output and "empty" not in result.output
+    assert result.exit_code != 0 and "chapters" in result.output and "empty" not in result.output
+    result = CliRunner().invoke(cli, ["summarize", "-", "--strategy", "inc", "--set", "nope=1"], input="")
+    assert result.exit_code != 0 and "--set nope: not an option of strategy 'inc'" in result.output
 
 
 def test_chapters_imply_chapter_aware_chunking() -> None:
-    assert RunConfig(chapters=True).chapter_aware
+    assert RunConfig(options={"chapters": True}).chapter_aware
     assert not RunConfig().chapter_aware
 
 
@@ -93,12 +129,14 @@ def test_the_job_key_changes_with_every_field_that_changes_the_summary(change: d
     assert base.job_key(book_sha256="a" * 64, chunk_size=2048) == key
 
 
-def test_the_direct_template_is_in_the_key_of_direct_only() -> None:
-    ib, ie = RunConfig(strategy="direct", lang="en"), RunConfig(strategy="direct", lang="en", direct_template="ie")
+def test_a_strategy_option_is_in_the_key_the_record_and_the_signature() -> None:
+    ib = RunConfig(strategy="direct", lang="en")
+    ie = RunConfig(strategy="direct", lang="en", options={"direct_template": "ie"})
     assert ib.job_key(book_sha256="a" * 64, chunk_size=None) != ie.job_key(book_sha256="a" * 64, chunk_size=None)
-    hier_ib, hier_ie = RunConfig(lang="en"), RunConfig(lang="en", direct_template="ie")
-    assert hier_ib.job_key(book_sha256="a" * 64, chunk_size=2048) == hier_ie.job_key(
-        book_sha256="a" * 64, chunk_size=2048)
+    chat = client()
+    assert ie.record_dict(chat.info, ie.prompt_bundle())["options"] == {"direct_template": "ie"}
+    assert "direct_template:ie" in ie.signature(chat.info, ie.prompt_bundle())
+    assert "direct_template" not in ib.signature(chat.info, ib.prompt_bundle()), "a default signs as before"
 
 
 def test_a_config_is_frozen() -> None:

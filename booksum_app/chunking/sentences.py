@@ -26,12 +26,12 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from booksum_app.books.language import detect_language
+from booksum_app.config import LANGUAGES
 from booksum_app.errors import ConfigError
 
 if TYPE_CHECKING:
     from nltk.tokenize.punkt import PunktSentenceTokenizer
 
-LANGUAGES = ("en", "zh")
 SPLITTER_NAMES = {"en": "punkt-en", "zh": "zh-punct"}  # for signature strings
 
 _ZH_CLOSERS = (

@@ -32,12 +32,12 @@ from booksum_app.errors import (
     redact,
 )
 from booksum_app.llm.anthropic_wire import completion_from_message
-from booksum_app.llm.base import Completion, ModelInfo, Request
+from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
 from booksum_app.llm.calls import retry_after_seconds
 from booksum_app.llm.wire import sdk_error_detail
 
 
-class AnthropicBackend:
+class AnthropicBackend(BackendBase):
     """Messages through the ``anthropic`` SDK."""
 
     kind = "anthropic"

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 import openai
 
 from booksum_app.errors import AuthError, TransientModelError, redact
-from booksum_app.llm.base import Completion, ModelInfo, Request
+from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
 from booksum_app.llm.http_json import HttpFailure, JsonPoster, is_plain_http
 from booksum_app.llm.openai_wire import chat_body, completion_from_reply, error_detail, status_error
 from booksum_app.llm.wire import sdk_error_detail
@@ -44,7 +44,7 @@ DUMMY_KEY = "booksum-no-key"  # servers reached by base URL often need no key; t
 Transport = Literal["auto", "sdk"]
 
 
-class OpenAIBackend:
+class OpenAIBackend(BackendBase):
     """Chat completions to OpenAI or to compatible servers, through the SDK or the lean client."""
 
     kind = "openai"

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from booksum_app.errors import ConfigError, ContextTooLong, ModelError, ModelUnavailable
-from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
 
 
-class VLLMBackend:
+class VLLMBackend(BackendBase):
     """A batch backend over ``vllm.LLM``."""
 
     kind = "vllm"

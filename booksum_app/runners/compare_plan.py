@@ -82,7 +82,7 @@ def run_config(config: GridConfig, job: Experiment, lang: str) -> RunConfig:
         clean=job.clean,
         chapter_aware=job.chapter_aware,
         include_front_matter=job.include_front_matter,
-        direct_template=job.direct_template,
+        options=job.options_for(config),
     )
 
 
