@@ -337,7 +337,7 @@ def test_cli_refuses_bad_options(tmp_path: Path, zh_dataset: Path) -> None:
     assert result.exit_code == 2 and "BUCKET=N" in result.output
     from booksum_app.runners.experiment import direct_template_option
 
-    with pytest.raises(ConfigError, match="direct_template='middle': use one of ib, ie"):
+    with pytest.raises(ConfigError, match="--set direct_template=middle: use one of ib, ie"):
         build_experiment({}, {"strategies": ("direct",), "options": direct_template_option("middle")})
     with pytest.raises(ConfigError, match="--set chapters: not an option of the grid's strategies"):
         build_experiment({}, {"strategies": ("inc", "direct"), "options": (("chapters", ("true",)),)})

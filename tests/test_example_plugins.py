@@ -117,21 +117,25 @@ def test_plan_compare_and_models_see_both_plugins(site: Path, tmp_path: Path) ->
                         "--chunk-sizes", "64", "--set", "per_chunk_tokens=20,30", "--no-judge", "--yes",
                         "--no-plots", "--out", str(out), cwd=tmp_path)
     assert compared.returncode == 0, compared.stderr
-    records = sorted(p.parent.name for p in (out / "records").glob("*/lisk.json"))
-    assert records == ["extract-demo-64-map-only-20", "extract-demo-64-map-only-30", "extract-demo-lead"]
+    files = sorted((out / "records").glob("*/lisk.json"))
+    assert [p.parent.name for p in files] == ["extract-demo-64-map-only-20", "extract-demo-64-map-only-30",
+                                              "extract-demo-lead"]
+    first = {p: p.stat().st_mtime_ns for p in files}
+    assert json.loads(files[0].read_text(encoding="utf-8"))["config"]["options"] == {"per_chunk_tokens": 20}
     again = _booksum(site, "compare", str(book), "--strategies", "lead,map-only", "-m", "extract:demo",
                      "--chunk-sizes", "64", "--set", "per_chunk_tokens=20,30", "--no-judge", "--yes",
                      "--no-plots", "--out", str(out), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
+    assert {p: p.stat().st_mtime_ns for p in files} == first, "reused, not written again"
 
 
-def test_a_bad_model_string_leaves_no_output_behind(tmp_path: Path) -> None:
+def test_a_bad_model_string_leaves_no_output_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
     from booksum_app.cli import cli
 
     book = _book(tmp_path)
-    with CliRunner().isolated_filesystem(temp_dir=tmp_path) as cwd:
-        result = CliRunner().invoke(cli, ["summarize", str(book), "-m", "nobody:x"])
-        assert result.exit_code == 2 and "unknown model 'nobody:x'" in result.stderr
-        assert not (Path(cwd) / "booksum-out").exists()
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["summarize", str(book), "-m", "nobody:x"])
+    assert result.exit_code == 2 and "unknown model 'nobody:x'" in result.stderr
+    assert not (tmp_path / "booksum-out").exists()

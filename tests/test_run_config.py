@@ -29,11 +29,11 @@ def client() -> Client:
         ({"chunk_size": 10}, "--chunk-size"),
         ({"max_summary_tokens": 3}, "--max-summary-len"),
         ({"lang": "fr"}, "--lang"),
-        ({"strategy": "direct", "options": {"direct_template": "xx"}}, r"direct_template='xx': use one of ib, ie"),
+        ({"strategy": "direct", "options": {"direct_template": "xx"}}, r"--set direct_template=xx: use one of ib, ie"),
         ({"strategy": "inc", "options": {"chapters": True}}, r"--set chapters: not an option of strategy 'inc'"),
         ({"strategy": "hier", "options": {"evidence_tokens": 512}}, r"--set evidence_tokens: not an option of .*'hier'"),
         ({"strategy": "hier-evidence", "options": {"evidence_tokens": 50}}, r"evidence_tokens=50: use at least 128"),
-        ({"strategy": "hier", "options": {"chapters": "maybe"}}, r"chapters='maybe': give true or false"),
+        ({"strategy": "hier", "options": {"chapters": "maybe"}}, r"--set chapters=maybe: give true or false"),
         ({"prompts": "/no/such/dir"}, "--prompts"),
     ],
 )
@@ -48,7 +48,7 @@ def test_bad_options_are_refused_before_the_book_is_read(options: dict[str, obje
 @pytest.mark.parametrize(
     ("keywords", "message"),
     [
-        ({"strategy": "direct", "direct_template": "xx"}, "direct_template='xx'"),
+        ({"strategy": "direct", "direct_template": "xx"}, "--set direct_template=xx"),
         ({"strategy": "inc", "chapters": True}, "--set chapters: not an option"),
         ({"strategy": "hier", "evidence_tokens": 512}, "--set evidence_tokens: not an option"),
     ],

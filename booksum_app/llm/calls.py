@@ -38,16 +38,7 @@ from tenacity import (
 )
 
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
-from booksum_app.llm.base import (
-    Backend,
-    BackendBase,
-    BatchBackend,
-    Completion,
-    ModelInfo,
-    Request,
-    Tally,
-    Usage,
-)
+from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Tally, Usage
 from booksum_app.llm.cache import CallMeta, CallStore, Lease
 from booksum_app.llm.context import current_context, ranked
 from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
@@ -152,7 +143,7 @@ class Client:
             raise ValueError("max_attempts must be at least 1")
         self.backend = backend
         self.cache = cache
-        if not isinstance(backend, BackendBase):
+        if not isinstance(backend, Backend):  # BackendBase: every member read below has a default
             raise TypeError(f"{type(backend).__name__} is not a backend: derive it from booksum_app.plugin.BackendBase")
         self.concurrency = max(1, int(concurrency if concurrency is not None else backend.default_concurrency))
         self.max_cost_usd = max_cost_usd

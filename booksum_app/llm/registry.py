@@ -182,7 +182,22 @@ def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
 
 
 def load_table(path: Path | None) -> _Table:
-    """The shipped model table merged with the user's config file (if it exists)."""
+    """The shipped model table merged with the user's config file (if it exists), read once per
+    version of the file: a command resolves several model strings (the grid's, the judge's)."""
+    try:
+        stat = path.stat() if path is not None else None
+    except OSError:
+        stat = None
+    version = (str(path), stat.st_mtime_ns, stat.st_size) if stat is not None else (str(path), 0, -1)
+    if version not in _TABLES:
+        _TABLES[version] = _read_table(path)
+    return _TABLES[version]
+
+
+_TABLES: dict[tuple[str, int, int], _Table] = {}
+
+
+def _read_table(path: Path | None) -> _Table:
     shipped = _shipped_table()
     models: dict[str, dict[str, Any]] = {k: dict(v) for k, v in shipped["models"].items()}
     user: dict[str, Any] = {}

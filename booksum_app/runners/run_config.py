@@ -33,7 +33,7 @@ from booksum_app.llm.base import ModelInfo
 from booksum_app.prompts import PROMPT_SETS
 from booksum_app.signature import make_signature, short_hash
 from booksum_app.strategies import STRATEGIES, Strategy, StrategyConfig, get_strategy, load_prompts
-from booksum_app.strategies.base import OptionValue, PromptBundle, resolve_options
+from booksum_app.strategies.base import OptionValue, PromptBundle, resolve_options, strategy_prompts
 
 
 def resolve_lang(lang: str, book: Book) -> str:
@@ -123,9 +123,7 @@ class RunConfig:
 
     def prompt_bundle(self) -> PromptBundle:
         """The strategy's templates in the resolved language."""
-        impl, sc = self.impl, self.strategy_config()
-        return load_prompts(self.prompts, lang=sc.lang, names=impl.template_names(sc), base_set=impl.base_prompt_set(sc),
-                            own_dir=impl.templates_dir)
+        return strategy_prompts(self.impl, self.strategy_config())
 
     def clean_bundle(self) -> PromptBundle | None:
         """The artifact-removal template, or None when cleaning is off."""

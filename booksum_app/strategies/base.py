@@ -64,7 +64,7 @@ class Option:
         Raises:
             ConfigError: not a value of this option (one line naming it).
         """
-        where = f"option {self.name}={raw!r}"
+        where = f"--set {self.name}={raw}"
         if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("auto", "none") and self.default is None):
             if self.default is not None:
                 raise ConfigError(f"{where}: give a value")
@@ -413,6 +413,12 @@ class StrategyBase(ABC):
         """Summarize ``job``; every summary through :func:`~booksum_app.compression.validity.generate`."""
 
 
+def strategy_prompts(strategy: Strategy, config: StrategyConfig) -> PromptBundle:
+    """The templates ``strategy`` renders under ``config``: what its run and its plan both read."""
+    return load_prompts(config.prompts, lang=config.lang, names=strategy.template_names(config),
+                        base_set=strategy.base_prompt_set(config), own_dir=strategy.templates_dir)
+
+
 def notify(
     on_progress: ProgressFn | None, stage: str, done: int, total: int, node: str = ""
 ) -> None:
@@ -440,4 +446,5 @@ __all__ = [
     "load_prompts",
     "notify",
     "resolve_options",
+    "strategy_prompts",
 ]
