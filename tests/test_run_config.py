@@ -169,3 +169,18 @@ def test_the_cpu_gate_is_held_while_chunking_and_released_before_the_first_call(
     assert record.summary and chunked_under_gate == [True]
     assert held_during_calls and not any(held_during_calls), "no call waits on the gate"
     assert not gate.locked()
+
+
+def test_one_resolve_lang_for_books_and_texts() -> None:
+    from booksum_app.chunking import resolve_lang
+
+    def never() -> str:
+        raise AssertionError("the text is not needed when the metadata says")
+
+    assert resolve_lang("zh", text="The traveller came back.") == "zh", "an explicit language wins"
+    assert resolve_lang("auto", declared="en-GB", text=never) == "en"
+    assert resolve_lang(None, declared="zh-Hans", text=never) == "zh"
+    assert resolve_lang("auto", declared="fr", text="时间旅行者回来了。他讲述了未来的世界。") == "zh"
+    assert resolve_lang(None, text="The traveller came back. He told us of the future.") == "en"
+    with pytest.raises(ConfigError, match="--lang 'fr': use one of auto, en, zh"):
+        resolve_lang("fr")

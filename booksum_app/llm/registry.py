@@ -477,13 +477,10 @@ def get_model(
         cache_store = CallCache(settings.cache_dir or default_cache_dir(env))
     adaptive = spec.hosted and backend is None
     start = None  # the adaptive limit starts at its cap (--concurrency N: the user's quota)
-    if settings.concurrency is not None:
-        cap = settings.concurrency
-    elif adaptive:
+    cap = settings.concurrency  # None: the backend's default_concurrency, which the client reads
+    if cap is None and adaptive:
         cap = socket_room(ADAPTIVE_MAX_CONCURRENCY)  # then slow start from 128 to the cap
         start = min(ADAPTIVE_INITIAL_CONCURRENCY, cap)
-    else:
-        cap = built.default_concurrency
     client = Client(
         built,
         cache=cache_store,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.books import Book
-from booksum_app.chunking import detect_lang
+from booksum_app.chunking import resolve_lang
 from booksum_app.config import (
     COMPRESSION_TEMPERATURE,
     DEFAULT_CHUNK_SIZE,
@@ -36,18 +36,9 @@ from booksum_app.strategies import STRATEGIES, Strategy, StrategyConfig, get_str
 from booksum_app.strategies.base import OptionValue, PromptBundle, resolve_options, strategy_prompts
 
 
-def resolve_lang(lang: str, book: Book) -> str:
-    """``en`` or ``zh`` for prompts and sentence splitting; ``auto`` reads the book."""
-    if lang not in LANG_CHOICES:
-        raise ConfigError(f"--lang {lang!r}: use one of {', '.join(LANG_CHOICES)}")
-    if lang != "auto":
-        return lang
-    code = (book.language or "").lower()
-    if code.startswith("zh"):
-        return "zh"
-    if code.startswith("en"):
-        return "en"
-    return detect_lang(book.text()[:20_000])
+def book_lang(lang: str, book: Book) -> str:
+    """``en`` or ``zh`` for prompts and sentence splitting; ``auto`` reads the book's metadata, else its text."""
+    return resolve_lang(lang, declared=book.language, text=lambda: book.text()[:20_000])
 
 
 @dataclass(frozen=True)
@@ -106,7 +97,7 @@ class RunConfig:
 
     def for_book(self, book: Book) -> RunConfig:
         """This configuration with ``lang`` resolved from the book when it is ``auto``."""
-        return self if self.lang != "auto" else replace(self, lang=resolve_lang(self.lang, book))
+        return self if self.lang != "auto" else replace(self, lang=book_lang(self.lang, book))
 
     def strategy_config(self) -> StrategyConfig:
         """The knobs the strategy itself reads (``lang`` must be resolved to run; ``en`` stands in)."""
@@ -237,4 +228,4 @@ def _sig_value(value: object) -> object:
     return "auto" if value is None else str(value).lower() if isinstance(value, bool) else value
 
 
-__all__ = ["LANG_CHOICES", "RunConfig", "option_aliases", "parse_set", "resolve_lang"]
+__all__ = ["LANG_CHOICES", "RunConfig", "book_lang", "option_aliases", "parse_set"]

@@ -46,7 +46,7 @@ from booksum_app.llm.registry import LLMSettings, ModelSpec, choose_model, get_m
 from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.progress import RunProgress
-from booksum_app.runners.run_config import LANG_CHOICES, RunConfig, resolve_lang
+from booksum_app.runners.run_config import LANG_CHOICES, RunConfig, book_lang
 from booksum_app.strategies import StrategyConfig, StrategyJob
 from booksum_app.strategies.base import ProgressFn, PromptBundle, StrategyResult
 from booksum_app.strategies.record import BookInfo, SummaryRecord, Totals, tally_of
@@ -333,4 +333,4 @@ def _book_info(book: Book, chunks: tuple[Chunk, ...], *, include_front_matter: b
     )
 
 
-__all__ = ["LANG_CHOICES", "RunConfig", "default_record_path", "resolve_lang", "run_summary", "summarize_book"]
+__all__ = ["LANG_CHOICES", "RunConfig", "book_lang", "default_record_path", "run_summary", "summarize_book"]

@@ -58,9 +58,9 @@ def rouge_l_tokens(candidate: Sequence[str], reference: Sequence[str]) -> RougeS
 def rouge_l(candidate: str, reference: str, *, lang: str | None = None) -> RougeScore:
     """ROUGE-L of a summary against a reference (language detected from the reference if not given)."""
     if lang is None:
-        from booksum_app.scoring.words import resolve_lang
+        from booksum_app.chunking import resolve_lang
 
-        lang = resolve_lang(reference, None)
+        lang = resolve_lang(None, text=reference)
     return rouge_l_tokens(rouge_words(candidate, lang=lang), rouge_words(reference, lang=lang))
 
 
