@@ -1,6 +1,6 @@
 """The one module a booksum plugin imports: every name a backend or a strategy plugin needs.
 
-booksum finds plugins through two entry point groups, as simonw/llm does (``llm.plugins``)::
+booksum finds plugins through two entry point groups, as simonw/llm finds its own (``llm``)::
 
     [project.entry-points."booksum.backends"]      # a provider: model strings "<name>:<model id>"
     upper = "booksum_upper:UpperBackend"           # a BackendBase subclass
