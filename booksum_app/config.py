@@ -9,6 +9,7 @@ COMPRESSION_TEMPERATURE = 1.0  # compression calls (BooookScore App. A.2)
 DEFAULT_TOP_P = 1.0
 LANGUAGES = ("en", "zh")  # prompt sets, sentence splitting, failure detectors: the one list
 LANG_CHOICES = ("auto", *LANGUAGES)  # --lang: "auto" reads the book's metadata, else its text
+LENGTH_POLICIES = ("regenerate", "truncate")  # an answer past its limit: the paper's rule, or cut at once
 DEFAULT_TIMEOUT_S = 300.0  # per attempt of a hosted-API call; long prompts answer well within it
 HEARTBEAT_S = 30.0  # a progress line at least this often on stderr when it is not a terminal
 JUDGE_TEMPERATURE = 0.0  # scoring should be as repeatable as the provider allows

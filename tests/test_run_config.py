@@ -184,3 +184,16 @@ def test_one_resolve_lang_for_books_and_texts() -> None:
     assert resolve_lang(None, text="The traveller came back. He told us of the future.") == "en"
     with pytest.raises(ConfigError, match="--lang 'fr': use one of auto, en, zh"):
         resolve_lang("fr")
+
+
+def test_a_plugins_version_is_in_the_key_and_the_signature(monkeypatch: pytest.MonkeyPatch) -> None:
+    from booksum_app.strategies import STRATEGIES
+
+    run, chat = RunConfig(strategy="inc", lang="en"), client()
+    keys, signatures = [], []
+    for version in ("0.1.0", "0.2.0"):
+        monkeypatch.setattr(STRATEGIES, "distribution", lambda name, v=version: ("booksum-inc-plus", v))
+        keys.append(run.job_key(book_sha256="a" * 64, chunk_size=2048))
+        signatures.append(run.signature(chat.info, run.prompt_bundle()))
+    assert keys[0] != keys[1], "a record of an older plugin is not reused"
+    assert "|plugin:booksum-inc-plus-0.1.0|" in signatures[0] and "|plugin:booksum-inc-plus-0.2.0|" in signatures[1]

@@ -22,7 +22,12 @@ from booksum_app.cli.base import (
     snapshot_line,
     stats_text,
 )
-from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, LANG_CHOICES
+from booksum_app.config import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_MAX_SUMMARY_TOKENS,
+    LANG_CHOICES,
+    LENGTH_POLICIES,
+)
 from booksum_app.errors import BooksumError
 from booksum_app.prompts import DIRECT_TEMPLATES
 
@@ -59,7 +64,7 @@ def _strategies_help() -> str:
 @click.option("--chapters", "per_chapter", is_flag=True,
               help="hier: also one summary per chapter, from the tree where it can be (implies --chapter-aware); "
                    "--set chapters=true.")
-@click.option("--length-policy", type=click.Choice(["regenerate", "truncate"]), default=None,
+@click.option("--length-policy", type=click.Choice(LENGTH_POLICIES), default=None,
               help="An answer past its length limit: regenerate it (the paper's rule) or cut it at its last "
                    "sentence end [default: the model's; truncate for the embedded SmolLM2].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -38,6 +38,7 @@ from booksum_app.config import (
     ENV_CONFIG,
     ENV_JUDGE,
     ENV_MODEL,
+    LENGTH_POLICIES,
 )
 from booksum_app.errors import ConfigError
 from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
@@ -61,7 +62,6 @@ DEMO_JUDGE_WARNING = (
     "nothing about the summaries"
 )
 TOKENIZERS = ("cl100k_base", "o200k_base", "estimate", "native")
-LENGTH_POLICIES = ("regenerate", "truncate")
 _SPEC_FIELDS = (
     "context_window",
     "tokenizer",
