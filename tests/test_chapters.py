@@ -39,7 +39,7 @@ def test_chapter_summaries_reuse_the_tree_and_pay_only_for_split_chapters(tmp_pa
 
 
 def test_chapters_need_hier() -> None:
-    with pytest.raises(ConfigError, match="--chapters needs --strategy hier"):
+    with pytest.raises(ConfigError, match="--set chapters: not an option of strategy .inc. \\(its options: none\\)"):
         summarize_book("unused.txt", strategy="inc", model=Client(FakeBackend()), chapters=True)
 
 

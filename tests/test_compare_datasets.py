@@ -267,7 +267,7 @@ def _references(*paths: Path) -> dict[str, tuple[str, str]]:
 def test_hier_and_direct_ib_ie_on_chinese_and_english(en_dataset: Path, zh_dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
     exp = Experiment(datasets=(DatasetSpec(en_dataset), DatasetSpec(zh_dataset)), strategies=("hier", "direct"),
-                     models=("fake",), chunk_sizes=(128,), max_summary_tokens=60, direct_template="both",
+                     models=("fake",), chunk_sizes=(128,), max_summary_tokens=60, options=(("direct_template", ("ib", "ie")),),
                      out=out, use_judge=False)
     backend = FakeBackend()
     model = Client(backend, concurrency=4)
@@ -377,8 +377,12 @@ def test_cli_refuses_bad_options(tmp_path: Path, zh_dataset: Path) -> None:
     result = CliRunner().invoke(cli, ["compare", "--dataset", str(zh_dataset), "--bucket-max-tokens", "L:400",
                                       "--plan-only"])
     assert result.exit_code == 2 and "BUCKET=N" in result.output
-    with pytest.raises(ConfigError, match="direct template"):
-        build_experiment({}, {"direct_template": "middle"})
+    from booksum_app.runners.experiment import direct_template_option
+
+    with pytest.raises(ConfigError, match="--set direct_template=middle: use one of ib, ie"):
+        build_experiment({}, {"strategies": ("direct",), "options": direct_template_option("middle")})
+    with pytest.raises(ConfigError, match="--set chapters: not an option of the grid's strategies"):
+        build_experiment({}, {"strategies": ("inc", "direct"), "options": (("chapters", ("true",)),)})
 
 
 # ---- a realistic Chinese set: 水浒传 chapter windows, each chapter's couplet title as reference ----
@@ -407,7 +411,7 @@ def test_shuihuzhuan_chapter_windows(tmp_path: Path) -> None:
     assert [s.bucket for s in samples].count("Q1") == 8 and {s.bucket for s in samples} == {"Q1", "Q2", "Q3", "Q4"}
     assert samples[0].reference.startswith("王教头私走延安府，九纹龙大闹史家村。")
     exp = Experiment(datasets=(DatasetSpec(path),), strategies=("hier", "direct"), models=("fake",),
-                     chunk_sizes=(2048,), direct_template="both", out=tmp_path / "o", use_judge=False)
+                     chunk_sizes=(2048,), options=(("direct_template", ("ib", "ie")),), out=tmp_path / "o", use_judge=False)
     result = run_compare(exp, models={"fake": Client(FakeBackend(), concurrency=4)})
     data = json.loads((tmp_path / "o" / "results.json").read_text(encoding="utf-8"))
     references = {s.key: (s.reference, s.lang) for s in samples}

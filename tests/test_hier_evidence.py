@@ -125,7 +125,7 @@ def evidence_run(**config: object):
 
 @pytest.mark.parametrize("evidence_tokens", [None, 300])
 def test_merge_prompts_carry_passages_of_their_own_span_within_budget(evidence_tokens: int | None) -> None:
-    the_job, backend, result = evidence_run(evidence_tokens=evidence_tokens)
+    the_job, backend, result = evidence_run(options=(("evidence_tokens", evidence_tokens),))
     assert_fits(backend)
     index = PassageIndex(the_job.chunks, count_tokens=TOK.count, lang="en")
     nodes = {n.id: n for n in result.nodes}
@@ -240,8 +240,10 @@ def test_one_chunk_needs_no_index_and_no_merge() -> None:
 
 
 def test_too_small_an_evidence_budget_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="--evidence-tokens 50 is too small"):
-        StrategyConfig(evidence_tokens=50)
+    from booksum_app.runners.run_config import RunConfig
+
+    with pytest.raises(ConfigError, match="evidence_tokens=50: use at least 128"):
+        RunConfig(strategy="hier-evidence", options={"evidence_tokens": 50})
 
 
 # ---- record, signature, CLI -------------------------------------------------------------------------
@@ -272,7 +274,7 @@ def test_record_lists_the_evidence_and_signs_the_option(book: Path, tmp_path: Pa
     plain = summarize("hier")
     assert "evidence" not in parse_signature(plain.signature) and "evidence" not in plain.config
     assert plain.extra == {}
-    with pytest.raises(ConfigError, match="--evidence-tokens needs --strategy hier-evidence"):
+    with pytest.raises(ConfigError, match="--set evidence_tokens: not an option of strategy 'hier'"):
         summarize("hier", evidence_tokens=200)
 
 
@@ -280,7 +282,7 @@ def test_cli_rejects_evidence_tokens_without_the_strategy(book: Path, tmp_path: 
     out = tmp_path / "out.md"
     args = ["summarize", str(book), "--strategy", "inc", "--evidence-tokens", "200", "-o", str(out)]
     result = CliRunner().invoke(cli, args)
-    assert result.exit_code != 0 and "--evidence-tokens needs --strategy hier-evidence" in result.output
+    assert result.exit_code != 0 and "--set evidence_tokens: not an option of strategy 'inc'" in result.output
     assert "Traceback" not in result.output and not out.exists()
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from booksum_app.errors import AuthError
-from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.cache import CallCache, Lease
 from booksum_app.llm.calls import Client
 from booksum_app.testing.fake_server import FakeServer
@@ -196,7 +196,7 @@ def test_leases_are_renewed_while_held(tmp_path: Path) -> None:
     assert leases(tmp_path) == []  # close releases what is still held
 
 
-class _Failing:
+class _Failing(BackendBase):
     """A backend whose first call is refused (not retried), then answers."""
 
     kind = "fake"

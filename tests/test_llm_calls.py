@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from booksum_app.errors import (
     RateLimited,
     TransientModelError,
 )
-from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request, Usage
+from booksum_app.llm.base import BackendBase, ChatModel, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.retry_policy import retry_after_seconds
@@ -296,24 +297,55 @@ def test_cost_ceiling_message_counts_the_calls_in_flight() -> None:
     running.result(timeout=5)
 
 
-class _NoCounterBackend:
+class _NoCounterBackend(BackendBase):
     """A backend without a counter of its own: the client counts with its info's tokenizer."""
 
     def __init__(self) -> None:
-        self.info = FakeBackend().info
+        super().__init__(FakeBackend().info)
 
     def complete(self, request: Request) -> Completion:
         raise AssertionError("not called")
 
 
+class _OwnCounterBackend(_NoCounterBackend):
+    """A backend naming cl100k_base whose own count_tokens disagrees with it (one token a word)."""
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
 def test_the_client_names_the_tokenizer_it_counts_with_only_when_it_uses_a_named_one() -> None:
     from booksum_app.chunking import get_tokenizer
 
-    plain = Client(_NoCounterBackend())  # type: ignore[arg-type]
+    plain = Client(_NoCounterBackend())
     assert plain.tokenizer_name == "cl100k_base"
     assert plain.count_tokens("one two three") == get_tokenizer("cl100k_base").count("one two three")
-    assert Client(FakeBackend()).tokenizer_name is None, "the backend's own counter is not a named tokenizer"
-    assert Client(_NoCounterBackend(), count_tokens=len).tokenizer_name is None  # type: ignore[arg-type]
+    assert Client(_NoCounterBackend(), count_tokens=len).tokenizer_name is None
+    native = _OwnCounterBackend()
+    native.info = dataclasses.replace(native.info, tokenizer="native")
+    assert Client(native).tokenizer_name is None, "the model's own counter is not a named tokenizer"
+    assert Client(native).count_tokens("Mara, baking.") == 2
+
+
+def test_a_named_tokenizer_wins_over_the_backends_own_counter() -> None:
+    # inspect and compare's plan count with the tokenizer the model's info names: the run must too
+    from booksum_app.chunking import get_tokenizer
+
+    text = "Mara, the baker of Lisk, counted twenty-one loaves."
+    client = Client(_OwnCounterBackend())
+    assert client.count_tokens(text) == get_tokenizer("cl100k_base").count(text) != len(text.split())
+    assert client.tokenizer_name == "cl100k_base"
+
+
+def test_an_object_that_is_not_a_backend_is_refused_in_one_line() -> None:
+    class Bare:
+        info = FakeBackend().info
+
+        def complete(self, request: Request) -> Completion:
+            raise AssertionError("not called")
+
+    with pytest.raises(TypeError, match="derive it from booksum_app.plugin.BackendBase"):
+        Client(Bare())  # type: ignore[arg-type]
 
 
 def test_a_lower_caller_rank_starts_first_then_the_priority() -> None:

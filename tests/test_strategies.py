@@ -218,7 +218,7 @@ def test_direct_cuts_the_middle_of_a_long_book_and_records_it() -> None:
 @pytest.mark.parametrize("template", ["ib", "ie"])
 def test_direct_fits_a_short_book_whole_with_either_template(template: str) -> None:
     backend = FakeBackend(SMALL)
-    the_job = job(8, max_summary_tokens=300, direct_template=template)
+    the_job = job(8, max_summary_tokens=300, options=(("direct_template", template),))
     result = run("direct", the_job, backend)
     assert result.truncation is None
     prompt = backend.calls[0].prompt

@@ -8,6 +8,7 @@ from booksum_app.chunking.sentences import (
     SPLITTER_NAMES,
     detect_lang,
     repeated_sentence_start,
+    resolve_lang,
     sentence_spans,
     split_sentences,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "detect_lang",
     "get_tokenizer",
     "repeated_sentence_start",
+    "resolve_lang",
     "sentence_spans",
     "split_sentences",
 ]

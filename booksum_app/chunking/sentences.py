@@ -23,15 +23,16 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from booksum_app.books.language import detect_language
+from booksum_app.config import LANG_CHOICES, LANGUAGES
 from booksum_app.errors import ConfigError
 
 if TYPE_CHECKING:
     from nltk.tokenize.punkt import PunktSentenceTokenizer
 
-LANGUAGES = ("en", "zh")
 SPLITTER_NAMES = {"en": "punkt-en", "zh": "zh-punct"}  # for signature strings
 
 _ZH_CLOSERS = (
@@ -188,3 +189,22 @@ def repeated_sentence_start(text: str, *, lang: str = "en", settled: bool = Fals
 def detect_lang(text: str) -> str:
     """``"zh"`` or ``"en"``: the one language heuristic the book readers use too."""
     return detect_language(text)
+
+
+def resolve_lang(lang: str | None, *, text: str | Callable[[], str] = "", declared: str | None = None) -> str:
+    """``en`` or ``zh``: ``lang`` when it is one; for ``auto`` (or None) the ``declared`` language
+    (a book's metadata) when it is one, else the language detected in ``text`` (a callable is
+    called only then: a book's text need not be built when its metadata says).
+
+    Raises:
+        ConfigError: ``lang`` is neither a language nor ``auto``.
+    """
+    if lang in LANGUAGES:
+        return str(lang)
+    if lang not in (None, "auto"):
+        raise ConfigError(f"--lang {lang!r}: use one of {', '.join(LANG_CHOICES)}")
+    code = (declared or "").lower()
+    known = [language for language in LANGUAGES if code.startswith(language)]
+    if known:
+        return known[0]
+    return detect_lang(text() if callable(text) else text)

@@ -23,8 +23,9 @@ from booksum_app.cli.base import (
     plan_options,
     snapshot_line,
 )
-from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
+from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, LANG_CHOICES
 from booksum_app.errors import BooksumError
+from booksum_app.prompts import DIRECT_TEMPLATES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -99,9 +100,13 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
               help="Output directory [default: booksum-compare]; rerun with the same one to resume.")
 @click.option("--max-summary-len", type=click.IntRange(min=16), default=None, help=f"G [default: {DEFAULT_MAX_SUMMARY_TOKENS}].")
 @click.option("--prompts", default=None, help="Prompt set: paper, simple, or a directory [default: paper].")
-@click.option("--lang", type=click.Choice(["auto", "en", "zh"]), default=None)
-@click.option("--direct-template", type=click.Choice(["ib", "ie", "both"]), default=None,
-              help="direct: instruction before (ib) or after (ie) the text, or both side by side [default: ib].")
+@click.option("--lang", type=click.Choice(LANG_CHOICES), default=None)
+@click.option("--set", "set_opts", multiple=True, metavar="NAME=VALUE[,VALUE...]",
+              help="A strategy option for the strategies that declare it (repeatable); several values run "
+                   "one configuration each.")
+@click.option("--direct-template", type=click.Choice([*DIRECT_TEMPLATES, "both"]), default=None,
+              help="direct: instruction before (ib) or after (ie) the text, or both side by side [default: ib]; "
+                   "--set direct_template=ib,ie.")
 @click.option("--no-clean", is_flag=True, default=None, help="Skip artifact removal.")
 @click.option("--chapter-aware", is_flag=True, default=None, help="Never let a chunk straddle two chapters.")
 @click.option("--include-front-matter", is_flag=True, default=None, help="Also summarize front/back matter.")
@@ -141,7 +146,7 @@ def compare_command(
     model_opts: tuple[str, ...], chunk_sizes: str | None, judge: str | None, no_judge: bool | None,
     judge_base_url: str | None, judge_mode: str | None,
     batch_size: int | None, out: Path | None, max_summary_len: int | None, prompts: str | None,
-    lang: str | None, direct_template: str | None, no_clean: bool | None, chapter_aware: bool | None,
+    lang: str | None, set_opts: tuple[str, ...], direct_template: str | None, no_clean: bool | None, chapter_aware: bool | None,
     include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
     jobs: int | None, datasets: tuple[Path, ...], dataset_preset: str, context_field: str | None,
     reference_field: str | None, id_field: str | None, bucket_field: str | None, bucket_max_tokens: str | None,
@@ -152,17 +157,20 @@ def compare_command(
     from booksum_app.chunking.memo import ChunkMemo
     from booksum_app.errors import ConfigError
     from booksum_app.files import check_writable_dir
-    from booksum_app.llm.registry import ADAPTIVE_PROVIDERS, choose_model
+    from booksum_app.llm.registry import choose_model
     from booksum_app.runners.compare import run_compare
     from booksum_app.runners.compare_plan import check_plan, plan_grid
     from booksum_app.runners.experiment import (
         DatasetSpec,
         build_experiment,
+        direct_template_option,
         jobs_for,
         load_experiment,
         parse_precomputed,
         release_sets,
+        set_options,
     )
+    from booksum_app.runners.run_config import parse_set
 
     file_values = load_experiment(experiment) if experiment else {}
     auto_jobs = jobs is None and "jobs" not in file_values
@@ -174,7 +182,8 @@ def compare_command(
         "models": _models(models, model_opts), "chunk_sizes": _csv_ints(chunk_sizes), "judge": judge,
         "use_judge": False if no_judge else None, "judge_mode": judge_mode, "batch_size": batch_size,
         "out": out, "max_summary_tokens": max_summary_len, "prompts": prompts, "lang": lang,
-        "direct_template": direct_template, "clean": False if no_clean else None,
+        "options": (direct_template_option(direct_template) if direct_template else ()) + set_options(
+            parse_set(set_opts)), "clean": False if no_clean else None,
         "chapter_aware": True if chapter_aware else None,
         "include_front_matter": True if include_front_matter else None,
         "precomputed": extra_sets, "jobs": jobs,
@@ -194,7 +203,7 @@ def compare_command(
     hosted = False
     for model in dict.fromkeys(m for m in (*exp.models, exp.judge) if m):  # typos and unknown prices
         spec = choose_model(model, settings=settings)
-        hosted = hosted or (model in exp.models and spec.provider in ADAPTIVE_PROVIDERS)
+        hosted = hosted or (model in exp.models and spec.hosted)
         if spec.notice:
             err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
     if auto_jobs:  # enough books at once to fill the calls in flight

@@ -30,7 +30,9 @@ def models_command(as_json: bool) -> None:
     default = choose_model()
     judge = choose_judge()
     strategies = {name: {"description": STRATEGIES[name].description,
-                         "source": "built-in" if name in BUILTIN else "plugin"} for name in STRATEGIES}
+                         "source": "built-in" if name in BUILTIN else "plugin",
+                         "options": {o.name: {"default": o.default, "help": o.help} for o in STRATEGIES[name].options}}
+                  for name in STRATEGIES}
     broken = dict(STRATEGIES.broken)
     if as_json:
         click.echo(json.dumps({
@@ -55,8 +57,12 @@ def models_command(as_json: bool) -> None:
     console.print(f"Default model: {default.info.name} (from {default.source}); judge: "
                   f"{judge or 'none chosen (--judge, BOOKSUM_JUDGE or judge_model in the config file)'}",
                   markup=False, highlight=False, soft_wrap=True)
-    console.print("Strategies: " + "; ".join(f"{n} ({v['source']}): {v['description']}" for n, v in strategies.items()),
-                  markup=False, highlight=False, soft_wrap=True)
+    console.print("Strategies (--set NAME=VALUE sets an option):", markup=False, highlight=False)
+    for name, v in strategies.items():
+        options = "".join(f"; --set {o.name}={'auto' if o.default is None else str(o.default).lower()}: {o.help}"
+                          for o in STRATEGIES[name].options)
+        console.print(f"  {name} ({v['source']}): {v['description']}{options}", markup=False, highlight=False,
+                      soft_wrap=True)
     for name, reason in broken.items():
         console.print(f"Strategy {name} could not be loaded: {reason}", markup=False, highlight=False, soft_wrap=True)
     console.print("Any model on an OpenAI-compatible server: --model openai:NAME --base-url URL (docs/models.md).",

@@ -21,8 +21,14 @@ from booksum_app.cli.base import (
     snapshot_line,
     stats_text,
 )
-from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
+from booksum_app.config import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_MAX_SUMMARY_TOKENS,
+    LANG_CHOICES,
+    LENGTH_POLICIES,
+)
 from booksum_app.errors import BooksumError
+from booksum_app.prompts import DIRECT_TEMPLATES
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 from booksum_app.textsafe import printable
 
@@ -44,17 +50,22 @@ def _strategies_help() -> str:
 @click.option("--max-summary-len", type=click.IntRange(min=16), default=DEFAULT_MAX_SUMMARY_TOKENS, show_default=True,
               help="G: token budget of the final summary.")
 @click.option("--prompts", default="paper", show_default=True, help="Prompt set: paper, simple, or a directory of templates.")
-@click.option("--lang", type=click.Choice(["auto", "en", "zh"]), default="auto", show_default=True)
-@click.option("--direct-template", type=click.Choice(["ib", "ie"]), default="ib", show_default=True,
-              help="direct: instruction before (ib) or after (ie) the book (CNNSum Prompt-IB/IE).")
+@click.option("--lang", type=click.Choice(LANG_CHOICES), default="auto", show_default=True)
+@click.option("--set", "set_options", multiple=True, metavar="NAME=VALUE",
+              help="A strategy's own option (repeatable); `booksum models` lists each strategy's options.")
+@click.option("--direct-template", type=click.Choice(DIRECT_TEMPLATES), default=None,
+              help="direct: instruction before (ib, the default) or after (ie) the book (CNNSum Prompt-IB/IE); "
+                   "--set direct_template=...")
 @click.option("--evidence-tokens", type=click.IntRange(min=1), default=None,
-              help="hier-evidence: source tokens of evidence per merged summary (default: that summary's own budget).")
+              help="hier-evidence: source tokens of evidence per merged summary (default: that summary's own budget); "
+                   "--set evidence_tokens=...")
 @click.option("--no-clean", is_flag=True, help="Skip artifact removal (keep the raw summary).")
 @click.option("--include-front-matter", is_flag=True, help="Also summarize title page, contents, colophon, ...")
 @click.option("--chapter-aware", is_flag=True, help="Never let a chunk straddle two chapters.")
 @click.option("--chapters", "per_chapter", is_flag=True,
-              help="hier: also one summary per chapter, from the tree where it can be (implies --chapter-aware).")
-@click.option("--length-policy", type=click.Choice(["regenerate", "truncate"]), default=None,
+              help="hier: also one summary per chapter, from the tree where it can be (implies --chapter-aware); "
+                   "--set chapters=true.")
+@click.option("--length-policy", type=click.Choice(LENGTH_POLICIES), default=None,
               help="An answer past its length limit: regenerate it (the paper's rule) or cut it at its last "
                    "sentence end [default: the model's; truncate for the embedded SmolLM2].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -63,7 +74,8 @@ def _strategies_help() -> str:
 @handle_errors
 def summarize_command(
     book: Path, strategy: str, model_name: str | None, chunk_size: int, max_summary_len: int, prompts: str,
-    lang: str, direct_template: str, evidence_tokens: int | None, no_clean: bool, include_front_matter: bool,
+    lang: str, set_options: tuple[str, ...], direct_template: str | None, evidence_tokens: int | None,
+    no_clean: bool, include_front_matter: bool,
     chapter_aware: bool, per_chapter: bool, length_policy: str | None, output: Path | None, **llm: Any,
 ) -> None:
     """Summarize BOOK (.epub, .txt, .html, .md; - reads it from standard input) and write the summary and its full record."""
@@ -72,24 +84,26 @@ def summarize_command(
     from booksum_app.llm.registry import choose_model
     from booksum_app.runners.progress import RunProgress
     from booksum_app.runners.quality import quality_line, record_quality
+    from booksum_app.runners.run_config import option_aliases, parse_set
     from booksum_app.runners.summarize import RunConfig, cut_note, default_record_path, run_summary
 
+    aliases = option_aliases(direct_template=direct_template, chapters=per_chapter or None,
+                             evidence_tokens=evidence_tokens)
     run = RunConfig(  # every option validated once, before any file is read or written
         strategy=strategy, model=model_name, chunk_size=chunk_size, max_summary_tokens=max_summary_len,
         prompts=prompts, lang=lang, clean=not no_clean, chapter_aware=chapter_aware,
-        include_front_matter=include_front_matter, direct_template=direct_template, chapters=per_chapter,
-        evidence_tokens=evidence_tokens,
+        include_front_matter=include_front_matter, options={**aliases, **parse_set(set_options)},
     )
+    settings = dataclasses.replace(llm_settings(**llm), length_policy=length_policy)
+    spec = choose_model(model_name, settings=settings)  # resolved once; a bad model fails here, before any output
     # where the outputs go is checked before the first paid call, not after the last one
     record_path = check_writable(default_record_path("stdin" if str(book) == "-" else str(book), strategy, output))
     summary_path = None
     if output is not None:
         summary_path = check_writable(output if output.suffix == ".md" else output.with_suffix(".md"))
     source = book_from_arg(book, include_front_matter=include_front_matter)  # "-": read stdin now, before any call
-    settings = dataclasses.replace(llm_settings(**llm), length_policy=length_policy)
-    notice = choose_model(model_name, settings=settings).notice
-    if notice:
-        err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
+    if spec.notice:
+        err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
     tracker = RunProgress()
     bar = progress_bar("{task.description}", "{task.fields[count]}")
     task = bar.add_task("starting", total=None, count="", stats="")
@@ -102,9 +116,9 @@ def summarize_command(
 
     tracker.listeners.append(draw)
     with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
-        record = run_summary(source, run, llm_settings=settings, progress=tracker, on_call=call_printer())
+        record = run_summary(source, run, llm_settings=settings, progress=tracker, on_call=call_printer(), spec=spec)
     markdown = record.summary + "\n"
-    if per_chapter:
+    if run.per_chapter:
         from booksum_app.runners.chapters import chapters_markdown_from_record
 
         markdown = chapters_markdown_from_record(record)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from booksum_app.compression.budget import check_fits, count_words, words_for_tokens
+from booksum_app.compression.budget import check_fits, count_words
 from booksum_app.compression.validity import (
     DEFAULT_MAX_TRIES,
     AttemptInfo,
     CallEntry,
-    Regenerator,
+    Sampling,
     generate_valid,
+    regenerator,
 )
 from booksum_app.config import COMPRESSION_TEMPERATURE, DEFAULT_TOP_P
 from booksum_app.llm.base import ChatModel
@@ -75,29 +76,17 @@ def compress_to_budget(
             values["current_words"] = current_words
         return template.render(**values)
 
-    regenerator = Regenerator(
-        render=render,
-        words=words_for_tokens(max_tokens),
-        max_tokens=max_tokens,
-        temperature=temperature,
-        retry_temperature=temperature,
-        purpose="compress",
-        node=node,
-        count_tokens=model.count_tokens,
-        lang=lang,
-        max_tries=max_tries,
-        top_p=top_p,
-        estimated_counts=model.info.tokenizer == "estimate",
-        truncate_over_length=model.info.length_policy == "truncate",
-    )
+    sampling = Sampling(temperature=temperature, retry_temperature=temperature, top_p=top_p,
+                        max_tries=max_tries, lang=lang)  # every try at the compression temperature
+    regen = regenerator(model, render, max_tokens=max_tokens, purpose="compress", node=node, sampling=sampling)
     check_fits(
-        prompt_tokens=model.count_tokens(regenerator.request().prompt),
+        prompt_tokens=model.count_tokens(regen.request().prompt),
         max_tokens=max_tokens,
         context_window=model.info.context_window,
         what=f"compression of {node}",
         fix="lower --max-summary-len",
     )
-    generation = generate_valid(model, regenerator)
+    generation = generate_valid(model, regen)
     return CompressionResult(
         text=generation.text,
         input_tokens=input_tokens,

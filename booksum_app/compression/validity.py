@@ -13,8 +13,9 @@ punctuation mark"), and the node records that it was truncated. Under the length
 "truncate" (models that run past word limits, such as the embedded SmolLM2-135M) an answer
 that is too long or cut off at ``max_tokens`` is truncated at once instead of regenerated.
 
-:class:`Regenerator` is a small state machine (``request`` -> ``feed``) so callers can run
-it blocking (:func:`generate_valid`) or on futures (the hierarchical scheduler).
+:func:`generate` is the one call strategies (built-in or plugin) make for a summary under this
+rule; :func:`regenerator` gives the same rule as a small state machine (``request`` ->
+``feed``) for callers that run calls on futures (the hierarchical scheduler).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from booksum_app.chunking.sentences import repeated_sentence_start, sentence_spans
-from booksum_app.config import COMPRESSION_TEMPERATURE
+from booksum_app.compression.budget import words_for_tokens
+from booksum_app.config import COMPRESSION_TEMPERATURE, DEFAULT_TEMPERATURE, DEFAULT_TOP_P
 from booksum_app.errors import ModelError
 from booksum_app.llm.base import FINISH_LOOP, ChatModel, Completion, Request, Usage
 
@@ -376,6 +378,83 @@ def generate_valid(model: ChatModel, regenerator: Regenerator) -> Generation:
             return regenerator.result()
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How a validated generation samples: the first try, the regenerations, how many, the language.
+
+    A strategy gets its own from ``StrategyConfig.sampling``; the compression pass samples
+    every try at the compression temperature.
+    """
+
+    temperature: float = DEFAULT_TEMPERATURE
+    retry_temperature: float = REGENERATION_TEMPERATURE
+    top_p: float = DEFAULT_TOP_P
+    max_tries: int = DEFAULT_MAX_TRIES
+    lang: str = "en"  # where sentences end, for truncation
+
+
+def regenerator(
+    model: ChatModel,
+    render: Callable[[int], str],
+    *,
+    max_tokens: int,
+    purpose: str,
+    node: str,
+    sampling: Sampling = Sampling(),
+    words: int | None = None,
+    count_tokens: Callable[[str], int] | None = None,
+) -> Regenerator:
+    """The paper's validity rule for one summary of at most ``max_tokens`` tokens, not yet run.
+
+    ``render(words)`` is the prompt asking for ``words`` words (default: what ``max_tokens``
+    holds); each regeneration asks for 10 % fewer. ``purpose`` and ``node`` label the calls in
+    the record. The model decides how tokens are counted and its length policy. Use this to
+    drive the calls yourself (``request()``/``feed()``, e.g. on futures); :func:`generate`
+    runs it to the end.
+    """
+    return Regenerator(
+        render=render,
+        words=words if words is not None else words_for_tokens(max_tokens),
+        max_tokens=max_tokens,
+        temperature=sampling.temperature,
+        retry_temperature=sampling.retry_temperature,
+        purpose=purpose,
+        node=node,
+        count_tokens=count_tokens or model.count_tokens,
+        lang=sampling.lang,
+        max_tries=sampling.max_tries,
+        top_p=sampling.top_p,
+        estimated_counts=model.info.tokenizer == "estimate",
+        truncate_over_length=model.info.length_policy == "truncate",
+    )
+
+
+def generate(
+    model: ChatModel,
+    render: Callable[[int], str],
+    *,
+    max_tokens: int,
+    purpose: str,
+    node: str,
+    sampling: Sampling = Sampling(),
+    words: int | None = None,
+    count_tokens: Callable[[str], int] | None = None,
+) -> Generation:
+    """Generate one valid summary (BooookScore App. A.2.1): the call every strategy makes.
+
+    The answer must be non-empty, within ``max_tokens``, not cut off, and end a sentence; an
+    invalid one is regenerated (fewer words asked, sampled at ``sampling.retry_temperature``)
+    up to ``sampling.max_tries`` tries in all, then the best try is truncated at its last
+    sentence end. The :class:`Generation` holds the text, its tokens, every attempt and every
+    call (for the record's ``calls``). Arguments as for :func:`regenerator`.
+
+    Raises:
+        ModelError: no try returned usable text.
+    """
+    return generate_valid(model, regenerator(model, render, max_tokens=max_tokens, purpose=purpose, node=node,
+                                             sampling=sampling, words=words, count_tokens=count_tokens))
+
+
 __all__ = [
     "CUT_OFF",
     "EMPTY",
@@ -386,10 +465,13 @@ __all__ = [
     "CallEntry",
     "Generation",
     "Regenerator",
+    "Sampling",
     "cut_repetition_loop",
     "ends_sentence",
+    "generate",
     "generate_valid",
     "measured_tokens",
+    "regenerator",
     "summary_problems",
     "truncate_at_sentence_end",
 ]

@@ -32,7 +32,7 @@ from booksum_app.errors import (
     server_message,
 )
 from booksum_app.llm.anthropic_wire import completion_from_message
-from booksum_app.llm.base import Completion, ModelInfo, Request
+from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
 from booksum_app.llm.deadline import attempt_deadline, deadline_transport
 from booksum_app.llm.retry_policy import retry_after_seconds
 from booksum_app.llm.wire import sdk_error_detail
@@ -41,7 +41,7 @@ SDK_MAX_CONNECTIONS = 1000  # the anthropic SDK's own pool limits (DefaultHttpxC
 SDK_MAX_KEEPALIVE = 100
 
 
-class AnthropicBackend:
+class AnthropicBackend(BackendBase):
     """Messages through the ``anthropic`` SDK."""
 
     kind = "anthropic"

@@ -22,13 +22,14 @@ from __future__ import annotations
 import importlib.metadata
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from booksum_app.errors import ConfigError
+from booksum_app.llm.base import Backend, BackendBase
 
 if TYPE_CHECKING:
-    from booksum_app.llm.base import Backend
     from booksum_app.llm.registry import LLMSettings, ModelSpec
 
 ENTRY_POINT_GROUP = "booksum.backends"
@@ -94,9 +95,42 @@ def _local(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Ba
                         n_ctx=settings.n_ctx, weights_dir=weights_dir)
 
 
-BUILTIN: Mapping[str, Factory] = {
-    "openai": _openai, "anthropic": _anthropic, "vllm": _vllm, "ollama": _ollama, "local": _local,
-}
+@dataclass(frozen=True)
+class Provider:
+    """One provider: how its backend is built and what booksum must know about it before a call."""
+
+    name: str
+    factory: Factory
+    package: str  # the module that must import for the provider to be usable (``booksum models``)
+    hosted: bool = False  # a paid API: adaptive concurrency limit, notes on assumed prices
+    server_context: bool = False  # the server reports each model's context window (inspect asks it)
+    model_defaults: Mapping[str, Any] | None = None  # a plugin's planning defaults for unlisted models
+    distribution: tuple[str, str] | None = None  # a plugin's (name, version) from its package metadata
+
+
+BUILTIN: Mapping[str, Provider] = {p.name: p for p in (
+    Provider("openai", _openai, "openai", hosted=True),
+    Provider("anthropic", _anthropic, "anthropic", hosted=True),
+    Provider("vllm", _vllm, "vllm"),
+    Provider("ollama", _ollama, "openai", server_context=True),  # its HTTP client comes with openai
+    Provider("local", _local, "llama_cpp"),
+)}
+
+
+def _plugin_provider(name: str, loaded: Any, dist: tuple[str, str] | None) -> Provider:
+    """A plugin's entry point as a provider: a BackendBase subclass (``from_spec``) or a factory function."""
+    if isinstance(loaded, type) and issubclass(loaded, BackendBase):
+        defaults = loaded.model_defaults if isinstance(loaded.model_defaults, Mapping) else None
+        return Provider(name, loaded.from_spec, loaded.__module__.partition(".")[0], model_defaults=defaults,
+                        distribution=dist)
+    if not callable(loaded):
+        raise TypeError("it is neither a BackendBase subclass nor a factory function")
+    return Provider(name, loaded, name, distribution=dist)
+
+
+def _distribution(entry: importlib.metadata.EntryPoint) -> tuple[str, str] | None:
+    dist = entry.dist
+    return None if dist is None else (str(dist.metadata["Name"] or dist.name), str(dist.version))
 
 
 class BackendRegistry:
@@ -104,19 +138,19 @@ class BackendRegistry:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._plugins: dict[str, Any] | None = None
+        self._plugins: dict[str, Provider] | None = None
         self._broken: dict[str, str] = {}
 
-    def _discover(self) -> dict[str, Any]:
+    def _discover(self) -> dict[str, Provider]:
         with self._lock:
             if self._plugins is None:
-                found: dict[str, Any] = {}
+                found: dict[str, Provider] = {}
                 for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
                     if entry.name in BUILTIN:
                         self._broken[entry.name] = f"{entry.value} cannot replace the built-in {entry.name!r}"
                         continue
                     try:
-                        found[entry.name] = entry.load()
+                        found[entry.name] = _plugin_provider(entry.name, entry.load(), _distribution(entry))
                     except Exception as exc:  # noqa: BLE001 -- one broken plugin must not break the rest
                         self._broken[entry.name] = f"{type(exc).__name__}: {exc}"
                 self._plugins = found
@@ -129,22 +163,26 @@ class BackendRegistry:
     def is_provider(self, name: str) -> bool:
         return name in BUILTIN or name in self._discover() or name in self._broken
 
-    def plugin_defaults(self, name: str) -> Mapping[str, Any]:
-        """Planning defaults of a plugin provider's models the table does not list."""
-        declared = getattr(self._discover().get(name), "MODEL_DEFAULTS", None)
-        note = (f"model of the {name!r} backend plugin: assuming an 8192-token context, estimated token "
-                "counts and no price; add it under [models] in config.toml")
-        return {**PLUGIN_DEFAULTS, "note": note, **(declared if isinstance(declared, Mapping) else {})}
-
-    def factory(self, name: str) -> Factory:
-        """The factory of ``name``; ConfigError with the reason for a broken or unknown plugin."""
+    def provider(self, name: str) -> Provider:
+        """The provider called ``name``; ConfigError with the reason for a broken or unknown plugin."""
         if name in BUILTIN:
             return BUILTIN[name]
         plugins = self._discover()
-        if name in plugins and callable(plugins[name]):
-            return plugins[name]  # type: ignore[no-any-return]
-        reason = self._broken.get(name) or ("it is not callable" if name in plugins else "it is not installed")
+        if name in plugins:
+            return plugins[name]
+        reason = self._broken.get(name) or "it is not installed"
         raise ConfigError(f"backend {name!r} cannot be used: {reason}")
+
+    def plugin_defaults(self, name: str) -> Mapping[str, Any]:
+        """Planning defaults of a plugin provider's models the table does not list."""
+        declared = self.provider(name).model_defaults if name in self._discover() else None
+        note = (f"model of the {name!r} backend plugin: assuming an 8192-token context, estimated token "
+                "counts and no price; add it under [models] in config.toml")
+        return {**PLUGIN_DEFAULTS, "note": note, **(declared or {})}
+
+    def factory(self, name: str) -> Factory:
+        """The factory of ``name``; ConfigError with the reason for a broken or unknown plugin."""
+        return self.provider(name).factory
 
     def broken(self) -> Mapping[str, str]:
         """Plugins that failed to load, with why."""
@@ -154,4 +192,4 @@ class BackendRegistry:
 
 BACKENDS = BackendRegistry()
 
-__all__ = ["BACKENDS", "BUILTIN", "ENTRY_POINT_GROUP", "BackendRegistry", "Factory"]
+__all__ = ["BACKENDS", "BUILTIN", "ENTRY_POINT_GROUP", "BackendRegistry", "Factory", "Provider"]

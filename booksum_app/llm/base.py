@@ -1,17 +1,24 @@
 """The model seam: requests, completions, usage, model metadata and the protocols behind them.
 
-Strategies and scorers depend only on :class:`ChatModel`; every backend implements
-:class:`Backend` (one ``complete``), and ``llm/calls.py`` wraps a backend with the
+Strategies and scorers depend only on :class:`ChatModel`; every backend derives from
+:class:`BackendBase` (one ``complete``), and ``llm/calls.py`` wraps a backend with the
 retries, concurrency bound, call cache and cost accounting that every call gets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, fields
 from itertools import pairwise
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from booksum_app.config import FIXED_CONCURRENCY
+from booksum_app.errors import ConfigError
+
+if TYPE_CHECKING:
+    from booksum_app.llm.registry import LLMSettings, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -206,17 +213,77 @@ class ModelInfo:
         return self.input_usd(usage) * 1_000_000 / self.input_usd_per_mtok
 
 
-@runtime_checkable
-class Backend(Protocol):
-    """One provider: turns a request into a completion, translating its errors into ours."""
+class BackendBase(ABC):
+    """What every backend derives from: one ``complete`` to write, the optional members defaulted.
+
+    A backend turns a :class:`Request` into a :class:`Completion`, translating its provider's
+    errors into :mod:`booksum_app.errors`. The client (``llm/calls.py``) adds the cache,
+    retries, concurrency bound and cost accounting; it reads the members below directly, so a
+    subclass overrides only what differs from these defaults:
+
+    - ``kind``: part of the call cache key (calls of two kinds never share answers);
+      "" means the class name.
+    - ``default_concurrency``: calls in flight when the user sets none.
+    - ``base_url``: the server it talks to, part of the cache key (None: the provider's own).
+    - ``count_tokens``: counts with the tokenizer ``info.tokenizer`` names. Override it only for
+      ``tokenizer="native"`` (the model's own tokenizer): a named tokenizer is what ``inspect``
+      and compare's plan count with, so the run counts with it too.
+    - ``close``: release connections or weights (nothing by default).
+    """
 
     info: ModelInfo
+    kind: str = ""
+    default_concurrency: int = FIXED_CONCURRENCY
+    base_url: str | None = None
+    # a plugin's planning defaults (context_window, tokenizer, prices, note) for models that
+    # neither booksum's table nor the user's config lists; None: 8192 tokens, estimated, unpriced
+    model_defaults: ClassVar[Mapping[str, Any] | None] = None
 
-    def complete(self, request: Request) -> Completion: ...
+    def __init__(self, info: ModelInfo) -> None:
+        self.info = info
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> BackendBase:
+        """The backend for a resolved model: how a plugin's entry point is built (``cls(spec.info)``).
+
+        Override it to read ``spec.model_id``, ``settings`` (timeouts, base URL) or ``env`` (keys).
+        """
+        return cls(spec.info)
+
+    @abstractmethod
+    def complete(self, request: Request) -> Completion:
+        """Answer one request (no retries here: the client retries RateLimited and TransientModelError)."""
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` under ``info.tokenizer`` (a ``native`` backend must override this)."""
+        from booksum_app.chunking import (
+            get_tokenizer,  # chunking sits below llm; imported on first count
+        )
+
+        if self.info.tokenizer == "native":
+            raise ConfigError(f"{type(self).__name__} declares tokenizer 'native' but does not count tokens; "
+                              "override count_tokens or name a tokenizer (cl100k_base, o200k_base, estimate)")
+        return int(get_tokenizer(self.info.tokenizer).count(text))
+
+    def close(self) -> None:
+        """Release what the backend holds (connections, weights); nothing by default."""
+
+    @property
+    def cache_kind(self) -> str:
+        """``kind``, or the class name when it is unset: what the call cache keys calls by."""
+        return self.kind or type(self).__name__
+
+    @property
+    def counts_natively(self) -> bool:
+        """Whether tokens are counted by the model's own tokenizer (``tokenizer="native"``)."""
+        return self.info.tokenizer == "native"
+
+
+Backend = BackendBase  # the name the rest of booksum types backends with
 
 
 @runtime_checkable
-class BatchBackend(Backend, Protocol):
+class BatchBackend(Protocol):
     """A backend that prefers whole batches (vLLM's offline engine)."""
 
     def complete_batch(self, requests: Sequence[Request]) -> list[Completion]: ...

@@ -3,8 +3,8 @@
 The cache file is opened read-only and never migrated here: a cache written by an older
 booksum is shown as it is, its missing columns (request, model string, run, book, purpose)
 read as unknown. Costs are priced with the model table (shipped + config file) at read time,
-and only for a model the table names (or an alias of one): an unknown model's cost is None,
-never a guess.
+and only for a model the table names (or an alias of one) or a backend plugin's model (at the
+prices the plugin declares): an unknown model's cost is None, never a guess.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from typing import Any
 from urllib.parse import quote
 
 from booksum_app.errors import ConfigError
+from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
+from booksum_app.llm.backends import BUILTIN
 from booksum_app.llm.base import ModelInfo, Usage
 from booksum_app.llm.cache import CACHE_FILENAME
-from booksum_app.llm.registry import ModelEntry, list_models
+from booksum_app.llm.registry import ModelEntry, choose_model, list_models
 
 LAST_RUN = "last"  # --run last: the newest run that has an id
 # columns added by later migrations, and what a row stored before them reads as
@@ -75,6 +77,7 @@ class PriceBook:
 
     def __init__(self, entries: Iterable[ModelEntry]) -> None:
         self._by_name: dict[str, ModelInfo] = {}
+        self._unpriced: set[str] = set()
         for e in entries:
             info = ModelInfo(e.name, e.context_window, e.tokenizer, e.input_usd_per_mtok, e.output_usd_per_mtok,
                              e.cached_input_usd_per_mtok, cache_write_usd_per_mtok=e.cache_write_usd_per_mtok)
@@ -92,9 +95,25 @@ class PriceBook:
         return info.name if info is not None else name
 
     def cost(self, name: str, usage: Usage) -> float | None:
-        """Dollars for ``usage`` on model ``name``, or None when the table does not price it."""
+        """Dollars for ``usage`` on model ``name``, or None when neither the table nor its plugin prices it."""
         info = self._by_name.get(name)
+        if info is None and name not in self._unpriced:
+            info = self._plugin_info(name)
         return None if info is None else info.cost_usd(usage)
+
+    def _plugin_info(self, name: str) -> ModelInfo | None:
+        """A backend plugin's model, priced by what the plugin declares (``model_defaults``)."""
+        provider = name.partition(":")[0]
+        if provider in BUILTIN or not providers.BACKENDS.is_provider(provider):
+            self._unpriced.add(name)  # a built-in provider's unlisted model: its price would be a guess
+            return None
+        try:
+            info = choose_model(name).info
+        except ConfigError:
+            self._unpriced.add(name)
+            return None
+        self._by_name[name] = info
+        return info
 
 
 def _like(text: str) -> str:

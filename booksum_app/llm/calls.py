@@ -41,7 +41,6 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from booksum_app.config import FIXED_CONCURRENCY
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Tally, Usage
 from booksum_app.llm.billing import CallRecord, Ledger, Spent, fallback_counter, priced
@@ -87,23 +86,25 @@ class Client:
             raise ValueError("max_attempts must be at least 1")
         self.backend = backend
         self.cache = cache
-        default = getattr(backend, "default_concurrency", FIXED_CONCURRENCY)
-        self.concurrency = max(1, int(concurrency if concurrency is not None else default))
+        if not isinstance(backend, Backend):  # BackendBase: every member read below has a default
+            raise TypeError(f"{type(backend).__name__} is not a backend: derive it from booksum_app.plugin.BackendBase")
+        self.concurrency = max(1, int(concurrency if concurrency is not None else backend.default_concurrency))
         self.max_cost_usd = max_cost_usd
         self.max_attempts = max_attempts
         self._ledger = Ledger(backend.info, on_call)
         self._sleep = sleep
         self._wait = retry_wait(backoff_initial_s, backoff_max_s)
-        native = getattr(backend, "count_tokens", None)
+        # a named tokenizer is what inspect and compare's plan count with: the run counts with it too
+        native = backend.count_tokens if backend.counts_natively else None
         self._count = count_tokens or native or fallback_counter(backend.info)
         # the named tokenizer count_tokens uses (chunk cuts made with it can be shared); None
         # when it counts with the model's own counter or one it was given
         self.tokenizer_name: str | None = None if count_tokens or native else backend.info.tokenizer
         self._prefix_tokens: OnceMemo[str, int] = OnceMemo()  # a judge's prefix is counted once
         self._identity: dict[str, str | None] = {
-            "kind": getattr(backend, "kind", type(backend).__name__),
+            "kind": backend.cache_kind,
             "model": backend.info.name,
-            "base_url": getattr(backend, "base_url", None),
+            "base_url": backend.base_url,
         }
         effort = getattr(backend, "reasoning_effort", None)
         if effort:  # absent otherwise: every other model's keys stay as they were
@@ -253,9 +254,7 @@ class Client:
             self._executor = None
         if self.cache is not None:
             self.cache.close()
-        close_backend = getattr(self.backend, "close", None)
-        if callable(close_backend):
-            close_backend()
+        self.backend.close()
 
     def __enter__(self) -> Self:
         return self

@@ -18,7 +18,7 @@ from typing import Any
 from booksum_app.chunking.sentences import repeated_sentence_start
 from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable
 from booksum_app.files import available_cores
-from booksum_app.llm.base import FINISH_LOOP, Completion, ModelInfo, Request, Usage
+from booksum_app.llm.base import FINISH_LOOP, BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.local_weights import INSTALL_HINT, bundled_weights, fast_weights, open_llama
 
 DEFAULT_N_CTX = 8192  # SmolLM2's context window
@@ -27,7 +27,7 @@ DEFAULT_N_CTX = 8192  # SmolLM2's context window
 KV_CACHE_BYTES = 256 << 20
 
 
-class LocalBackend:
+class LocalBackend(BackendBase):
     """Chat completions from a GGUF model in this process, one at a time."""
 
     kind = "local"
@@ -80,11 +80,8 @@ class LocalBackend:
             self._llm.set_cache(LlamaRAMCache(capacity_bytes=KV_CACHE_BYTES))
         self._format = _chat_formatter(self._llm)
         self.info = dataclasses.replace(info, context_window=n_ctx)
-
-    @property
-    def base_url(self) -> str:
-        """The weights' file name: part of the call cache identity (a different GGUF, a different answer)."""
-        return self.model_path.name
+        # the weights' file name: part of the call cache identity (a different GGUF, a different answer)
+        self.base_url = self.model_path.name
 
     def close(self) -> None:
         """Free the model (llama.cpp context and weights)."""

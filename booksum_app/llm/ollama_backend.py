@@ -41,7 +41,7 @@ from booksum_app.errors import (
     TransientModelError,
     server_message,
 )
-from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.deadline import attempt_deadline, deadline_transport
 from booksum_app.llm.retry_policy import retry_after_seconds
 
@@ -103,7 +103,7 @@ def fit_num_ctx(prompt_tokens: int, max_tokens: int, context_length: int) -> int
     return min(size, context_length)
 
 
-class OllamaBackend:
+class OllamaBackend(BackendBase):
     """Chat completions through Ollama's native ``/api/chat``."""
 
     kind = "ollama"

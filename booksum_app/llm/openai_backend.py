@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 import openai
 
 from booksum_app.errors import AuthError, TransientModelError, server_message
-from booksum_app.llm.base import Completion, ModelInfo, Request
+from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
 from booksum_app.llm.deadline import attempt_deadline, deadline_transport
 from booksum_app.llm.endpoints import PROBE_TIMEOUT_S, Balancer, Endpoint, http_probe
 from booksum_app.llm.http_json import HttpFailure, JsonPoster, is_plain_http
@@ -62,7 +62,7 @@ SDK_MAX_CONNECTIONS = 1000  # the openai SDK's own pool limits (DefaultHttpxClie
 SDK_MAX_KEEPALIVE = 100
 
 
-class OpenAIBackend:
+class OpenAIBackend(BackendBase):
     """Chat completions to OpenAI or to compatible servers, through the SDK or the lean client."""
 
     kind = "openai"

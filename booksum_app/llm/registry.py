@@ -40,16 +40,17 @@ from booksum_app.config import (
     ENV_CONFIG,
     ENV_JUDGE,
     ENV_MODEL,
-    FIXED_CONCURRENCY,
+    LENGTH_POLICIES,
 )
 from booksum_app.errors import ConfigError
-from booksum_app.llm.base import Backend, ModelInfo
+from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
+from booksum_app.llm.backends import BUILTIN, Provider
+from booksum_app.llm.base import Backend, BackendBase, ModelInfo
 from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.limiter import socket_room
 from booksum_app.llm.model_names import family, own_server
 
-PROVIDERS = ("openai", "anthropic", "vllm", "ollama", "local")
 DEFAULT_MODEL = "local"
 FALLBACK_NOTICE = (
     "using the embedded SmolLM2-135M demo model; pass --model openai:gpt-4o "
@@ -63,9 +64,7 @@ DEMO_JUDGE_WARNING = (
     "the judge is the embedded 135M demo model: its BooookScores prove the pipeline and mean "
     "nothing about the summaries"
 )
-ADAPTIVE_PROVIDERS = ("openai", "anthropic")  # hosted APIs: an adaptive limit (config.py)
 TOKENIZERS = ("cl100k_base", "o200k_base", "estimate", "native")
-LENGTH_POLICIES = ("regenerate", "truncate")
 _SPEC_FIELDS = (
     "context_window",
     "tokenizer",
@@ -120,13 +119,23 @@ class ModelSpec:
     server: str | None = None  # the model's own server (settings.servers, config base_url); "": the provider's API
 
     @property
+    def provider_entry(self) -> Provider:
+        """The provider table's row for this model (built-in or plugin)."""
+        return providers.BACKENDS.provider(self.provider)
+
+    @property
+    def hosted(self) -> bool:
+        """A built-in paid API (its own endpoint, not a server at a base URL): adaptive limit, priced."""
+        return self.provider in BUILTIN and BUILTIN[self.provider].hosted
+
+    @property
     def notice(self) -> str | None:
         """One line for the CLI: the default fell back to the demo model, or the model is not in the table."""
         if self.source == "default" and self.provider == "local":
             return FALLBACK_NOTICE
         # only where the assumption prices the run (a hosted API): a model on a local server or
         # engine is never in the table, and saying so on every run would be noise
-        priced = self.provider in ("openai", "anthropic") and self.base_url is None
+        priced = self.hosted and self.base_url is None
         if self.note and priced:
             return f"{self.info.name}: {self.note}"
         return f"{self.info.name}: {self.server_note}" if self.server_note else None
@@ -196,7 +205,22 @@ def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
 
 
 def load_table(path: Path | None) -> _Table:
-    """The shipped model table merged with the user's config file (if it exists)."""
+    """The shipped model table merged with the user's config file (if it exists), read once per
+    version of the file: a command resolves several model strings (the grid's, the judge's)."""
+    try:
+        stat = path.stat() if path is not None else None
+    except OSError:
+        stat = None
+    version = (str(path), stat.st_mtime_ns, stat.st_size) if stat is not None else (str(path), 0, -1)
+    if version not in _TABLES:
+        _TABLES[version] = _read_table(path)
+    return _TABLES[version]
+
+
+_TABLES: dict[tuple[str, int, int], _Table] = {}
+
+
+def _read_table(path: Path | None) -> _Table:
     shipped = _shipped_table()
     models: dict[str, dict[str, Any]] = {k: dict(v) for k, v in shipped["models"].items()}
     user: dict[str, Any] = {}
@@ -251,7 +275,7 @@ def _split(model: str, table: _Table) -> tuple[str, str]:
     if model == "local":
         return "local", ""
     provider, sep, model_id = model.partition(":")
-    if sep and (provider in PROVIDERS or _plugin_provider(provider)):
+    if sep and providers.BACKENDS.is_provider(provider):
         if not model_id and provider != "local":
             raise ConfigError(f"model string {model!r} names no model; use e.g. {provider}:<model>")
         return provider, model_id
@@ -263,18 +287,6 @@ def _split(model: str, table: _Table) -> tuple[str, str]:
         f"unknown model {model!r}; use provider:model, e.g. openai:gpt-4o, "
         "anthropic:claude-sonnet-4-5, vllm:Qwen/Qwen2.5-7B-Instruct, ollama:llama3.1, or local"
     )
-
-
-def _plugin_provider(name: str) -> bool:
-    from booksum_app.llm.backends import BACKENDS
-
-    return BACKENDS.is_provider(name)
-
-
-def _plugin_defaults(name: str) -> Mapping[str, Any]:
-    from booksum_app.llm.backends import BACKENDS
-
-    return BACKENDS.plugin_defaults(name)
 
 
 _REASONING_FAMILIES = re.compile(r"(?:[\w.-]*/)?(?:o1|o3|o4|gpt-5)(?:$|[-.:_])", re.IGNORECASE)
@@ -299,7 +311,7 @@ def _spec_from(
     entry = table.models.get(name) or table.models.get(family(name))
     defaults_key = "openai-compatible" if provider == "openai" and base_url else provider
     note = None
-    provider_defaults = table.providers.get(defaults_key) or _plugin_defaults(provider)
+    provider_defaults = table.providers.get(defaults_key) or providers.BACKENDS.plugin_defaults(provider)
     if entry is None:
         entry = dict(provider_defaults)
         note = str(entry.pop("note", "")) or None
@@ -418,9 +430,6 @@ class ModelEntry:
     cache_write_usd_per_mtok: float | None = None
 
 
-BACKEND_PACKAGES = {"openai": "openai", "anthropic": "anthropic", "vllm": "vllm", "ollama": "openai", "local": "llama_cpp"}
-
-
 def list_models(*, settings: LLMSettings = LLMSettings(), env: Mapping[str, str] | None = None) -> list[ModelEntry]:
     """Every model of the shipped table and the user's config file, with where each comes from.
 
@@ -454,12 +463,9 @@ def installed_backends() -> dict[str, bool]:
     importing it), plugins of the ``booksum.backends`` group (False when one failed to load)."""
     import importlib.util
 
-    from booksum_app.llm.backends import BACKENDS
-
-    builtin = {provider: importlib.util.find_spec(BACKEND_PACKAGES.get(provider, provider)) is not None
-               for provider in PROVIDERS}
-    plugins = {provider: True for provider in BACKENDS.providers() if provider not in builtin}
-    return {**builtin, **plugins, **{provider: False for provider in BACKENDS.broken()}}
+    builtin = {name: importlib.util.find_spec(p.package) is not None for name, p in BUILTIN.items()}
+    plugins = {provider: True for provider in providers.BACKENDS.providers() if provider not in builtin}
+    return {**builtin, **plugins, **{provider: False for provider in providers.BACKENDS.broken()}}
 
 
 def resolve_model(
@@ -473,13 +479,15 @@ def resolve_model(
 
 
 def _build_backend(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
-    from booksum_app.llm.backends import BACKENDS  # built-ins and booksum.backends plugins
-
-    return BACKENDS.factory(spec.provider)(spec, settings, env)
+    built = spec.provider_entry.factory(spec, settings, env)  # built-ins and booksum.backends plugins
+    if not isinstance(built, BackendBase):
+        raise ConfigError(f"backend {spec.provider!r} built a {type(built).__name__}, not a backend: "
+                          "derive it from booksum_app.plugin.BackendBase")
+    return built
 
 
 def get_model(
-    model: str | None = None,
+    model: str | ModelSpec | None = None,
     *,
     settings: LLMSettings = LLMSettings(),
     env: Mapping[str, str] | None = None,
@@ -487,6 +495,9 @@ def get_model(
     backend: Backend | None = None,
 ) -> Client:
     """A ready :class:`Client` for a model string (or the default model), with cache and limits.
+
+    ``model`` may be a :class:`ModelSpec` that :func:`choose_model` resolved already (a command
+    resolves its model once, before any output, and passes the spec down).
 
     ``backend`` replaces the provider's backend (tests, dry runs with the fake backend); the
     client then uses that backend's own ``info`` and cache identity. ``client.notice`` (and
@@ -498,24 +509,21 @@ def get_model(
         ModelUnavailable: the backend's package or weights are missing.
     """
     env = os.environ if env is None else env
-    spec = choose_model(model, settings=settings, env=env)
+    spec = model if isinstance(model, ModelSpec) else choose_model(model, settings=settings, env=env)
     if spec.server is not None:  # its own server, for the backend as for the cache identity
         settings = dataclasses.replace(settings, base_url=spec.server or None)
     built = backend if backend is not None else _build_backend(spec, settings, env)
     cache_store = None
     if settings.use_cache:
         cache_store = CallCache(settings.cache_dir or default_cache_dir(env))
-    adaptive = spec.provider in ADAPTIVE_PROVIDERS and backend is None
+    adaptive = spec.hosted and backend is None
     start = None  # the adaptive limit starts at its cap (--concurrency N: the user's quota)
-    if settings.concurrency is not None:
-        cap = settings.concurrency
-    elif adaptive:
+    cap = settings.concurrency  # None: the backend's default_concurrency, which the client reads
+    if cap is None and adaptive:
         cap = socket_room(ADAPTIVE_MAX_CONCURRENCY)  # then slow start from 128 to the cap
         start = min(ADAPTIVE_INITIAL_CONCURRENCY, cap)
         if spec.server_slots:  # a queueing server said how many it serves: more would only wait
             cap = start = min(spec.server_slots, cap)
-    else:
-        cap = getattr(built, "default_concurrency", FIXED_CONCURRENCY)
     client = Client(
         built,
         cache=cache_store,

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from booksum_app.errors import ConfigError, ContextTooLong, ModelError, ModelUnavailable
-from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.batcher import Gatherer
 
 DATA_PARALLEL_REFUSED = (
@@ -39,7 +39,7 @@ class _RequestRejected(ModelError):
     """The engine refused the batch for a reason that may be one request's (a ValueError)."""
 
 
-class VLLMBackend:
+class VLLMBackend(BackendBase):
     """A gathering backend over ``vllm.LLM``: thread-safe ``complete``, whole batches underneath."""
 
     kind = "vllm"

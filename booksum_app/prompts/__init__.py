@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from booksum_app.config import LANGUAGES
 from booksum_app.errors import PromptError
 from booksum_app.signature import short_hash
 
 PROMPT_SETS = ("paper", "simple", "benchmark")  # built-in summarization sets; anything else is a directory
 FALLBACK_SET = {"simple": "paper"}  # the paper's J.2.1 set only covers hierarchical merging
-LANGUAGES = ("en", "zh")
 DIRECT_TEMPLATES = ("ib", "ie")
 
 # name -> (required fields, optional fields). Templates outside this table are not checked.

@@ -15,8 +15,7 @@ from typing import Any
 
 from booksum_app.books import Book
 from booksum_app.chunking.base import Chunk
-from booksum_app.compression.budget import words_for_tokens
-from booksum_app.compression.validity import CallEntry, Regenerator
+from booksum_app.compression.validity import CallEntry, Regenerator, regenerator
 from booksum_app.llm.base import ChatModel, Completion
 from booksum_app.strategies import PromptBundle, StrategyConfig, StrategyResult
 from booksum_app.strategies.hierarchical import format_group
@@ -65,14 +64,8 @@ def chapter_summaries(
         def render(words: int, summaries: str = summaries) -> str:
             return template.render(summaries=summaries, word_limit=words)
 
-        regen = Regenerator(
-            render=render,
-            words=words_for_tokens(budget), max_tokens=budget, temperature=config.temperature,
-            retry_temperature=config.compression_temperature, purpose="chapter", node=f"chapter.{chapter}",
-            count_tokens=model.count_tokens, lang=config.lang, max_tries=config.max_tries, top_p=config.top_p,
-            estimated_counts=model.info.tokenizer == "estimate",
-            truncate_over_length=model.info.length_policy == "truncate",
-        )
+        regen = regenerator(model, render, max_tokens=budget, purpose="chapter", node=f"chapter.{chapter}",
+                            sampling=config.sampling)
         request = regen.request()
         pending[chapter] = (regen, model.submit(request, priority=(0, span[0])), request)
     calls: list[CallEntry] = []

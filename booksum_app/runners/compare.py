@@ -30,12 +30,19 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from booksum_app.chunking import resolve_lang
 from booksum_app.chunking.memo import ChunkMemo
 from booksum_app.files import available_cores
 from booksum_app.llm.base import ChatModel, Tally
 from booksum_app.llm.context import call_context, default_context
 from booksum_app.llm.metered import Metered
-from booksum_app.llm.registry import DEMO_JUDGE_WARNING, NO_JUDGE_NOTE, LLMSettings, get_model
+from booksum_app.llm.registry import (
+    DEMO_JUDGE_WARNING,
+    NO_JUDGE_NOTE,
+    LLMSettings,
+    choose_model,
+    get_model,
+)
 from booksum_app.runners.compare_plan import (
     BookContext,
     finished_record,
@@ -55,7 +62,7 @@ from booksum_app.runners.compare_results import (
 from booksum_app.runners.datasets import Sample, load_samples, sample_run, score_sample
 from booksum_app.runners.experiment import Experiment, GridConfig, PrecomputedSet
 from booksum_app.runners.progress import GridProgress, GridSnapshot
-from booksum_app.runners.summarize import run_summary
+from booksum_app.runners.summarize import CountingModel, run_summary
 from booksum_app.runners.workers import background_worker
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
 from booksum_app.scoring.booookscore import BooookScoreJudge, split_summary
@@ -65,7 +72,7 @@ from booksum_app.scoring.judgement import SummaryJudgement
 from booksum_app.scoring.ngrams import SourceGrams, ngram_stats, source_ngrams, summarize_ngrams
 from booksum_app.scoring.release import read_summaries
 from booksum_app.scoring.results import score_annotations
-from booksum_app.scoring.words import resolve_lang
+from booksum_app.strategies import get_strategy
 from booksum_app.strategies.record import tally_of, write_record
 
 # ---- running -------------------------------------------------------------------------------
@@ -127,9 +134,11 @@ class _GridRun:
         self.owned: list[Any] = []
         self.samples = {s.key: s for s in load_samples(exp)}  # datasets: read and checked before any call
         self.clients: dict[str | None, ChatModel] = {}
+        calls = any(get_strategy(s).calls_model for s in exp.strategies)  # else a token counter is the model
         for m in exp.models if exp.books or self.samples else ():
             client = models[m] if models is not None and m in models else self._own(get_model(
-                m, settings=settings, on_call=progress.on_call))
+                m, settings=settings, on_call=progress.on_call)) if calls else CountingModel(
+                choose_model(m, settings=settings).info)
             self.clients[m] = client
             progress.attach(client)
         names = {m: c.info.name for m, c in self.clients.items()}
@@ -371,7 +380,7 @@ def _precomputed_row(pre: PrecomputedSet, summaries: Mapping[str, str], exp: Exp
         BookResult(book=book, summary=text,
                    ngrams=ngram_stats(text, source=by_stem.get(Path(book).stem.lower())),
                    judgement=judgements.get(book), judge_usage=judge_usage.get(book, Tally()),
-                   failures=detect_failures(text, lang=resolve_lang(text, None)))  # source not kept: no copying
+                   failures=detect_failures(text, lang=resolve_lang(None, text=text)))  # source not kept: no copying
         for book, text in summaries.items()
     )
     model, chunk, strategy = split_release_name(pre.name)

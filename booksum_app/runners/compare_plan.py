@@ -45,7 +45,7 @@ from booksum_app.runners.judge_plan import (
 )
 from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.plan_cuts import CutOrder, PlanCutters
-from booksum_app.runners.run_config import RunConfig, resolve_lang
+from booksum_app.runners.run_config import RunConfig, book_lang
 from booksum_app.scoring.release import read_summaries
 from booksum_app.strategies.record import SummaryRecord, read_record
 
@@ -67,7 +67,7 @@ class BookContext:
 def open_context(path: Path, exp: Experiment) -> BookContext:
     book = open_book(path, include_front_matter=exp.include_front_matter)
     digest = file_sha256(path)
-    return BookContext(Path(path), book, resolve_lang(exp.lang, book), digest)
+    return BookContext(Path(path), book, book_lang(exp.lang, book), digest)
 
 
 def run_config(config: GridConfig, job: Experiment, lang: str) -> RunConfig:
@@ -82,7 +82,7 @@ def run_config(config: GridConfig, job: Experiment, lang: str) -> RunConfig:
         clean=job.clean,
         chapter_aware=job.chapter_aware,
         include_front_matter=job.include_front_matter,
-        direct_template=job.direct_template,
+        options=job.options_for(config),
     )
 
 

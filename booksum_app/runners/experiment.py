@@ -15,6 +15,8 @@ Experiment file (TOML; every key optional, command-line options override it)::
     judge = "openai:gpt-4o"
     out = "compare-out"
     max_summary_len = 900
+    [options]                              # strategies' own options (--set NAME=VALUE)
+    direct_template = ["ib", "ie"]         # a list: one grid configuration per value
     [[precomputed]]
     name = "gpt4-2048-hier"
     summaries = "release/summaries/gpt4-2048-hier-cleaned.json"
@@ -25,6 +27,7 @@ Relative paths in the file are relative to the file.
 
 from __future__ import annotations
 
+import itertools
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -39,7 +42,8 @@ from booksum_app.config import (
 )
 from booksum_app.errors import ConfigError
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE, JUDGE_MODES
-from booksum_app.strategies import StrategyConfig, get_strategy
+from booksum_app.strategies import get_strategy
+from booksum_app.strategies.base import OptionValue
 
 BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
 DEFAULT_STRATEGIES = ("hier", "inc")
@@ -47,7 +51,6 @@ DEFAULT_OUT = Path("booksum-compare")
 DEFAULT_JOBS = 4
 CALLS_PER_JOB = 4  # calls in flight one book keeps on average: 64 books filled 256 (docs/compare.md)
 MAX_AUTO_JOBS = 64
-DIRECT_TEMPLATES = ("ib", "ie", "both")
 DEFAULT_BUCKET_MAX_TOKENS = (("L", 400), ("XL", 400), ("2XL", 500), ("3XL", 500))  # CNNSum §4
 RELEASE_CONFIGS = ("gpt4-2048-hier", "gpt4-2048-inc", "chatgpt-2048-hier", "chatgpt-2048-inc")
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
@@ -77,19 +80,28 @@ class DatasetSpec:
 
 @dataclass(frozen=True)
 class GridConfig:
-    """One configuration of the grid: strategy x model x chunk size (None for ``direct``)."""
+    """One configuration of the grid: strategy x model x chunk size (None for ``direct``) x variant.
+
+    ``variant`` holds the values of the options the experiment gives several values (direct's
+    ``direct_template = ["ib", "ie"]``: CNNSum Table 2), one configuration per combination.
+    """
 
     strategy: str
     model: str  # resolved model name, e.g. "openai:gpt-4o-mini"
     chunk_size: int | None
-    template: str | None = None  # direct under ``--direct-template both``: "ib" or "ie"
+    variant: tuple[tuple[str, OptionValue], ...] = ()
+
+    @property
+    def template(self) -> str | None:
+        """The variant's values as a label ("ie"), None without a variant."""
+        return "-".join(str(v) for _, v in self.variant) or None
 
     @property
     def slug(self) -> str:
-        """File-name-safe name, release style: ``<model>-<chunk>-<strategy>[-<template>]``."""
+        """File-name-safe name, release style: ``<model>-<chunk>-<strategy>[-<variant>]``."""
         model = _SLUG_BAD.sub("-", self.model.replace(":", "-")).strip("-") or "model"
         middle = f"-{self.chunk_size}" if self.chunk_size is not None else ""
-        tail = f"-{self.template}" if self.template else ""
+        tail = f"-{_SLUG_BAD.sub('-', self.template)}" if self.template else ""
         return f"{model}{middle}-{self.strategy}{tail}"
 
 
@@ -113,7 +125,9 @@ class Experiment:
     clean: bool = True
     chapter_aware: bool = False
     include_front_matter: bool = False
-    direct_template: str = "ib"  # "both": direct runs with Prompt-IB and Prompt-IE (CNNSum Table 2)
+    # strategies' options, each for the strategies that declare it; several values (a tuple): one
+    # configuration per value, e.g. direct_template ("ib", "ie") as CNNSum Table 2
+    options: tuple[tuple[str, tuple[object, ...]], ...] = ()
     jobs: int = DEFAULT_JOBS  # books summarized at once
     datasets: tuple[DatasetSpec, ...] = ()  # benchmark samples summarized like books, scored with ROUGE-L
     bucket_max_tokens: tuple[tuple[str, int], ...] = DEFAULT_BUCKET_MAX_TOKENS  # G per length bucket
@@ -133,14 +147,38 @@ class Experiment:
             raise ConfigError(f"judge mode {self.judge_mode!r}; use one of {', '.join(JUDGE_MODES)}")
         if self.jobs < 1:
             raise ConfigError("--jobs must be at least 1")
-        if self.direct_template not in DIRECT_TEMPLATES:
-            raise ConfigError(f"direct template {self.direct_template!r}; use one of {', '.join(DIRECT_TEMPLATES)}")
+        self._check_options()
         if any(tokens < 16 for _, tokens in self.bucket_max_tokens):
             raise ConfigError("--bucket-max-tokens: each limit must be at least 16 tokens")
         names = [p.name for p in self.precomputed]
         dupes = {n for n in names if names.count(n) > 1}
         if dupes:
             raise ConfigError(f"two precomputed sets named {min(dupes)!r}; give each its own NAME")
+
+    def _check_options(self) -> None:
+        """Every option belongs to a strategy of the grid and each of its values parses there."""
+        object.__setattr__(self, "options", tuple((name, tuple(values) if isinstance(values, tuple | list) else (values,))
+                                                  for name, values in self.options))
+        for name, values in self.options:
+            declared = [o for s in self.strategies for o in get_strategy(s).options if o.name == name]
+            if not declared:
+                raise ConfigError(f"--set {name}: not an option of the grid's strategies ({', '.join(self.strategies)})")
+            for option in declared:
+                for value in values:
+                    option.parse(value)
+
+    def variants(self, strategy: str) -> tuple[tuple[tuple[str, OptionValue], ...], ...]:
+        """The option combinations ``strategy`` runs under: one per value of its several-valued options."""
+        declared = {o.name: o for o in get_strategy(strategy).options}
+        axes = [[(name, declared[name].parse(v)) for v in values] for name, values in self.options
+                if name in declared and len(values) > 1]
+        return tuple(itertools.product(*axes))
+
+    def options_for(self, config: GridConfig) -> dict[str, object]:
+        """The options one configuration runs with: the experiment's single values, then its variant."""
+        declared = {o.name for o in get_strategy(config.strategy).options}
+        fixed = {name: values[0] for name, values in self.options if name in declared and len(values) == 1}
+        return {**fixed, **dict(config.variant)}
 
     def grid(self, resolve: Any = None) -> tuple[GridConfig, ...]:
         """The configurations to run (none without books), ``direct`` once per model.
@@ -155,20 +193,16 @@ class Experiment:
             for strategy in self.strategies:
                 uses_chunks = get_strategy(strategy).uses_chunks  # direct: one run whatever the chunk size
                 sizes: Sequence[int | None] = self.chunk_sizes if uses_chunks else (None,)
-                both = self.direct_template == "both" and "direct_template" in get_strategy(strategy).record_fields(
-                    StrategyConfig(direct_template="ie"))
                 for size in sizes:
-                    for template in ("ib", "ie") if both else (None,):
-                        config = GridConfig(strategy, name, size, template)
+                    for variant in self.variants(strategy):
+                        config = GridConfig(strategy, name, size, variant)
                         if config not in out:
                             out.append(config)
         return tuple(out)
 
     def for_job(self, config: GridConfig, *, max_summary_tokens: int | None = None) -> Experiment:
-        """The experiment one (configuration, book or sample) runs under: its template and G."""
-        template = config.template or ("ib" if self.direct_template == "both" else self.direct_template)
-        return replace(self, direct_template=template,
-                       max_summary_tokens=max_summary_tokens or self.max_summary_tokens)
+        """The experiment one (configuration, book or sample) runs under: its G (its options: :meth:`options_for`)."""
+        return replace(self, max_summary_tokens=max_summary_tokens or self.max_summary_tokens)
 
 
 def jobs_for(concurrency: int | None, *, hosted: bool) -> int:
@@ -280,7 +314,7 @@ def load_experiment(path: Path) -> dict[str, Any]:
     base = path.parent
     where = str(path)
     allowed = {f.name for f in fields(Experiment)} - {"extra", "max_summary_tokens"}
-    allowed |= {"max_summary_len", "with_release"}
+    allowed |= {"max_summary_len", "with_release", "direct_template"}
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed))}")
@@ -309,6 +343,12 @@ def load_experiment(path: Path) -> dict[str, Any]:
             if not isinstance(value, dict) or not all(isinstance(v, int) for v in value.values()):
                 raise ConfigError(f"{where}: bucket_max_tokens must be a table of integers, e.g. {{L = 400}}")
             values["bucket_max_tokens"] = tuple((str(k), int(v)) for k, v in value.items())
+        elif key == "options":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: [options] must be a table, e.g. direct_template = [\"ib\", \"ie\"]")
+            values["options"] = _merge_options(values.get("options", ()), _option_values(value))
+        elif key == "direct_template":  # the older spelling of [options] direct_template
+            values["options"] = _merge_options(values.get("options", ()), direct_template_option(str(value)))
         elif key == "out":
             values["out"] = _rel(Path(str(value)), base)
         elif key == "with_release":
@@ -347,6 +387,33 @@ def _precomputed_entries(value: Any, base: Path, where: str) -> tuple[Precompute
     return tuple(out)
 
 
+def _option_values(table: Mapping[str, Any]) -> tuple[tuple[str, tuple[object, ...]], ...]:
+    """``[options]`` / ``--set`` values: a list (or comma-separated string) is several values."""
+    out = []
+    for name, value in table.items():
+        items = value if isinstance(value, list) else [v for v in value.split(",")] if isinstance(value, str) else [value]
+        out.append((str(name).replace("-", "_"), tuple(items)))
+    return tuple(out)
+
+
+def set_options(parsed: Mapping[str, str]) -> tuple[tuple[str, tuple[object, ...]], ...]:
+    """compare's ``--set NAME=V1,V2`` items: several values are one configuration each."""
+    return _option_values(parsed)
+
+
+def direct_template_option(value: str) -> tuple[tuple[str, tuple[object, ...]], ...]:
+    """``--direct-template ib|ie|both`` as the direct strategy's option (both: a configuration each)."""
+    return (("direct_template", ("ib", "ie") if value == "both" else (value,)),)
+
+
+def _merge_options(
+    base: tuple[tuple[str, tuple[object, ...]], ...], new: tuple[tuple[str, tuple[object, ...]], ...]
+) -> tuple[tuple[str, tuple[object, ...]], ...]:
+    merged = dict(base)
+    merged.update(dict(new))
+    return tuple(merged.items())
+
+
 def build_experiment(file_values: Mapping[str, Any], overrides: Mapping[str, Any]) -> Experiment:
     """An :class:`Experiment` from file values with command-line overrides (None/empty = not given).
 
@@ -359,6 +426,8 @@ def build_experiment(file_values: Mapping[str, Any], overrides: Mapping[str, Any
             continue
         if key == "precomputed":
             values["precomputed"] = tuple(values.get("precomputed", ())) + tuple(value)
+        elif key == "options":  # --set on the command line replaces the file's value of that option
+            values["options"] = _merge_options(values.get("options", ()), tuple(value))
         else:
             values[key] = value
     if "books" in values:
@@ -375,7 +444,9 @@ __all__ = [
     "PrecomputedSet",
     "book_files",
     "build_experiment",
+    "direct_template_option",
     "load_experiment",
     "parse_precomputed",
     "release_sets",
+    "set_options",
 ]

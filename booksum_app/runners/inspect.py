@@ -18,7 +18,6 @@ from booksum_app.runners.run_config import RunConfig
 from booksum_app.strategies import STRATEGIES
 
 INSPECT_SCHEMA_VERSION = 1
-SERVER_REPORTED_CONTEXT = ("ollama",)  # providers whose server tells the model's context window
 
 
 @dataclass(frozen=True)
@@ -79,11 +78,11 @@ def _token_counter(
 ) -> tuple[ModelInfo, Callable[[str], int], str | None]:
     spec = choose_model(model, settings=settings)
     if spec.info.tokenizer == "native":  # the tokenizer of local/vLLM weights (loads them)
-        client = get_model(model, settings=settings)
+        client = get_model(spec, settings=settings)
         return client.info, client.count_tokens, spec.notice
     info = spec.info
-    if spec.provider in SERVER_REPORTED_CONTEXT:  # the context the server reports for the model
-        client = get_model(model, settings=settings)  # asks /api/show, never for a completion
+    if spec.provider_entry.server_context:  # the context the server reports for the model
+        client = get_model(spec, settings=settings)  # asks /api/show, never for a completion
         info = client.info
         client.close()
     return info, get_tokenizer(info.tokenizer).count, spec.notice

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from booksum_app.llm.base import ModelInfo, Usage
 from booksum_app.strategies import PlanInput, Strategy, StrategyConfig, get_strategy, load_prompts
+from booksum_app.strategies.base import strategy_prompts
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,7 @@ class CallPlan:
 
 def _overheads(impl: Strategy, config: StrategyConfig, count: Callable[[str], int]) -> dict[str, int]:
     names = impl.template_names(config)
-    bundle = load_prompts(
-        config.prompts, lang=config.lang, names=names, base_set=impl.base_prompt_set(config)
-    )
+    bundle = strategy_prompts(impl, config)
     return {name: count(bundle[name].skeleton()) for name in names}
 
 

@@ -11,46 +11,43 @@ field added here reaches every one of them.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from booksum_app.books import Book
-from booksum_app.chunking import detect_lang
+from booksum_app.chunking import resolve_lang
 from booksum_app.config import (
     COMPRESSION_TEMPERATURE,
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_SUMMARY_TOKENS,
     DEFAULT_TEMPERATURE,
     DEFAULT_TOP_P,
+    LANG_CHOICES,
 )
 from booksum_app.errors import ConfigError
+from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
+from booksum_app.llm.backends import BUILTIN
 from booksum_app.llm.base import ModelInfo
 from booksum_app.prompts import PROMPT_SETS
-from booksum_app.signature import evidence_signature, make_signature, short_hash
-from booksum_app.strategies import Strategy, StrategyConfig, get_strategy, load_prompts
-from booksum_app.strategies.base import PromptBundle
-
-LANG_CHOICES = ("auto", "en", "zh")
+from booksum_app.signature import make_signature, short_hash
+from booksum_app.strategies import STRATEGIES, Strategy, StrategyConfig, get_strategy, load_prompts
+from booksum_app.strategies.base import OptionValue, PromptBundle, resolve_options, strategy_prompts
 
 
-def resolve_lang(lang: str, book: Book) -> str:
-    """``en`` or ``zh`` for prompts and sentence splitting; ``auto`` reads the book."""
-    if lang not in LANG_CHOICES:
-        raise ConfigError(f"--lang {lang!r}: use one of {', '.join(LANG_CHOICES)}")
-    if lang != "auto":
-        return lang
-    code = (book.language or "").lower()
-    if code.startswith("zh"):
-        return "zh"
-    if code.startswith("en"):
-        return "en"
-    return detect_lang(book.text()[:20_000])
+def book_lang(lang: str, book: Book) -> str:
+    """``en`` or ``zh`` for prompts and sentence splitting; ``auto`` reads the book's metadata, else its text."""
+    return resolve_lang(lang, declared=book.language, text=lambda: book.text()[:20_000])
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    """What one summary run is asked to do (defaults: BooookScore §5); invalid values raise ConfigError."""
+    """What one summary run is asked to do (defaults: BooookScore §5); invalid values raise ConfigError.
+
+    ``options`` are the strategy's own (``--set NAME=VALUE``): given as a mapping or pairs, they
+    are checked against what the strategy declares and hold every declared option once built.
+    """
 
     strategy: str = "hier"
     model: str | None = None  # None: the configured default model
@@ -62,22 +59,18 @@ class RunConfig:
     prompts: str = "paper"  # a built-in set name or a directory of override templates
     lang: str = "auto"  # "auto" until :meth:`for_book` reads the book
     clean: bool = True  # artifact removal on the final summary
-    chapter_aware: bool = False  # chunks never straddle chapters (implied by ``chapters``)
+    chapter_aware: bool = False  # chunks never straddle chapters (implied by a ``chapters`` option)
     include_front_matter: bool = False
-    direct_template: str = "ib"  # direct: CNNSum Prompt-IB or Prompt-IE
-    chapters: bool = False  # hier: one summary per chapter too
-    evidence_tokens: int | None = None  # hier-evidence: evidence per merged summary (None: its budget)
+    options: Mapping[str, object] | tuple[tuple[str, OptionValue], ...] = ()
 
     def __post_init__(self) -> None:
         impl = get_strategy(self.strategy)  # ConfigError naming the installed ones (or why a plugin failed)
         object.__setattr__(self, "strategy", impl.name)
         if self.lang not in LANG_CHOICES:
             raise ConfigError(f"--lang {self.lang!r}: use one of {', '.join(LANG_CHOICES)}")
-        if self.chapters and impl.name != "hier":
-            raise ConfigError(f"--chapters needs --strategy hier (its tree holds the chapters); not {impl.name}")
-        if self.evidence_tokens is not None and "evidence_tokens" not in impl.record_fields(StrategyConfig()):
-            raise ConfigError(f"--evidence-tokens needs --strategy hier-evidence; not {impl.name}")
-        if self.chapters and not self.chapter_aware:
+        given = dict(self.options.items() if isinstance(self.options, Mapping) else self.options)
+        object.__setattr__(self, "options", resolve_options(impl.options, given, strategy=impl.name))
+        if self.per_chapter and not self.chapter_aware:
             object.__setattr__(self, "chapter_aware", True)  # chapter summaries need chapter-bound chunks
         if not impl.calls_model and self.clean:
             object.__setattr__(self, "clean", False)  # an extractive strategy has no LLM artifacts to remove
@@ -92,9 +85,19 @@ class RunConfig:
     def impl(self) -> Strategy:
         return get_strategy(self.strategy)
 
+    @property
+    def option_values(self) -> dict[str, OptionValue]:
+        """The strategy's options, every declared one, by name."""
+        return dict(self.options.items() if isinstance(self.options, Mapping) else self.options)  # type: ignore[arg-type]
+
+    @property
+    def per_chapter(self) -> bool:
+        """A strategy's ``chapters`` option (hier): the runner adds one summary per chapter."""
+        return self.option_values.get("chapters") is True
+
     def for_book(self, book: Book) -> RunConfig:
         """This configuration with ``lang`` resolved from the book when it is ``auto``."""
-        return self if self.lang != "auto" else replace(self, lang=resolve_lang(self.lang, book))
+        return self if self.lang != "auto" else replace(self, lang=book_lang(self.lang, book))
 
     def strategy_config(self) -> StrategyConfig:
         """The knobs the strategy itself reads (``lang`` must be resolved to run; ``en`` stands in)."""
@@ -106,14 +109,12 @@ class RunConfig:
             top_p=self.top_p,
             prompts=self.prompts,
             lang=self.lang if self.lang != "auto" else "en",
-            direct_template=self.direct_template,
-            evidence_tokens=self.evidence_tokens,
+            options=tuple(self.option_values.items()),
         )
 
     def prompt_bundle(self) -> PromptBundle:
         """The strategy's templates in the resolved language."""
-        impl, sc = self.impl, self.strategy_config()
-        return load_prompts(self.prompts, lang=sc.lang, names=impl.template_names(sc), base_set=impl.base_prompt_set(sc))
+        return strategy_prompts(self.impl, self.strategy_config())
 
     def clean_bundle(self) -> PromptBundle | None:
         """The artifact-removal template, or None when cleaning is off."""
@@ -121,6 +122,13 @@ class RunConfig:
             return None
         return load_prompts(self.prompts if self.prompts != "simple" else "paper", lang=self.strategy_config().lang,
                             names=("clean",))
+
+    def plugins(self, model_name: str) -> dict[str, str | None]:
+        """``name-version`` of the plugin distributions making this run: the strategy's, the model's backend's."""
+        provider = model_name.partition(":")[0]
+        backend = providers.BACKENDS.provider(provider).distribution if provider not in BUILTIN and \
+            providers.BACKENDS.is_provider(provider) else None
+        return {"plugin": _dist_label(STRATEGIES.distribution(self.strategy)), "backend": _dist_label(backend)}
 
     def signature(self, info: ModelInfo, bundle: PromptBundle) -> str:
         """The record's signature: what a reader needs to know the summary was made the same way."""
@@ -135,7 +143,8 @@ class RunConfig:
             temp=self.temperature,
             clean="on" if self.clean else "off",
             length="truncate" if info.length_policy == "truncate" else None,  # absent: the paper's rule
-            evidence=evidence_signature(self.impl.record_fields(sc)),
+            **{k: _sig_value(v) for k, v in self.impl.signature_fields(sc).items()},
+            **self.plugins(info.name),
         )
 
     def record_dict(self, info: ModelInfo, bundle: PromptBundle) -> dict[str, Any]:
@@ -160,13 +169,17 @@ class RunConfig:
             "include_front_matter": self.include_front_matter,
             "max_tries": sc.max_tries,
             "length_policy": info.length_policy,
+            "options": self.option_values,
+            **{k: v for k, v in self.plugins(info.name).items() if v is not None},
             **self.impl.record_fields(sc),
         }
 
     def job_key(self, *, book_sha256: str, chunk_size: int | None) -> str:
         """What a finished compare record must match to be reused: these fields, the prompts, the book bytes.
 
-        ``chunk_size`` is the grid's (None for a strategy that reads the whole text).
+        ``chunk_size`` is the grid's (None for a strategy that reads the whole text). The
+        strategy's options and the plugin distributions' versions are part of it: a record of
+        an older plugin is not reused.
         """
         sc, clean = self.strategy_config(), self.clean_bundle()
         fields = {
@@ -174,13 +187,49 @@ class RunConfig:
             "G": self.max_summary_tokens, "prompts": self.prompt_bundle().signature,
             "clean": clean.signature if clean is not None else None,
             "lang": sc.lang, "chapter_aware": self.chapter_aware, "front_matter": self.include_front_matter,
-            "direct_template": None, **self.impl.record_fields(sc), "book": book_sha256,
+            "options": self.option_values, **self.impl.record_fields(sc),
+            **self.plugins(self.model or ""), "book": book_sha256,
         }
         # decoding other than booksum's (a benchmark preset's): part of the key; absent otherwise,
         # so records made before these fields were keyed stay reusable
         if (self.temperature, self.top_p) != (DEFAULT_TEMPERATURE, DEFAULT_TOP_P):
             fields.update(temperature=self.temperature, top_p=self.top_p)
-        return short_hash(json.dumps(fields, sort_keys=True), 16)
+        return short_hash(json.dumps(fields, sort_keys=True, default=str), 16)
 
 
-__all__ = ["LANG_CHOICES", "RunConfig", "resolve_lang"]
+def parse_set(items: Sequence[str]) -> dict[str, str]:
+    """``--set NAME=VALUE`` items as ``{NAME: VALUE}`` (values parsed later, by the strategy's options).
+
+    Raises:
+        ConfigError: an item without ``=`` or a name, or one name set twice.
+    """
+    parsed: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name:
+            raise ConfigError(f"--set {item!r}: give NAME=VALUE, e.g. --set direct_template=ie")
+        if name in parsed:
+            raise ConfigError(f"--set {name} given twice")
+        parsed[name] = value.strip()
+    return parsed
+
+
+def option_aliases(**flags: object) -> dict[str, object]:
+    """The options a command's own flags set (``--direct-template ie`` is ``--set direct_template=ie``).
+
+    None: the flag was not given.
+    """
+    return {name: value for name, value in flags.items() if value is not None}
+
+
+def _dist_label(dist: tuple[str, str] | None) -> str | None:
+    return None if dist is None else f"{dist[0]}-{dist[1]}"
+
+
+def _sig_value(value: object) -> object:
+    """An option's value as a signature shows it (None: ``auto``; a signature field is never dropped)."""
+    return "auto" if value is None else str(value).lower() if isinstance(value, bool) else value
+
+
+__all__ = ["LANG_CHOICES", "RunConfig", "book_lang", "option_aliases", "parse_set"]

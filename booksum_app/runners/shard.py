@@ -73,9 +73,10 @@ def grid_fingerprint(exp: Experiment, judge: str | None) -> str:
         "G": exp.max_summary_tokens, "judge": judge if exp.use_judge else None, "judge_mode": exp.judge_mode,
         "batch_size": exp.batch_size, "prompts": prompts, "lang": exp.lang, "clean": exp.clean,
         "chapter_aware": exp.chapter_aware, "front_matter": exp.include_front_matter,
-        "direct_template": exp.direct_template, "bucket_max_tokens": [list(b) for b in exp.bucket_max_tokens],
+        "options": [[name, list(values)] for name, values in exp.options],
+        "bucket_max_tokens": [list(b) for b in exp.bucket_max_tokens],
     }
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def write_manifest(out: Path, shard: Shard, exp: Experiment, all_books: Sequence[Path], fingerprint: str) -> Path:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,17 +38,17 @@ from booksum_app.config import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TOP_P,
 )
-from booksum_app.errors import BooksumError
-from booksum_app.llm.base import ChatModel, Tally
+from booksum_app.errors import BooksumError, ModelError
+from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request, Tally
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.context import default_context
 from booksum_app.llm.meter import Meter, metering
-from booksum_app.llm.registry import LLMSettings, get_model
+from booksum_app.llm.registry import LLMSettings, ModelSpec, choose_model, get_model
 from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.notes import cut_answers_note
 from booksum_app.runners.plan import plan_strategy
 from booksum_app.runners.progress import RunProgress
-from booksum_app.runners.run_config import LANG_CHOICES, RunConfig, resolve_lang
+from booksum_app.runners.run_config import LANG_CHOICES, RunConfig, book_lang
 from booksum_app.strategies import StrategyConfig, StrategyJob
 from booksum_app.strategies.base import ProgressFn, PromptBundle, StrategyResult
 from booksum_app.strategies.record import BookInfo, SummaryRecord, Totals
@@ -73,12 +74,13 @@ def summarize_book(
     clean: bool = True,
     chapter_aware: bool = False,
     include_front_matter: bool = False,
-    direct_template: str = "ib",
+    direct_template: str | None = None,
     chapters: bool = False,
     temperature: float = DEFAULT_TEMPERATURE,
     compression_temperature: float = COMPRESSION_TEMPERATURE,
     top_p: float = DEFAULT_TOP_P,
     evidence_tokens: int | None = None,
+    options: Mapping[str, object] | None = None,
     llm_settings: LLMSettings | None = None,
     on_progress: ProgressFn | None = None,
     on_call: Callable[[CallRecord], None] | None = None,
@@ -96,20 +98,20 @@ def summarize_book(
         prompts: "paper", "simple", or a directory of override templates.
         lang: "auto", "en" or "zh".
         clean: run artifact removal (LLM pass + deterministic cleanup) on the final summary.
-        chapters: hier only: also one summary per chapter, taken from the tree where it can be
-            (``record.extra["chapters"]``); implies chapter-aware chunking.
-        evidence_tokens: hier-evidence only: source tokens of evidence per merged summary
-            (None: each summary's own budget).
+        options: the strategy's own options by name (``--set NAME=VALUE``), e.g. hier's
+            ``chapters``, direct's ``direct_template``, hier-evidence's ``evidence_tokens``.
+        direct_template, chapters, evidence_tokens: those three options, as keywords.
 
     Raises:
         ConfigError, BookFormatError, PromptError, ModelError, CostLimitExceeded.
     """
+    aliases = {"direct_template": direct_template, "chapters": chapters or None, "evidence_tokens": evidence_tokens}
     run = RunConfig(  # validated before the book is read or any model is loaded
         strategy=strategy, model=model if isinstance(model, str) else None, chunk_size=chunk_size,
         max_summary_tokens=max_summary_tokens, temperature=temperature,
         compression_temperature=compression_temperature, top_p=top_p, prompts=prompts, lang=lang, clean=clean,
-        chapter_aware=chapter_aware, include_front_matter=include_front_matter, direct_template=direct_template,
-        chapters=chapters, evidence_tokens=evidence_tokens,
+        chapter_aware=chapter_aware, include_front_matter=include_front_matter,
+        options={**{k: v for k, v in aliases.items() if v is not None}, **(options or {})},
     )
     return run_summary(
         path_or_book, run, chat=None if model is None or isinstance(model, str) else model,
@@ -128,11 +130,13 @@ def run_summary(
     progress: RunProgress | None = None,
     cpu_gate: AbstractContextManager[Any] | None = None,
     chunk_memo: tuple[ChunkMemo, str] | None = None,
+    spec: ModelSpec | None = None,
 ) -> SummaryRecord:
     """Summarize a book under ``run`` (see :func:`summarize_book` for the keywords that build one).
 
     ``chat`` is a ready model to use instead of building ``run.model``'s client (compare shares
-    one client per model); the caller then closes it. ``cpu_gate`` is held while the book is
+    one client per model); the caller then closes it. ``spec`` is ``run.model`` already resolved
+    (:func:`~booksum_app.llm.registry.choose_model`), so the model string is resolved once. ``cpu_gate`` is held while the book is
     chunked (compare: one book per core, so the first books' calls start while others chunk).
     ``chunk_memo`` is a memo and the book's id in it (its file's sha256): compare's plan has
     already cut the book, and the run takes those cuts.
@@ -140,7 +144,11 @@ def run_summary(
     book = path_or_book if isinstance(path_or_book, Book) else open_book(
         path_or_book, include_front_matter=run.include_front_matter)
     run = run.for_book(book)
-    model, owned = _chat_model(chat if chat is not None else run.model, llm_settings, on_call=on_call, progress=progress)
+    if spec is None and chat is None:
+        spec = choose_model(run.model, settings=llm_settings or LLMSettings())
+    if chat is None and not run.impl.calls_model and spec is not None:  # no call: the tokenizer alone, no backend
+        chat = CountingModel(spec.info)
+    model, owned = _chat_model(chat if chat is not None else spec, llm_settings, on_call=on_call, progress=progress)
     notify = _fan_out([f for f in (on_progress, progress.on_event if progress else None) if f is not None])
     label = Path(book.source_path).name if book.source_path else (book.title or None)
     try:
@@ -153,12 +161,12 @@ def run_summary(
 
 
 def _chat_model(
-    model: str | ChatModel | None, settings: LLMSettings | None, *,
+    model: ModelSpec | ChatModel | None, settings: LLMSettings | None, *,
     on_call: Callable[[CallRecord], None] | None, progress: RunProgress | None,
 ) -> tuple[ChatModel, Client | None]:
     """The model to run with, and the client to close afterwards when we built it."""
     owned: Client | None = None
-    if model is None or isinstance(model, str):
+    if model is None or isinstance(model, ModelSpec):
         hooks = [h for h in (on_call, progress.on_call if progress else None) if h is not None]
         owned = get_model(model, settings=settings or LLMSettings(), on_call=_fan_out(hooks))
         chat: ChatModel = owned
@@ -167,6 +175,32 @@ def _chat_model(
     if progress is not None:
         progress.attach(chat)
     return chat, owned
+
+
+class CountingModel:
+    """A :class:`ChatModel` that only counts tokens: what a strategy that calls no model runs with.
+
+    It counts with the model's named tokenizer, or the conservative ``estimate`` when the model's
+    is its own (``native``: counting with it would load the weights a no-call run never needs).
+    """
+
+    def __init__(self, info: ModelInfo) -> None:
+        named = info.tokenizer if info.tokenizer in ENCODING_NAMES else ESTIMATE_NAME
+        self.info = dataclasses.replace(info, tokenizer=named)
+        self.tokenizer_name = named
+        self._tokenizer = get_tokenizer(named)
+
+    def count_tokens(self, text: str) -> int:
+        return int(self._tokenizer.count(text))
+
+    def complete(self, request: Request) -> Completion:
+        raise ModelError(f"a strategy that declares calls_model=False asked for a {request.purpose or 'model'} call")
+
+    def submit(self, request: Request, *, priority: Any = 0) -> Future[Completion]:
+        return self.complete(request)  # type: ignore[return-value]  # raises
+
+    def complete_many(self, requests: Sequence[Request]) -> list[Completion]:
+        return [self.complete(r) for r in requests]
 
 
 def _fan_out(hooks: list[Callable[[Any], None]]) -> Callable[[Any], None] | None:
@@ -218,7 +252,7 @@ def _run(
             StrategyJob(chunks, text, config, chapter_texts), model=chat, prompts=bundle, on_progress=on_progress
         )
         extra: dict[str, Any] = dict(result.extra)  # hier-evidence: the evidence of every merge
-        if run.chapters:
+        if run.per_chapter:
             per_chapter, chapter_calls = chapter_summaries(book, chunks, result, model=chat, prompts=bundle,
                                                            config=config)
             result = dataclasses.replace(result, calls=result.calls + chapter_calls)
@@ -319,4 +353,4 @@ def _book_info(book: Book, chunks: tuple[Chunk, ...], *, include_front_matter: b
     )
 
 
-__all__ = ["LANG_CHOICES", "RunConfig", "default_record_path", "resolve_lang", "run_summary", "summarize_book"]
+__all__ = ["LANG_CHOICES", "RunConfig", "book_lang", "default_record_path", "run_summary", "summarize_book"]

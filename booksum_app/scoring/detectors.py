@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from booksum_app.chunking import get_tokenizer
 from booksum_app.chunking.sentences import sentence_spans
 from booksum_app.compression.validity import ends_sentence
+from booksum_app.config import LANGUAGES
 from booksum_app.errors import ConfigError, PromptError
 from booksum_app.prompts import DIRECT_TEMPLATES, TEMPLATE_FIELDS, load_template
 from booksum_app.scoring.keyset import KeySet
@@ -40,7 +41,7 @@ MIN_TAIL_REPEATS = 3  # a periodic tail is a block repeated at least this many t
 MIN_TAIL_CHARS = 30  # ...over at least this many characters (whitespace collapsed)
 MIN_CHECKLIST_ITEMS = 2  # numbered lines count when at least this many come in a row
 TOO_SHORT_SHARE = 0.25  # too short: under this share of the requested length
-LANGS = ("en", "zh")
+LANGS = LANGUAGES
 FAILURE_MODES = ("subjective", "copying", "repetition", "echo", "too_short", "cut_off")
 
 _WORD_LEXICON_EN = (

@@ -200,9 +200,9 @@ def rouge_l(candidate: str, reference: str, *, lang: str | None = None,
     if check_variant(variant) != ROUGE_SCORE:
         return benchmark_rouge_l(candidate, reference, variant=variant)
     if lang is None:
-        from booksum_app.scoring.words import resolve_lang
+        from booksum_app.chunking import resolve_lang
 
-        lang = resolve_lang(reference, None)
+        lang = resolve_lang(None, text=reference)
     return rouge_l_tokens(rouge_words(candidate, lang=lang), rouge_words(reference, lang=lang))
 
 

@@ -20,7 +20,7 @@ import re
 import unicodedata
 from typing import Any
 
-from booksum_app.chunking import detect_lang, split_sentences
+from booksum_app.chunking import resolve_lang, split_sentences
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
@@ -56,14 +56,9 @@ def chinese_words(text: str) -> list[str]:
     return [w for w in _jieba().lcut(text) if w.strip() and not _is_punct_or_space(w)]
 
 
-def resolve_lang(text: str, lang: str | None) -> str:
-    """``lang`` if given, else ``"zh"`` or ``"en"`` detected from the text."""
-    return lang if lang is not None else detect_lang(text)
-
-
 def ngram_words(text: str, *, lang: str | None = None) -> list[str]:
     """The word sequence the n-gram statistics are computed on (see module docstring)."""
-    lang = resolve_lang(text, lang)
+    lang = resolve_lang(lang, text=text)
     if lang == "zh":
         return chinese_words(text)
     tokenizer = _nltk_word_tokenizer()
@@ -72,7 +67,7 @@ def ngram_words(text: str, *, lang: str | None = None) -> list[str]:
 
 def rouge_words(text: str, *, lang: str | None = None) -> list[str]:
     """The token sequence ROUGE-L is computed on (see module docstring)."""
-    lang = resolve_lang(text, lang)
+    lang = resolve_lang(lang, text=text)
     if lang == "zh":
         return chinese_words(text.lower())
     return _NON_ALNUM.sub(" ", text.lower()).split()

@@ -8,13 +8,14 @@ and the full record are the runner's job.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from booksum_app.chunking.base import Chunk
-from booksum_app.compression.validity import AttemptInfo, CallEntry
+from booksum_app.compression.validity import AttemptInfo, CallEntry, Sampling
 from booksum_app.config import (
     COMPRESSION_TEMPERATURE,
     DEFAULT_CHUNK_SIZE,
@@ -24,16 +25,102 @@ from booksum_app.config import (
 )
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ChatModel
-from booksum_app.prompts import PROMPT_SETS, Template, load_template, templates_signature
+from booksum_app.prompts import (
+    PROMPT_SETS,
+    Template,
+    load_template,
+    parse_template,
+    templates_signature,
+)
 
 DEFAULT_MAX_TRIES = 4  # one try + 3 regenerations (App. A.1 "a fixed number of times")
 MIN_EVIDENCE_TOKENS = 128  # hier-evidence: room for one whole passage (at most 100 tokens) and its separators
-DIRECT_TEMPLATE_CHOICES = ("ib", "ie")
+
+OptionValue = str | int | float | bool | None
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting a strategy declares, as simonw/llm's model ``Options`` do.
+
+    Users set it with ``--set NAME=VALUE`` (summarize, compare) or an experiment's ``[options]``
+    table; the strategy reads it with ``config.option(NAME)``. Records, signatures and compare's
+    reuse keys carry every declared option, so a strategy adds one without touching booksum.
+    ``kind`` is ``str``, ``int``, ``float`` or ``bool``; with a ``None`` default, ``auto`` or
+    ``none`` give None back.
+    """
+
+    name: str
+    default: OptionValue
+    help: str = ""
+    kind: type = str
+    choices: tuple[OptionValue, ...] = ()
+    minimum: float | None = None
+
+    def parse(self, raw: object) -> OptionValue:
+        """``raw`` (a command-line string or a TOML/library value) as this option's value.
+
+        Raises:
+            ConfigError: not a value of this option (one line naming it).
+        """
+        where = f"--set {self.name}={raw}"
+        if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("auto", "none") and self.default is None):
+            if self.default is not None:
+                raise ConfigError(f"{where}: give a value")
+            return None
+        value = self._convert(raw, where)
+        if self.choices and value not in self.choices:
+            raise ConfigError(f"{where}: use one of {', '.join(map(str, self.choices))}")
+        if self.minimum is not None and isinstance(value, int | float) and value < self.minimum:
+            raise ConfigError(f"{where}: use at least {self.minimum:g}")
+        return value
+
+    def _convert(self, raw: object, where: str) -> OptionValue:
+        text = raw.strip() if isinstance(raw, str) else None
+        if self.kind is bool:
+            if isinstance(raw, bool):
+                return raw
+            if text is not None and text.lower() in (*_TRUE, *_FALSE):
+                return text.lower() in _TRUE
+            raise ConfigError(f"{where}: give true or false")
+        if self.kind in (int, float):
+            wanted = ConfigError(f"{where}: give {'an integer' if self.kind is int else 'a number'}")
+            if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+                raise wanted
+            try:
+                number = float(raw)
+            except ValueError:
+                raise wanted from None
+            if self.kind is float:
+                return number
+            if not number.is_integer():
+                raise wanted
+            return int(number)
+        if not isinstance(raw, str):
+            raise ConfigError(f"{where}: give a string")
+        return text
+
+
+def resolve_options(
+    declared: Sequence[Option], given: Mapping[str, object], *, strategy: str
+) -> tuple[tuple[str, OptionValue], ...]:
+    """Every declared option's value, in declaration order: ``given``'s parsed, else the default.
+
+    Raises:
+        ConfigError: ``given`` names an option ``strategy`` does not declare, or a bad value.
+    """
+    known = {o.name: o for o in declared}
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        offered = ", ".join(known) or "none"
+        raise ConfigError(f"--set {unknown[0]}: not an option of strategy {strategy!r} (its options: {offered})")
+    return tuple((o.name, o.parse(given[o.name]) if o.name in given else o.default) for o in declared)
 
 
 @dataclass(frozen=True)
 class StrategyConfig:
-    """Knobs shared by all strategies (defaults: BooookScore §5)."""
+    """Knobs shared by all strategies (defaults: BooookScore §5) and the strategy's own options."""
 
     chunk_size: int = DEFAULT_CHUNK_SIZE
     max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS  # G
@@ -42,9 +129,8 @@ class StrategyConfig:
     top_p: float = DEFAULT_TOP_P
     prompts: str = "paper"  # a built-in set name or a directory of override templates
     lang: str = "en"  # "en" or "zh": prompt language and sentence splitting
-    direct_template: str = "ib"  # CNNSum Prompt-IB or Prompt-IE
     max_tries: int = DEFAULT_MAX_TRIES
-    evidence_tokens: int | None = None  # hier-evidence: per merged summary; None = its own budget
+    options: tuple[tuple[str, OptionValue], ...] = ()  # the strategy's declared options, resolved
 
     def __post_init__(self) -> None:
         if self.chunk_size < 64:
@@ -55,15 +141,21 @@ class StrategyConfig:
             raise ConfigError(
                 f"--max-summary-len {self.max_summary_tokens} is too small; use at least 16"
             )
-        if self.direct_template not in DIRECT_TEMPLATE_CHOICES:
-            raise ConfigError(f"--direct-template must be one of {DIRECT_TEMPLATE_CHOICES}")
         if self.max_tries < 1:
             raise ConfigError("max_tries must be at least 1")
-        if self.evidence_tokens is not None and self.evidence_tokens < MIN_EVIDENCE_TOKENS:
-            raise ConfigError(
-                f"--evidence-tokens {self.evidence_tokens} is too small; use at least "
-                f"{MIN_EVIDENCE_TOKENS} (one source passage is up to 100 tokens)"
-            )
+
+    def option(self, name: str) -> OptionValue:
+        """The value of the strategy's option ``name`` (its default unless set)."""
+        for key, value in self.options:
+            if key == name:
+                return value
+        raise KeyError(f"{name!r} is not among this run's options ({', '.join(k for k, _ in self.options)})")
+
+    @property
+    def sampling(self) -> Sampling:
+        """How :func:`~booksum_app.compression.validity.generate` samples under this configuration."""
+        return Sampling(temperature=self.temperature, retry_temperature=self.compression_temperature,
+                        top_p=self.top_p, max_tries=self.max_tries, lang=self.lang)
 
 
 @dataclass(frozen=True)
@@ -83,9 +175,13 @@ class PromptBundle:
 
 
 def load_prompts(
-    prompts: str, *, lang: str, names: tuple[str, ...], base_set: str | None = None
+    prompts: str, *, lang: str, names: tuple[str, ...], base_set: str | None = None,
+    own_dir: Path | None = None,
 ) -> PromptBundle:
-    """Resolve ``names`` from a built-in set, or an override directory over ``paper``/``base_set``.
+    """Resolve ``names``: the ``--prompts`` directory first, then ``own_dir`` (a plugin strategy's
+    shipped templates), then the built-in set (``prompts``, or ``base_set``, or ``paper``).
+
+    A directory holds ``<lang>/<name>.txt`` or ``<name>.txt``.
 
     Raises:
         ConfigError: ``prompts`` is neither a built-in set nor a directory.
@@ -106,10 +202,22 @@ def load_prompts(
     if base_set is not None:
         label = base_set if override is None else f"{base_set}+custom"
     templates = {
-        name: load_template(name, prompt_set=builtin, lang=lang, override_dir=override)
+        name: _own_template(name, (override, own_dir), lang)
+        or load_template(name, prompt_set=builtin, lang=lang)
         for name in names
     }
     return PromptBundle(label, lang, templates)
+
+
+def _own_template(name: str, folders: tuple[Path | None, ...], lang: str) -> Template | None:
+    """``name`` from the first folder that has it (``<lang>/<name>.txt``, then ``<name>.txt``)."""
+    for folder in folders:
+        if folder is None:
+            continue
+        for candidate in (folder / lang / f"{name}.txt", folder / f"{name}.txt"):
+            if candidate.is_file():
+                return parse_template(name, candidate.read_text(encoding="utf-8"), source=str(candidate))
+    return None
 
 
 @dataclass(frozen=True)
@@ -220,14 +328,17 @@ class Strategy(Protocol):
     """A summarization strategy, found through the ``booksum.strategies`` entry point group.
 
     A strategy owns everything about itself: its templates, whether the chunk size matters to
-    it, whether it calls a model at all, its pre-flight plan, its run and the record fields it
-    adds. See ``examples/strategy-plugin`` for a complete third-party one.
+    it, whether it calls a model at all, its options, its pre-flight plan, its run and the
+    record fields it adds. :class:`StrategyBase` gives the optional members their defaults;
+    see ``examples/strategy-plugin`` for a complete third-party one.
     """
 
     name: str
     description: str
     uses_chunks: bool  # False: the chunk size does not change the run (direct); compare runs it once
     calls_model: bool  # False: no LLM call at all (extractive baselines); no artifact removal either
+    options: tuple[Option, ...]  # what --set NAME=VALUE may set
+    templates_dir: Path | None  # the strategy's own templates (<lang>/<name>.txt); None: booksum's sets
 
     def template_names(self, config: StrategyConfig) -> tuple[str, ...]: ...
 
@@ -237,6 +348,8 @@ class Strategy(Protocol):
 
     def record_fields(self, config: StrategyConfig) -> dict[str, object]: ...
 
+    def signature_fields(self, config: StrategyConfig) -> dict[str, object]: ...
+
     def run(
         self,
         job: StrategyJob,
@@ -245,6 +358,65 @@ class Strategy(Protocol):
         prompts: PromptBundle,
         on_progress: ProgressFn | None = None,
     ) -> StrategyResult: ...
+
+
+class StrategyBase(ABC):
+    """A base for strategies: every member of :class:`Strategy` but ``name``, ``description``,
+    ``plan`` and ``run`` has a default (chunked, calls a model, no options, no templates)."""
+
+    name: str = ""
+    description: str = ""
+    uses_chunks: bool = True
+    calls_model: bool = True
+    options: tuple[Option, ...] = ()
+    templates_dir: Path | None = None
+
+    def template_names(self, config: StrategyConfig) -> tuple[str, ...]:
+        """No templates."""
+        return ()
+
+    def base_prompt_set(self, config: StrategyConfig) -> str | None:
+        """Templates not found in ``templates_dir`` come from ``--prompts`` (default ``paper``)."""
+        return None
+
+    @abstractmethod
+    def plan(self, plan_input: PlanInput) -> StrategyPlan:
+        """Upper bounds on the calls and tokens of one run (nothing here may call a model)."""
+
+    def option(self, config: StrategyConfig, name: str) -> OptionValue:
+        """Option ``name`` as ``config`` sets it, else as this strategy declares its default."""
+        values = dict(config.options)
+        if name in values:
+            return values[name]
+        for declared in self.options:
+            if declared.name == name:
+                return declared.default
+        raise KeyError(f"{name!r} is not an option of strategy {self.name!r}")
+
+    def record_fields(self, config: StrategyConfig) -> dict[str, object]:
+        """Every option's value, under its name."""
+        return {o.name: self.option(config, o.name) for o in self.options}
+
+    def signature_fields(self, config: StrategyConfig) -> dict[str, object]:
+        """The options set away from their defaults (a default run signs as it always did)."""
+        return {o.name: value for o in self.options if (value := self.option(config, o.name)) != o.default}
+
+    @abstractmethod
+    def run(
+        self,
+        job: StrategyJob,
+        *,
+        model: ChatModel,
+        prompts: PromptBundle,
+        on_progress: ProgressFn | None = None,
+    ) -> StrategyResult:
+        """Summarize ``job``; every summary through :func:`~booksum_app.compression.validity.generate`."""
+
+
+def strategy_prompts(strategy: Strategy, config: StrategyConfig) -> PromptBundle:
+    """The templates ``strategy`` renders under ``config``: what its run and its plan both read."""
+    return load_prompts(config.prompts, lang=config.lang, names=strategy.template_names(config),
+                        base_set=strategy.base_prompt_set(config), own_dir=strategy.templates_dir)
 
 
 def notify(
@@ -258,11 +430,14 @@ def notify(
 __all__ = [
     "CompressionInfo",
     "DirectTruncation",
+    "Option",
+    "OptionValue",
     "PlanInput",
     "ProgressEvent",
     "ProgressFn",
     "PromptBundle",
     "Strategy",
+    "StrategyBase",
     "StrategyConfig",
     "StrategyJob",
     "StrategyPlan",
@@ -270,4 +445,6 @@ __all__ = [
     "SummaryNode",
     "load_prompts",
     "notify",
+    "resolve_options",
+    "strategy_prompts",
 ]

@@ -25,14 +25,17 @@ from booksum_app.compression.budget import (
     direct_text_budget,
     words_for_tokens,
 )
-from booksum_app.compression.validity import Generation, Regenerator, generate_valid
+from booksum_app.compression.validity import Generation, generate
 from booksum_app.errors import ConfigError, ContextTooLong
 from booksum_app.llm.base import ChatModel
+from booksum_app.prompts import DIRECT_TEMPLATES
 from booksum_app.strategies.base import (
     DirectTruncation,
+    Option,
     PlanInput,
     ProgressFn,
     PromptBundle,
+    StrategyBase,
     StrategyConfig,
     StrategyJob,
     StrategyPlan,
@@ -69,17 +72,19 @@ def head_tail(
     return head, tail
 
 
-class Direct:
+class Direct(StrategyBase):
     """The ``direct`` strategy."""
 
     name = "direct"
     description = "direct baseline: the whole book in one prompt (head and tail kept when too long)"
     uses_chunks = False
     calls_model = True
+    options = (Option("direct_template", "ib", choices=DIRECT_TEMPLATES,
+                      help="the instruction before (ib) or after (ie) the book (CNNSum Prompt-IB/IE)"),)
 
     def template_names(self, config: StrategyConfig) -> tuple[str, ...]:
-        """The one CNNSum template selected by ``--direct-template``."""
-        return (config.direct_template,)
+        """The one CNNSum template selected by the ``direct_template`` option."""
+        return (str(self.option(config, "direct_template")),)
 
     def base_prompt_set(self, config: StrategyConfig) -> str | None:
         """Direct prompts come from the ``direct`` set (``benchmark``: the benchmarks' verbatim wording)."""
@@ -88,7 +93,7 @@ class Direct:
     def plan(self, plan_input: PlanInput) -> StrategyPlan:
         """One call holding as much of the book as fits (head + tail when truncated)."""
         config = plan_input.config
-        overhead = plan_input.overhead_tokens[config.direct_template]
+        overhead = plan_input.overhead_tokens[str(self.option(config, "direct_template"))]
         text_room = direct_text_budget(
             context_window=plan_input.context_window,
             overhead_tokens=overhead,
@@ -101,10 +106,6 @@ class Direct:
             output_tokens=config.max_summary_tokens,
             truncated_tokens=max(0, book - text_room),
         )
-
-    def record_fields(self, config: StrategyConfig) -> dict[str, object]:
-        """Which CNNSum template was used (instruction before or after the book)."""
-        return {"direct_template": config.direct_template}
 
     def run(
         self,
@@ -122,7 +123,7 @@ class Direct:
         G = cfg.max_summary_tokens
         window = model.info.context_window
         count = model.count_tokens
-        template = prompts[cfg.direct_template]
+        template = prompts[str(self.option(cfg, "direct_template"))]
         words = words_for_tokens(G)
 
         def render(words: int, body: str) -> str:
@@ -151,22 +152,8 @@ class Direct:
             what="direct prompt",
             fix="lower --max-summary-len",
         )
-        regen = Regenerator(
-            render=lambda w: render(w, body),
-            words=words,
-            max_tokens=G,
-            temperature=cfg.temperature,
-            retry_temperature=cfg.compression_temperature,
-            purpose="direct",
-            node="direct",
-            count_tokens=count,
-            lang=cfg.lang,
-            max_tries=cfg.max_tries,
-            top_p=cfg.top_p,
-            estimated_counts=model.info.tokenizer == "estimate",
-            truncate_over_length=model.info.length_policy == "truncate",
-        )
-        generation = generate_valid(model, regen)
+        generation = generate(model, lambda w: render(w, body), max_tokens=G, purpose="direct", node="direct",
+                              sampling=cfg.sampling, words=words, count_tokens=count)
         notify(on_progress, "direct", 1, 1, "direct")
         return StrategyResult(
             summary=generation.text, nodes=(_node(job, generation, G, prompt_tokens),), calls=generation.calls,

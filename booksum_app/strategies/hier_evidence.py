@@ -36,8 +36,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from booksum_app.llm.base import ChatModel
+from booksum_app.signature import evidence_signature
 from booksum_app.strategies.base import (
     MIN_EVIDENCE_TOKENS,
+    Option,
     ProgressFn,
     PromptBundle,
     StrategyConfig,
@@ -55,9 +57,8 @@ EVIDENCE_OVERHEAD_TOKENS = 12  # plans: header, separator and join of one summar
 
 def evidence_budget(config: StrategyConfig, summary_budget: int) -> int:
     """E: evidence tokens allowed beside one merged summary of ``summary_budget`` tokens."""
-    if config.evidence_tokens is not None:
-        return config.evidence_tokens
-    return max(summary_budget, MIN_EVIDENCE_TOKENS)
+    tokens = dict(config.options).get("evidence_tokens")  # None (the default): the summary's own budget
+    return int(tokens) if tokens is not None else max(summary_budget, MIN_EVIDENCE_TOKENS)
 
 
 def format_evidence(items: Sequence[Evidence]) -> str:
@@ -76,6 +77,8 @@ class HierEvidence(Hierarchical):
         "(Ou & Lapata 2025)"
     )
     merge_templates = EVIDENCE_TEMPLATES
+    options = (Option("evidence_tokens", None, kind=int, minimum=MIN_EVIDENCE_TOKENS,
+                      help="source tokens of evidence per merged summary (auto: that summary's own budget)"),)
 
     def item_extra_budget(self, config: StrategyConfig, budget: int) -> int:
         """E plus the evidence header, beside each merged summary."""
@@ -85,9 +88,13 @@ class HierEvidence(Hierarchical):
         """The retriever and its budgets (None: each summary's own budget)."""
         return {
             "evidence": "bm25",
-            "evidence_tokens": config.evidence_tokens,
+            "evidence_tokens": self.option(config, "evidence_tokens"),
             "evidence_passage_tokens": PASSAGE_TOKENS,
         }
+
+    def signature_fields(self, config: StrategyConfig) -> dict[str, object]:
+        """``evidence:bm25-auto-p100``: retriever, tokens per summary, passage size."""
+        return {"evidence": evidence_signature(self.record_fields(config))}
 
     def run(
         self,
@@ -162,7 +169,7 @@ class _EvidenceRun(_Run):
         return {
             "evidence": {
                 **index,
-                "tokens_per_summary": self.cfg.evidence_tokens or "auto",
+                "tokens_per_summary": dict(self.cfg.options).get("evidence_tokens") or "auto",
                 "merges": self.merges,
             }
         }

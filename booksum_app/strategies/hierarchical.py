@@ -50,14 +50,17 @@ from booksum_app.compression.validity import (
     CallEntry,
     Generation,
     Regenerator,
+    regenerator,
     truncate_at_sentence_end,
 )
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ChatModel, Completion, Request
 from booksum_app.strategies.base import (
+    Option,
     PlanInput,
     ProgressFn,
     PromptBundle,
+    StrategyBase,
     StrategyConfig,
     StrategyJob,
     StrategyPlan,
@@ -105,13 +108,16 @@ class _Pending:
     context_tokens: int
 
 
-class Hierarchical:
+class Hierarchical(StrategyBase):
     """The ``hier`` strategy."""
 
     name = "hier"
     description = "hierarchical merging: summarize chunks, then merge summaries level by level"
     uses_chunks = True
     calls_model = True
+    # the runner adds one summary per chapter from the tree (runners/chapters.py); chunks then
+    # never straddle chapters
+    options: tuple[Option, ...] = (Option("chapters", False, kind=bool, help="also one summary per chapter"),)
     merge_templates = ("merge", "merge_with_context")  # first group of a level, later groups
 
     def template_names(self, config: StrategyConfig) -> tuple[str, ...]:
@@ -161,10 +167,6 @@ class Hierarchical:
             input_tokens += (groups - 1) * room.context_tokens  # prior context from the 2nd group on
             output_tokens += groups * plan.budget(level)
         return StrategyPlan(calls, input_tokens, output_tokens, levels=plan.levels)
-
-    def record_fields(self, config: StrategyConfig) -> dict[str, object]:
-        """Nothing beyond the shared configuration."""
-        return {}
 
     def run(
         self,
@@ -297,21 +299,8 @@ class _Run:
             )
 
     def _regenerator(self, render: object, budget: int, *, purpose: str, node: str) -> Regenerator:
-        return Regenerator(
-            render=render,  # type: ignore[arg-type]
-            words=words_for_tokens(budget),
-            max_tokens=budget,
-            temperature=self.cfg.temperature,
-            retry_temperature=self.cfg.compression_temperature,
-            purpose=purpose,
-            node=node,
-            count_tokens=self.count,
-            lang=self.cfg.lang,
-            max_tries=self.cfg.max_tries,
-            top_p=self.cfg.top_p,
-            estimated_counts=self.model.info.tokenizer == "estimate",
-            truncate_over_length=self.model.info.length_policy == "truncate",
-        )
+        return regenerator(self.model, render, max_tokens=budget, purpose=purpose, node=node,  # type: ignore[arg-type]
+                           sampling=self.cfg.sampling, count_tokens=self.count)
 
     # ---- the event loop ------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from booksum_app.compression.budget import (
     words_for_tokens,
 )
 from booksum_app.compression.compress import compress_to_budget
-from booksum_app.compression.validity import CallEntry, Generation, Regenerator, generate_valid
+from booksum_app.compression.validity import CallEntry, Generation, generate
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ChatModel
 from booksum_app.prompts import Template
@@ -36,6 +36,7 @@ from booksum_app.strategies.base import (
     PlanInput,
     ProgressFn,
     PromptBundle,
+    StrategyBase,
     StrategyConfig,
     StrategyJob,
     StrategyPlan,
@@ -47,7 +48,7 @@ from booksum_app.strategies.base import (
 TEMPLATES = ("inc_init", "inc_update", "compress")
 
 
-class Incremental:
+class Incremental(StrategyBase):
     """The ``inc`` strategy."""
 
     name = "inc"
@@ -135,22 +136,8 @@ class Incremental:
                     what=f"update with chunk {i}",
                     fix=f"lower --chunk-size (now {cfg.chunk_size}) or --max-summary-len",
                 )
-            regen = Regenerator(
-                render=render,
-                words=words,
-                max_tokens=max_tokens,
-                temperature=cfg.temperature,
-                retry_temperature=cfg.compression_temperature,
-                purpose="inc_init" if i == 0 else "inc_update",
-                node=f"inc.{i}",
-                count_tokens=count,
-                lang=cfg.lang,
-                max_tries=cfg.max_tries,
-                top_p=cfg.top_p,
-                estimated_counts=model.info.tokenizer == "estimate",
-                truncate_over_length=model.info.length_policy == "truncate",
-            )
-            generation = generate_valid(model, regen)
+            generation = generate(model, render, max_tokens=max_tokens, purpose="inc_init" if i == 0 else "inc_update",
+                                  node=f"inc.{i}", sampling=cfg.sampling, words=words, count_tokens=count)
             calls.extend(generation.calls)
             running, tokens = generation.text, generation.tokens
             compression: CompressionInfo | None = None

@@ -31,8 +31,8 @@ BUILTIN = {
     "direct": "booksum_app.strategies.direct:Direct",
     "hier-evidence": "booksum_app.strategies.hier_evidence:HierEvidence",
 }
-REQUIRED = ("name", "description", "uses_chunks", "calls_model", "template_names", "base_prompt_set",
-            "plan", "record_fields", "run")
+REQUIRED = ("name", "description", "uses_chunks", "calls_model", "options", "templates_dir", "template_names",
+            "base_prompt_set", "plan", "record_fields", "signature_fields", "run")
 
 
 def _instantiate(obj: Any, name: str) -> Strategy:
@@ -57,6 +57,7 @@ class StrategyRegistry(Mapping[str, Strategy]):
         self._lock = threading.Lock()
         self._strategies: dict[str, Strategy] | None = None
         self._broken: dict[str, str] = {}
+        self._dists: dict[str, tuple[str, str]] = {}
 
     def _load(self) -> dict[str, Strategy]:
         with self._lock:
@@ -76,6 +77,9 @@ class StrategyRegistry(Mapping[str, Strategy]):
             try:
                 loaded = _load_path(source) if isinstance(source, str) else source.load()
                 found[name] = _instantiate(loaded, name)
+                dist = None if isinstance(source, str) else source.dist
+                if dist is not None and name not in BUILTIN:  # a plugin's package: its version signs its records
+                    self._dists[name] = (str(dist.metadata["Name"] or dist.name), str(dist.version))
             except Exception as exc:  # noqa: BLE001 -- a broken plugin must not break the built-in strategies
                 self._broken[name] = f"{type(exc).__name__}: {exc}"
         return found
@@ -108,10 +112,15 @@ class StrategyRegistry(Mapping[str, Strategy]):
             raise ConfigError(f"strategy {name!r} is installed but could not be loaded: {self._broken[name]}")
         raise ConfigError(f"unknown strategy {name!r}; installed: {', '.join(strategies)}")
 
+    def distribution(self, name: str) -> tuple[str, str] | None:
+        """``(package name, version)`` of the plugin that provides ``name``; None for booksum's own."""
+        self._load()
+        return self._dists.get(name)
+
     def reload(self) -> None:
         """Forget what was found (after installing a plugin in the same process; tests)."""
         with self._lock:
-            self._strategies, self._broken = None, {}
+            self._strategies, self._broken, self._dists = None, {}, {}
 
 
 STRATEGIES = StrategyRegistry()

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from booksum_app.errors import BooksumError
-from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.testing.fake_replies import default_reply, estimate_tokens
 
 FAKE_MODEL_INFO = ModelInfo(
@@ -36,7 +36,7 @@ def count_tokens_for(info: ModelInfo, text: str) -> int:
         return estimate_tokens(text)
 
 
-class FakeBackend:
+class FakeBackend(BackendBase):
     """A backend whose replies come from a function of the request (default: extractive summaries).
 
     ``reply`` may return a string (finish reason ``finish_reason``) or a full

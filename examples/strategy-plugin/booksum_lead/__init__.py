@@ -7,49 +7,39 @@ so it costs nothing and is a floor that any LLM strategy should beat (the lead b
 news summarization, applied per chapter). With more chapters than G allows one sentence
 each, the earliest chapters are kept.
 
-Everything booksum needs is in this module and one entry point in ``pyproject.toml``.
+Everything booksum needs is in this module and one entry point in ``pyproject.toml``; it
+imports only ``booksum_app.plugin``. ``map_only.py`` is the second strategy of this package: one
+that calls a model, with an option and a template of its own.
 """
 
 from __future__ import annotations
 
-from booksum_app.chunking import split_sentences
-from booksum_app.llm.base import ChatModel
-from booksum_app.strategies.base import (
+from booksum_app.plugin import (
+    ChatModel,
     PlanInput,
     ProgressFn,
     PromptBundle,
-    StrategyConfig,
+    StrategyBase,
     StrategyJob,
     StrategyPlan,
     StrategyResult,
     SummaryNode,
     notify,
+    split_sentences,
 )
 
 
-class Lead:
+class Lead(StrategyBase):
     """The ``lead`` strategy."""
 
     name = "lead"
     description = "lead baseline: the first sentences of each chapter within G, no LLM call"
     uses_chunks = False  # reads chapters, not chunks: the chunk size changes nothing
-    calls_model = False  # so booksum skips artifact removal too
-
-    def template_names(self, config: StrategyConfig) -> tuple[str, ...]:
-        """No prompt templates."""
-        return ()
-
-    def base_prompt_set(self, config: StrategyConfig) -> str | None:
-        """No prompt set."""
-        return None
+    calls_model = False  # so booksum needs no model (only its tokenizer) and skips artifact removal
 
     def plan(self, plan_input: PlanInput) -> StrategyPlan:
         """Zero calls, zero tokens: the plan of a free baseline."""
         return StrategyPlan(calls=0, input_tokens=0, output_tokens=0)
-
-    def record_fields(self, config: StrategyConfig) -> dict[str, object]:
-        """Nothing beyond the shared configuration."""
-        return {}
 
     def run(
         self,
