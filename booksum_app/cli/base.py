@@ -43,6 +43,14 @@ _error_console = Console(stderr=True)  # the one error line: never silenced
 PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 columns
 
 
+EXIT_CODES = (
+    "Exit codes: 0 success; 1 other failure (disk, judge); 2 bad option, config, input or output path; "
+    "3 unreadable book (format, corruption, DRM); 4 model or server failed after retries; "
+    "5 --max-cost would be passed; 130 interrupted (rerun to resume from the cache). "
+    "See docs/guarantees.md."
+)
+
+
 class Verbosity:
     """What -q/-v asked for, set once per invocation by the group's callback."""
 
@@ -54,6 +62,33 @@ class Verbosity:
         err_console.quiet = cls.level == 0
         for c in (console, err_console):
             c.width = PIPE_WIDTH if not c.is_terminal else c.size.width
+
+
+def _set_quiet(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        Verbosity.apply(quiet=True, verbose=False)
+
+
+def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        Verbosity.apply(quiet=False, verbose=True)
+
+
+def shared_options(command: click.Command) -> click.Command:
+    """``-q``/``-v`` after the command name too (``booksum summarize BOOK -q``), and the exit codes
+    in the command's own ``--help``. ``logs`` keeps ``-q`` for its text search (as ``llm logs -q``)
+    and takes ``--quiet`` spelled out."""
+    taken = {name for p in command.params for name in getattr(p, "opts", ())}
+    quiet = [o for o in ("-q", "--quiet") if o not in taken]
+    verbose = [o for o in ("-v", "--verbose") if o not in taken]
+    if "--quiet" in quiet:
+        command.params.append(click.Option(quiet, is_flag=True, expose_value=False, callback=_set_quiet,
+                                           help="Print only results and errors (no notes, no progress)."))
+    if "--verbose" in verbose:
+        command.params.append(click.Option(verbose, is_flag=True, expose_value=False, callback=_set_verbose,
+                                           help="Also print one line per model call (tokens, time, cost)."))
+    command.epilog = EXIT_CODES
+    return command
 
 
 def call_printer() -> Callable[[CallRecord], None] | None:
@@ -151,6 +186,20 @@ def snapshot_line(snap: Snapshot) -> str:
     return f"{stage}{done}: {stats_text(snap)}"
 
 
+EPIPE_EXIT = 141  # what a shell reports for a writer killed by SIGPIPE (128 + 13), as `yes | head` does
+
+
+def quiet_broken_pipe() -> None:
+    """Stdout's reader went away (``| head``): stop quietly with the shell's SIGPIPE status, as Unix
+    tools do. Stdout is pointed at /dev/null so that Python's final flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (a test runner's buffer): nothing to silence
+        pass
+    sys.exit(EPIPE_EXIT)
+
+
 def handle_errors(func: F) -> F:
     """Turn booksum errors into one line on stderr and the error's exit code."""
 
@@ -162,6 +211,8 @@ def handle_errors(func: F) -> F:
             _fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
             _fail("interrupted; completed LLM calls are cached, rerun the same command to resume", 130)
+        except BrokenPipeError:  # an OSError too, but a closed stdout is no failure worth a message
+            quiet_broken_pipe()
         except TimeoutError as exc:  # an OSError subclass, but not a disk problem: say what it is
             _fail(f"timed out: {exc}; completed LLM calls are cached, rerun to resume", 1)
         except OSError as exc:  # a full disk or a vanished directory met outside the checked paths
@@ -252,6 +303,58 @@ def plan_options(func: F) -> F:
     )(func)
 
 
+def json_option(what: str) -> Callable[[F], F]:
+    """``--json [FILE]``, the same on every command: ``-`` or no value writes ``what`` to stdout
+    instead of the tables; a FILE is written atomically (a FIFO or device as a stream)."""
+    return click.option(
+        "--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
+        is_flag=False, flag_value="-",
+        help=f"Write {what} as JSON: - or no value to stdout (instead of the tables), else to FILE.")
+
+
+def json_file(json_out: Path | None) -> Path | None:
+    """The file ``--json`` names (checked writable now, before any work), or None for stdout or none."""
+    if json_out is None or str(json_out) == "-":
+        return None
+    from booksum_app.files import check_writable
+
+    return check_writable(json_out)
+
+
+def emit_json(json_out: Path, data: Any) -> None:
+    """Write ``data`` where ``--json`` said: stdout for ``-``, else the file (and say so on stderr)."""
+    from booksum_app.files import atomic_write_text, json_text
+
+    text = json_text(data)
+    if str(json_out) == "-":
+        click.echo(text, nl=False)
+        return
+    atomic_write_text(json_out, text)
+    err_console.print(f"wrote {json_out}", highlight=False, markup=False, soft_wrap=True)
+
+
+def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str, live: Progress | None = None) -> None:
+    """The one rule of every paid command (summarize, score, compare): a plan whose upper-bound cost
+    is above ``--max-plan-cost`` runs only with ``--yes``, or after a yes at the terminal; with
+    nobody to ask (stdin is not a terminal) it is refused, exit 2. ``live``: a progress display
+    to pause while asking.
+
+    Raises:
+        ConfigError: above the threshold, no --yes, not a terminal.
+        click.Abort: the user said no.
+    """
+    from booksum_app.runners.judge_plan import check_cost
+
+    if check_cost(cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=sys.stdin.isatty()):
+        return
+    if live is not None:
+        live.stop()
+    click.confirm(f"{what} could cost up to ${cost_usd:.2f} (above --max-plan-cost ${max_plan_cost:.2f}). "
+                  "Run it?", abort=True, err=True)
+    if live is not None:
+        live.start()
+
+
 def llm_options(func: F) -> F:
     """The options of every command that calls a model, spelled and defaulted the same everywhere."""
     for option in reversed(_LLM_OPTIONS):
@@ -272,15 +375,21 @@ def llm_settings(
 
 
 __all__ = [
+    "EXIT_CODES",
     "Heartbeat",
     "Verbosity",
     "call_printer",
+    "confirm_plan",
     "console",
     "err_console",
     "esc",
+    "emit_json",
     "handle_errors",
+    "json_file",
+    "json_option",
     "llm_options",
     "llm_settings",
     "progress_bar",
+    "shared_options",
     "snapshot_line",
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,10 +12,12 @@ import click
 from booksum_app.cli.base import (
     Heartbeat,
     call_printer,
+    confirm_plan,
     console,
     err_console,
     esc,
     handle_errors,
+    json_option,
     llm_options,
     llm_settings,
     plan_options,
@@ -51,7 +52,7 @@ def _score_modes() -> list[str]:
 @click.option("--references", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="{book: reference summary} JSON: enables ROUGE-L.")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write a standalone HTML report.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write all scores as JSON (- for stdout, instead of the tables).")
+@json_option("all scores")
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write one CSV row per system.")
 @click.option("--annotations-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the judge's annotations in the release format.")
@@ -68,7 +69,6 @@ def score_command(
     """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram statistics."""
 
     from booksum_app.files import check_writable
-    from booksum_app.runners.judge_plan import check_cost
     from booksum_app.runners.score import ScoreSettings, plan_score, run_score
     from booksum_app.runners.score_outputs import run_to_dict, write_outputs
     from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED
@@ -86,6 +86,7 @@ def score_command(
     settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
                              annotations=annotations, source=source, references=references, llm=settings_llm,
                              seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
+    summaries = _expand_summary_sets(summaries, annotations)
     plan = plan_score(list(summaries), settings)
     if plan is not None:  # the judge is paid: say how much at most, and ask above the threshold
         cached = (f" ({plan.cached_input_tokens:,} read from the prompt cache; "
@@ -97,8 +98,7 @@ def score_command(
             + ("" if per is None else f"; {per:,.0f} billed input tokens per sentence")
             + (f"; {plan.replayed_calls:,} calls answered from the call cache, free" if plan.replayed_calls else ""),
             highlight=False, soft_wrap=True)
-        if not check_cost(plan.cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=sys.stdin.isatty()):
-            click.confirm(f"Judging could cost up to ${plan.cost_usd:.2f}. Run it?", abort=True, err=True)
+        confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="Judging")
     calls = {"n": 0, "hits": 0}
 
     stage = {"text": "scoring"}
@@ -124,14 +124,41 @@ def score_command(
     for note in run.notes:
         err_console.print(f"[yellow]warning:[/] {esc(note)}", highlight=False, soft_wrap=True)
 
-    if json_out is not None and str(json_out) == "-":  # machine output on stdout instead of the tables
+    to_stdout = json_out is not None and str(json_out) == "-"  # machine output instead of the tables
+    # the files first: a reader that closes stdout early (| head -3) must not cost them
+    for path in write_outputs(run, json_path=None if to_stdout else json_out, csv_path=csv_out,
+                              annotations_path=annotations_out, report_path=report):
+        err_console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
+    if to_stdout:
         click.echo(json.dumps(run_to_dict(run), ensure_ascii=False, indent=1))
-        json_out = None
     else:
         _render_scores(run)
-    for path in write_outputs(run, json_path=json_out, csv_path=csv_out, annotations_path=annotations_out,
-                              report_path=report):
-        err_console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _summary_set(path: Path) -> bool:
+    """Whether ``path`` is a ``{book: summary}`` set with several books (compare's summaries/<config>.json,
+    a release file), not one summary record."""
+    from booksum_app.scoring.release import load_json
+
+    data = load_json(path, what="summaries")
+    if not isinstance(data, dict) or not data or not all(isinstance(v, str) for v in data.values()):
+        return False
+    return not isinstance(data.get("summary", data.get("final_summary")), str)
+
+
+def _expand_summary_sets(paths: tuple[Path, ...], annotations: tuple[Path, ...]) -> tuple[Path, ...]:
+    """A directory holding only ``{book: summary}`` sets (compare's ``grid/summaries/``) is one system per
+    file, as if each were named; a directory of records or text files stays one system."""
+    if annotations:  # one annotations file per SUMMARIES, as given: no expansion
+        return paths
+    out: list[Path] = []
+    for path in paths:
+        files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+        if files and all(p.suffix.lower() == ".json" for p in files) and all(map(_summary_set, files)):
+            out.extend(files)
+        else:
+            out.append(path)
+    return tuple(out)
 
 
 def _render_scores(run: ScoreRun) -> None:

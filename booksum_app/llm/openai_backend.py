@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 import openai
 
-from booksum_app.errors import AuthError, TransientModelError, redact
+from booksum_app.errors import MissingAPIKey, TransientModelError, redact
 from booksum_app.llm.base import Completion, ModelInfo, Request
 from booksum_app.llm.http_json import HttpFailure, JsonPoster, is_plain_http
 from booksum_app.llm.openai_wire import chat_body, completion_from_reply, error_detail, status_error
@@ -64,8 +64,9 @@ class OpenAIBackend:
     ) -> None:
         if not api_key:
             if base_url is None:
-                raise AuthError(
-                    "No OpenAI API key: set OPENAI_API_KEY (or pass --base-url for a local server)"
+                raise MissingAPIKey(
+                    "No OpenAI API key: set OPENAI_API_KEY, or name a local OpenAI-compatible server "
+                    "(--base-url URL on the command line, base_url= in the library, or OPENAI_BASE_URL)"
                 )
             api_key = DUMMY_KEY
         self.info = info
