@@ -30,16 +30,37 @@ if TYPE_CHECKING:
 
     from booksum_app.books import Book
     from booksum_app.llm.calls import CallRecord
-    from booksum_app.llm.registry import LLMSettings
+    from booksum_app.llm.registry import LLMSettings, ModelSpec
     from booksum_app.runners.progress import GridSnapshot, ProgressSnapshot
 
     Snapshot = ProgressSnapshot | GridSnapshot
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-console = Console()
-err_console = Console(stderr=True)  # notes, warnings, progress: silenced by -q
-_error_console = Console(stderr=True)  # the one error line: never silenced
+EPIPE_EXIT = 141  # what a shell reports for a writer killed by SIGPIPE (128 + 13), as `yes | head` does
+
+
+def quiet_broken_pipe() -> None:
+    """Stdout's reader went away (``| head``): stop quietly with the shell's SIGPIPE status, as Unix
+    tools do. Stdout is pointed at /dev/null so that Python's final flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (a test runner's buffer): nothing to silence
+        pass
+    sys.exit(EPIPE_EXIT)
+
+
+class _Console(Console):
+    """A rich console that ends a closed pipe as every command does (rich's own exits 1)."""
+
+    def on_broken_pipe(self) -> None:
+        quiet_broken_pipe()
+
+
+console = _Console()
+err_console = _Console(stderr=True)  # notes, warnings, progress: silenced by -q
+_error_console = _Console(stderr=True)  # the one error line: never silenced
 PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 columns
 
 
@@ -186,20 +207,6 @@ def snapshot_line(snap: Snapshot) -> str:
     return f"{stage}{done}: {stats_text(snap)}"
 
 
-EPIPE_EXIT = 141  # what a shell reports for a writer killed by SIGPIPE (128 + 13), as `yes | head` does
-
-
-def quiet_broken_pipe() -> None:
-    """Stdout's reader went away (``| head``): stop quietly with the shell's SIGPIPE status, as Unix
-    tools do. Stdout is pointed at /dev/null so that Python's final flush does not complain."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # no real stdout (a test runner's buffer): nothing to silence
-        pass
-    sys.exit(EPIPE_EXIT)
-
-
 def handle_errors(func: F) -> F:
     """Turn booksum errors into one line on stderr and the error's exit code."""
 
@@ -284,12 +291,29 @@ def book_from_arg(book: Path, *, include_front_matter: bool) -> Path | Book:
         raise InputError("no book on standard input; pipe one in, e.g. booksum summarize - < book.epub")
     if len(data) > STDIN_MAX_BYTES:
         raise InputError(f"the book on standard input is over {STDIN_MAX_BYTES >> 20} MiB; pass it as a file")
+    data = _whole_utf8_characters(data)
     name = "stdin" + sniff_suffix(data[:4096])
     with tempfile.TemporaryDirectory(prefix="booksum-stdin-") as folder:
         path = Path(folder) / name
         path.write_bytes(data)
         opened = open_book(path, include_front_matter=include_front_matter)
     return dataclasses.replace(opened, source_path=name)
+
+
+def _whole_utf8_characters(data: bytes) -> bytes:
+    """``data`` without a UTF-8 character cut at its end (``head -c N book.txt | booksum summarize -``).
+
+    A stream may stop mid-character; a file would not. Only an incomplete sequence at the very
+    end (at most 3 bytes) is dropped, and only when everything before it is valid UTF-8.
+    """
+    if b"\x00" in data[:4096]:  # UTF-16/32: not ours to trim
+        return data
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data" and exc.end == len(data) and len(data) - exc.start <= 3:
+            return data[: exc.start]
+    return data
 
 
 def plan_options(func: F) -> F:
@@ -301,6 +325,9 @@ def plan_options(func: F) -> F:
         "--max-plan-cost", type=click.FloatRange(min=0), default=DEFAULT_MAX_PLAN_COST_USD, show_default=True,
         help="Ask before running a plan whose upper-bound cost is above this (USD).",
     )(func)
+
+
+BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
 
 
 def json_option(what: str) -> Callable[[F], F]:
@@ -316,8 +343,13 @@ def json_file(json_out: Path | None) -> Path | None:
     """The file ``--json`` names (checked writable now, before any work), or None for stdout or none."""
     if json_out is None or str(json_out) == "-":
         return None
+    from booksum_app.errors import ConfigError
     from booksum_app.files import check_writable
 
+    # --json takes an optional FILE: "compare --json a.txt b.txt" must not write results over a book
+    if json_out.suffix.lower() in BOOK_SUFFIXES and json_out.is_file():
+        raise ConfigError(f"--json {json_out} would overwrite a book: --json takes the output file that follows "
+                          "it; put --json last, or give it - (stdout) or a .json file")
     return check_writable(json_out)
 
 
@@ -333,6 +365,11 @@ def emit_json(json_out: Path, data: Any) -> None:
     err_console.print(f"wrote {json_out}", highlight=False, markup=False, soft_wrap=True)
 
 
+def stdin_is_terminal() -> bool:
+    """Whether someone can be asked (stdin is a terminal); one place, so tests can stand in for a TTY."""
+    return sys.stdin.isatty()
+
+
 def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str, live: Progress | None = None) -> None:
     """The one rule of every paid command (summarize, score, compare): a plan whose upper-bound cost
     is above ``--max-plan-cost`` runs only with ``--yes``, or after a yes at the terminal; with
@@ -345,7 +382,7 @@ def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str,
     """
     from booksum_app.runners.judge_plan import check_cost
 
-    if check_cost(cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=sys.stdin.isatty()):
+    if check_cost(cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=stdin_is_terminal()):
         return
     if live is not None:
         live.stop()
@@ -353,6 +390,44 @@ def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str,
                   "Run it?", abort=True, err=True)
     if live is not None:
         live.start()
+
+
+OLLAMA_PROBE_TIMEOUT_S = 1.0  # a probe of a local server; a slow or absent one is simply not Ollama
+
+
+def is_ollama(base_url: str) -> bool:
+    """Whether the server behind an OpenAI-compatible ``base_url`` is Ollama: its native API
+    (``GET /api/version``, else ``/api/tags``) answers on the same host. False on any failure."""
+    import urllib.error
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url.split(",")[0].strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return False
+    for path, field in (("/api/version", "version"), ("/api/tags", "models")):
+        try:
+            with urllib.request.urlopen(f"{parts.scheme}://{parts.netloc}{path}",  # noqa: S310 (http only)
+                                        timeout=OLLAMA_PROBE_TIMEOUT_S) as reply:
+                data = json.loads(reply.read(1 << 20))
+        except (OSError, ValueError, urllib.error.URLError):
+            continue
+        if isinstance(data, dict) and field in data:
+            return True
+    return False
+
+
+def print_model_notes(spec: ModelSpec) -> None:
+    """The model's notice (demo fallback, unknown model, config typos) and, for ``openai:`` on a
+    server that is Ollama, the advice to use ``ollama:`` (its /v1 API silently cuts prompts at
+    Ollama's default context; the native API is given the context it needs)."""
+    if spec.notice:
+        err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
+    if spec.provider == "openai" and spec.base_url and is_ollama(spec.base_url):
+        err_console.print(
+            f"[yellow]warning:[/] {esc(spec.base_url)} is an Ollama server: its OpenAI-compatible API cuts "
+            f"prompts longer than Ollama's default context without an error; use --model "
+            f"ollama:{esc(spec.model_id)} (docs/models.md)", highlight=False, soft_wrap=True)
 
 
 def llm_options(func: F) -> F:
@@ -389,6 +464,7 @@ __all__ = [
     "json_option",
     "llm_options",
     "llm_settings",
+    "print_model_notes",
     "progress_bar",
     "shared_options",
     "snapshot_line",

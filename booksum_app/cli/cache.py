@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from booksum_app.cli import base
 from booksum_app.cli.base import console, emit_json, err_console, handle_errors, json_file, json_option
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def cache_command(cache_dir: Path | None, clear: bool, older_than_days: float | 
         doomed = model_totals(directory, before=before)
         what = _bill(doomed) + ("" if older_than_days is None else f" older than {older_than_days:g} days")
         if doomed and not yes:
-            if not sys.stdin.isatty():  # nobody to ask: deleting paid answers needs a word
+            if not base.stdin_is_terminal():  # nobody to ask: deleting paid answers needs a word
                 raise ConfigError(f"--clear would delete {what}; pass --yes to delete them")
             click.confirm(f"Delete {what}? Reruns will pay for them again", abort=True, err=True)
     cache = CallCache(directory)

@@ -23,6 +23,7 @@ from booksum_app.cli.base import (
     llm_options,
     llm_settings,
     plan_options,
+    print_model_notes,
     progress_bar,
     snapshot_line,
     stats_text,
@@ -185,16 +186,12 @@ def compare_command(
     for model in dict.fromkeys(m for m in (*exp.models, exp.judge) if m):  # typos and unknown prices
         spec = choose_model(model, settings=settings)
         hosted = hosted or (model in exp.models and spec.provider in ADAPTIVE_PROVIDERS)
-        if spec.notice:
-            err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
+        print_model_notes(spec)
     if auto_jobs:  # enough books at once to fill the calls in flight
         exp = dataclasses.replace(exp, jobs=jobs_for(settings.concurrency, hosted=hosted))
     if not plan_only:
         check_writable_dir(exp.out)  # before the first paid call
     json_file(json_out)  # a bad --json FILE fails before the plan
-    for book in exp.books:  # compare --json a.txt b.txt would overwrite a book with the results
-        if json_out is not None and str(json_out) != "-" and json_out.exists() and json_out.resolve() == book.resolve():
-            raise ConfigError(f"--json {json_out} is one of the BOOKS; give --json a new file name")
     chunk_memo = ChunkMemo()  # where the plan cuts each book, for the run to reuse
     plan = plan_grid(exp, settings, chunk_memo=chunk_memo)
     if plan_only:  # a plan asked for is the output: stdout (compare --plan-only > plan.txt)
@@ -214,6 +211,8 @@ def compare_command(
         emit_json(json_out, result_to_dict(result))
     if json_out is None or str(json_out) != "-":
         _render_compare(result)
+    elif result.judge_notice:  # the tables are replaced by the JSON, the note is not
+        err_console.print(f"[yellow]note:[/] {esc(result.judge_notice)}", highlight=False, soft_wrap=True)
     _refuse_empty_summaries(result)
 
 

@@ -21,6 +21,7 @@ from booksum_app.cli.base import (
     llm_options,
     llm_settings,
     plan_options,
+    print_model_notes,
 )
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
 
@@ -80,9 +81,8 @@ def score_command(
     if judge_name:
         from booksum_app.llm.registry import choose_model
 
-        notice = choose_model(judge_name, settings=settings_llm).notice
-        if notice:  # a typo'd judge would be priced conservatively: say so before paying
-            err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
+        # a typo'd judge would be priced conservatively: say so before paying
+        print_model_notes(choose_model(judge_name, settings=settings_llm))
     settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
                              annotations=annotations, source=source, references=references, llm=settings_llm,
                              seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)

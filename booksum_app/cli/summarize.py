@@ -20,6 +20,7 @@ from booksum_app.cli.base import (
     llm_options,
     llm_settings,
     plan_options,
+    print_model_notes,
     progress_bar,
     snapshot_line,
     stats_text,
@@ -100,8 +101,7 @@ def summarize_command(
     source = book_from_arg(book, include_front_matter=include_front_matter)  # "-": read stdin now, before any call
     settings = dataclasses.replace(llm_settings(**llm), length_policy=length_policy)
     spec = choose_model(model_name, settings=settings)
-    if spec.notice:
-        err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
+    print_model_notes(spec)
     tracker = RunProgress()
     bar = progress_bar("{task.description}", "{task.fields[count]}")
     task = bar.add_task("starting", total=None, count="", stats="")
