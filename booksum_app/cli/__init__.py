@@ -8,7 +8,13 @@ from __future__ import annotations
 import click
 
 from booksum_app import __version__
-from booksum_app.cli.base import EXIT_CODES, Verbosity, handle_errors, quiet_broken_pipe, shared_options
+from booksum_app.cli.base import (
+    EXIT_CODES,
+    Verbosity,
+    handle_errors,
+    quiet_broken_pipe,
+    shared_options,
+)
 from booksum_app.cli.cache import cache_command
 from booksum_app.cli.compare import compare_command
 from booksum_app.cli.inspect import inspect_command
@@ -17,6 +23,7 @@ from booksum_app.cli.models import models_command
 from booksum_app.cli.score import score_command
 from booksum_app.cli.summarize import summarize_command
 from booksum_app.llm.limiter import raise_open_files_limit
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
 @click.version_option(__version__, prog_name="booksum")

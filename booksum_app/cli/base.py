@@ -407,7 +407,7 @@ def is_ollama(base_url: str) -> bool:
         return False
     for path, field in (("/api/version", "version"), ("/api/tags", "models")):
         try:
-            with urllib.request.urlopen(f"{parts.scheme}://{parts.netloc}{path}",  # noqa: S310 (http only)
+            with urllib.request.urlopen(f"{parts.scheme}://{parts.netloc}{path}",  # http(s) only: checked above
                                         timeout=OLLAMA_PROBE_TIMEOUT_S) as reply:
                 data = json.loads(reply.read(1 << 20))
         except (OSError, ValueError, urllib.error.URLError):
@@ -456,9 +456,9 @@ __all__ = [
     "call_printer",
     "confirm_plan",
     "console",
+    "emit_json",
     "err_console",
     "esc",
-    "emit_json",
     "handle_errors",
     "json_file",
     "json_option",

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from booksum_app.cli import base
-from booksum_app.cli.base import console, emit_json, err_console, handle_errors, json_file, json_option
+from booksum_app.cli.base import (
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+    json_file,
+    json_option,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -113,14 +113,11 @@ class ModelSpec:
 
     @property
     def notice(self) -> str | None:
-        """One line for the CLI: the default fell back to the demo model, the model is not in the table
-        (priced by a hosted API's defaults, or an OpenAI-compatible server's assumed context), or the
-        config file has keys booksum does not read."""
+        """One line for the CLI: config-file typos, the demo-model fallback, or a model not in the table."""
         lines = list(self.config_warnings)
         if self.source == "default" and self.provider == "local":
             lines.append(FALLBACK_NOTICE)
-        # vLLM and Ollama report their context; a hosted API's defaults price the run and an
-        # OpenAI-compatible server's 8,192 tokens cut the chunks: those two are said
+        # vLLM and Ollama report their context; hosted prices and a server's 8,192 tokens are assumed
         elif self.note and self.provider in ("openai", "anthropic"):
             lines.append(f"{self.info.name}: {self.note}")
         return "; ".join(lines) or None
@@ -217,8 +214,8 @@ def load_table(path: Path | None) -> _Table:
     engine = user.get("vllm_engine", {})
     if not isinstance(engine, dict):
         raise ConfigError(f"{path}: [vllm_engine] must be a table of vLLM engine arguments")
-    warnings = unknown_config_keys(list(user), str(path))
-    return _Table(shipped["providers"], models, aliases, default, judge, from_config, engine, warnings)
+    return _Table(shipped["providers"], models, aliases, default, judge, from_config, engine,
+                  unknown_config_keys(list(user), str(path)))
 
 
 def _canonical_name(name: str) -> str:
@@ -332,8 +329,7 @@ def choose_model(
         source = "explicit"
     elif ENV_MODEL in env:  # the usual precedence: flag > environment > config file > default
         if not env[ENV_MODEL].strip():  # set but empty would silently mean the demo model
-            raise ConfigError(f"{ENV_MODEL} is set but empty; unset it (unset {ENV_MODEL}) or give a model "
-                              "string, e.g. openai:gpt-4o")
+            raise ConfigError(f"{ENV_MODEL} is set but empty; unset it or give a model string, e.g. openai:gpt-4o")
         model, source = env[ENV_MODEL], "env"
     elif table.default_model:
         model, source = table.default_model, "config"
