@@ -306,3 +306,20 @@ def test_score_into_head_writes_its_files(tmp_path: Path) -> None:
     assert csv_out.is_file() and report.is_file()
     assert "Traceback" not in done.stderr and "error" not in done.stderr.lower()
     assert done.returncode in (0, 141)
+
+
+def test_logs_query_searches_prompts_and_answers(tmp_path: Path) -> None:
+    cache = tmp_path / "c"
+    with FakeServer() as server:
+        assert run("summarize", str(_book(tmp_path)), "-m", "openai:fake", "--base-url", server.openai_base_url,
+                   "--strategy", "direct", "-o", str(tmp_path / "out"), "--cache-dir", str(cache)).exit_code == 0
+    every = json.loads(run("logs", "--cache-dir", str(cache), "-n", "0", "--json", "-").stdout)
+    found = run("logs", "--cache-dir", str(cache), "-n", "0", "-q", "mara BAKES", "--prompts", "--json", "-")
+    assert found.exit_code == 0, found.output
+    calls = json.loads(found.stdout)
+    assert calls and len(calls) <= len(every)
+    assert all("mara bakes" in json.dumps(c, ensure_ascii=False).lower() for c in calls)
+    none = run("logs", "--cache-dir", str(cache), "-q", "no such words anywhere 100%_", "--json", "-")
+    assert json.loads(none.stdout) == [] and "no calls match" in none.stderr
+    quiet = run("logs", "--cache-dir", str(cache), "--quiet", "-q", "no such words anywhere")
+    assert quiet.exit_code == 0 and quiet.stderr == ""
