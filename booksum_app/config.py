@@ -30,3 +30,20 @@ ENV_MODEL = "BOOKSUM_MODEL"  # default model string
 ENV_JUDGE = "BOOKSUM_JUDGE"  # BooookScore judge model string (no default: a judge is chosen on purpose)
 ENV_CACHE_DIR = "BOOKSUM_CACHE_DIR"
 ENV_CONFIG = "BOOKSUM_CONFIG"  # path of a user config file (TOML)
+
+# the top-level keys of the user config file (TOML); anything else is a typo, warned about
+CONFIG_KEYS = ("default_model", "judge_model", "models", "aliases", "vllm_engine")
+
+
+def unknown_config_keys(keys: list[str], where: str) -> tuple[str, ...]:
+    """One warning per key of the config file that booksum does not read, with the closest known key."""
+    import difflib
+
+    warnings = []
+    for key in keys:
+        if key in CONFIG_KEYS:
+            continue
+        close = difflib.get_close_matches(key, CONFIG_KEYS, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(CONFIG_KEYS)}"
+        warnings.append(f"{where}: unknown key {key!r} is ignored{hint}")
+    return tuple(warnings)

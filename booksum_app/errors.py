@@ -131,6 +131,12 @@ class AuthError(ModelError):
     """An API key is missing or was rejected."""
 
 
+class MissingAPIKey(AuthError):
+    """No API key is set: a configuration to fix before any call, not a model failure."""
+
+    exit_code = 2
+
+
 class RateLimited(ModelError):
     """Still rate limited after every retry."""
 

@@ -5,6 +5,12 @@ and two writers never share a temporary name. Files get the permissions the umas
 (``mkstemp`` alone would make every output 0600). Output paths are checked with
 :func:`check_writable` before any paid work, so a bad ``-o`` fails in a second, not after
 an hour of LLM calls.
+
+Only a regular file (or a new path) is replaced. Anything else that exists at the path (a
+FIFO, a character device such as ``/dev/null``, ``/dev/stdout``, a socket's reader) is a
+stream: it is opened for writing and written, never renamed over and never chmod'ed, as
+``cat > /dev/null`` or ``tee FIFO`` would (renaming over ``/dev/null`` as root would break
+the whole machine).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -44,11 +51,22 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def is_stream(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` exists and is not a regular file or a directory (a FIFO, a device, a socket):
+    written in place as a stream, never replaced. Symbolic links are followed (``/dev/stdout``)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # missing (a new file) or unreadable: the atomic path decides
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
 def check_writable(path: str | os.PathLike[str]) -> Path:
     """Fail now if ``path`` cannot be written later: a directory, a parent that is a file, no permission.
 
     Creates missing parent directories (the user asked for output there) and probes them with
-    a temporary file.
+    a temporary file. A stream (:func:`is_stream`) is checked with ``access`` only: opening a
+    FIFO would wait for its reader.
 
     Raises:
         InputError: the path cannot be written; the message says why in one line.
@@ -56,6 +74,10 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     target = Path(path)
     if target.is_dir():
         raise InputError(f"cannot write {target}: it is a directory; give a file path")
+    if is_stream(target):
+        if not os.access(target, os.W_OK):
+            raise InputError(f"cannot write {target}: permission denied; choose another output path")
+        return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=target.parent)
@@ -110,6 +132,14 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary file beside ``path`` for another writer to fill (a C library writing by name);
     leaving the block without an error fsyncs it and renames it onto ``path``, an error removes it."""
     target = Path(path)
+    if is_stream(target):  # the writer fills a temporary file; its bytes are then streamed in
+        with tempfile.TemporaryDirectory(prefix="booksum-") as folder:
+            tmp_path = Path(folder) / target.name
+            yield tmp_path
+            with open(tmp_path, "rb") as written, open(target, "wb") as stream:
+                while block := written.read(1 << 20):
+                    stream.write(block)
+        return
     fd, tmp = _temp_beside(target)
     try:
         os.close(fd)
@@ -122,11 +152,22 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically, creating parent directories; returns the path."""
+    """Write ``text`` (UTF-8) to ``path`` atomically, creating parent directories; returns the path.
+
+    A stream (FIFO, device) is written in place instead (:func:`is_stream`)."""
     target = Path(path)
+    if is_stream(target):
+        _write_stream(target, text)
+        return target
     with replacing(target) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return target
+
+
+def _write_stream(target: Path, text: str) -> None:
+    """Write ``text`` into an existing FIFO or device, in place (opened for writing, not created)."""
+    with open(target, "w", encoding="utf-8") as stream:
+        stream.write(text)
 
 
 def atomic_write_texts(files: Mapping[Path, str]) -> list[Path]:
@@ -134,20 +175,25 @@ def atomic_write_texts(files: Mapping[Path, str]) -> list[Path]:
 
     Every file is written to a temporary file first (a full disk fails here, before any target
     changes); then all are renamed. Targets are checked first, so a rename can only fail for
-    reasons outside booksum (the directory vanished between two calls).
+    reasons outside booksum (the directory vanished between two calls). Streams among the
+    targets (:func:`is_stream`) are written after the renames, in place.
 
     Raises:
         InputError: a target cannot be written; no target was changed.
     """
     targets = [check_writable(p) for p in files]
     temps: list[tuple[str, Path]] = []
+    streams = [(t, text) for t, text in zip(targets, files.values(), strict=True) if is_stream(t)]
     replaced = 0
     try:
         for target, text in zip(targets, files.values(), strict=True):
-            temps.append((_write_temp(target, text), target))
+            if not is_stream(target):
+                temps.append((_write_temp(target, text), target))
         for tmp, target in temps:
             os.replace(tmp, target)
             replaced += 1
+        for target, text in streams:
+            _write_stream(target, text)
     except OSError as exc:
         done = "nothing was written" if replaced == 0 else f"only {replaced} of {len(targets)} files were replaced"
         raise InputError(f"cannot write {exc.filename or 'output'}: {exc.strerror or exc}; {done}") from exc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -130,8 +131,11 @@ def test_compare_with_the_default_model_judges_nothing_and_says_so(tmp_path: Pat
 
     exp = Experiment(books=(_book(tmp_path),))
     assert judge_string(exp) is None and not needs_judge(exp)
+    # issue 28: not even a named model of the grid becomes its judge ("booksum never picks one")
     named = Experiment(books=(_book(tmp_path),), models=("openai:gpt-4o-mini",))
-    assert judge_string(named) == "openai:gpt-4o-mini"
+    assert judge_string(named) is None and not needs_judge(named)
+    chosen = Experiment(books=(_book(tmp_path),), models=("openai:gpt-4o-mini",), judge="openai:gpt-4o")
+    assert judge_string(chosen) == "openai:gpt-4o" and needs_judge(chosen)
 
 
 def test_only_the_bundled_model_counts_as_the_demo_judge() -> None:
@@ -270,10 +274,15 @@ def test_cache_command_shows_and_clears_the_cache(tmp_path: Path, monkeypatch: p
     assert code == 0, stderr
     code, stdout, _ = invoke("cache", "--cache-dir", str(tmp_path / "c"), "--json")
     stats = json.loads(stdout)
-    assert code == 0 and stats["calls"] == 3 and stats["by_model"][0][0] == "gpt-4o-mini"
+    # issue 28: objects, ISO dates, and models named as `booksum logs` names them
+    assert code == 0 and stats["answers"] == 3 and stats["models"][0]["model"] == "openai:gpt-4o-mini"
+    assert stats["models"][0]["answers"] == 3 and stats["models"][0]["cost_usd"] > 0
+    assert datetime.fromisoformat(stats["oldest"]).tzinfo is not None
     code, _, stderr = invoke("cache", "--cache-dir", str(tmp_path / "c"), "--clear", "--older-than", "1")
     assert code == 0 and "removed 0" in stderr
-    code, _, stderr = invoke("cache", "--cache-dir", str(tmp_path / "c"), "--clear")
+    code, _, stderr = invoke("cache", "--cache-dir", str(tmp_path / "c"), "--clear")  # not a terminal: no
+    assert code == 2 and "3 stored answers ($" in stderr and "--yes" in stderr
+    code, _, stderr = invoke("cache", "--cache-dir", str(tmp_path / "c"), "--clear", "--yes")
     assert code == 0 and "removed 3" in stderr
     code, _, stderr = invoke("cache", "--older-than", "3")
     assert code == 2 and "--clear" in stderr

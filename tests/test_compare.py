@@ -64,7 +64,7 @@ def books(tmp_path: Path) -> list[Path]:
 def grid_args(books: list[Path], server: FakeServer, out: Path, cache: Path, *extra: str) -> list[str]:
     return ["compare", *map(str, books), "--strategies", "hier,inc,direct", "--models", "openai:gpt-4o-mini",
             "--chunk-sizes", "256,512", "--max-summary-len", "120", "--base-url", server.openai_base_url,
-            "--cache-dir", str(cache), "--out", str(out), *extra]
+            "--cache-dir", str(cache), "--out", str(out), "--judge", "openai:gpt-4o-mini", *extra]
 
 
 def test_grid_runs_every_configuration_and_a_rerun_makes_no_call(
@@ -149,7 +149,7 @@ def test_a_finished_books_ngram_sets_are_dropped_unless_a_precomputed_set_needs_
 
 def test_plots_are_valid_png_and_svg(books: list[Path], tmp_path: Path) -> None:
     exp = Experiment(books=tuple(books), strategies=("hier", "direct"), models=("fake",), chunk_sizes=(256,),
-                     max_summary_tokens=120, out=tmp_path / "o")
+                     max_summary_tokens=120, out=tmp_path / "o", judge="fake")
     result = run_compare(exp, models={"fake": Client(FakeBackend(), concurrency=4)})
     for stem in ("score_vs_length", "cost_vs_score"):
         png = tmp_path / "o" / "plots" / f"{stem}.png"
@@ -169,7 +169,7 @@ def test_an_all_free_grid_gets_a_readable_cost_axis(books: list[Path], tmp_path:
     free = dataclasses.replace(FAKE_MODEL_INFO, input_usd_per_mtok=0.0, output_usd_per_mtok=0.0,
                                cached_input_usd_per_mtok=0.0)
     exp = Experiment(books=tuple(books[:1]), strategies=("direct",), models=("fake",), max_summary_tokens=120,
-                     out=tmp_path / "o")
+                     out=tmp_path / "o", judge="fake")
     run_compare(exp, models={"fake": Client(FakeBackend(free), concurrency=4)})
     cost_svg = (tmp_path / "o" / "plots" / "cost_vs_score.svg").read_text(encoding="utf-8")
     assert "every configuration cost $0" in cost_svg, "an all-zero axis says why instead of showing -0.04..0.04"
@@ -191,7 +191,7 @@ def test_preflight_refuses_over_threshold_without_yes(books: list[Path], tmp_pat
 
 def test_plan_counts_every_remaining_summary_and_the_judge(books: list[Path], tmp_path: Path) -> None:
     exp = Experiment(books=tuple(books), strategies=("hier", "inc", "direct"), models=("openai:gpt-4o-mini",),
-                     chunk_sizes=(256, 512), max_summary_tokens=120, out=tmp_path / "o")
+                     chunk_sizes=(256, 512), max_summary_tokens=120, out=tmp_path / "o", judge="openai:gpt-4o-mini")
     plan = plan_grid(exp)
     assert [line.name for line in plan.lines] == [
         "openai-gpt-4o-mini-256-hier", "openai-gpt-4o-mini-512-hier", "openai-gpt-4o-mini-256-inc",
@@ -331,7 +331,7 @@ def test_five_book_grid_with_the_release_in_one_table(tmp_path: Path, monkeypatc
     with FakeServer() as server:
         args = ["compare", *map(str, five), "--strategies", "hier,inc,direct", "--models", "openai:gpt-4o-mini",
                 "--chunk-sizes", "2048,4096", "--base-url", server.openai_base_url, "--out", str(out),
-                "--with-release", str(RELEASE_DIR), "--yes"]
+                "--with-release", str(RELEASE_DIR), "--judge", "openai:gpt-4o-mini", "--yes"]
         result = CliRunner().invoke(cli, args, catch_exceptions=False)
         assert result.exit_code == 0, result.output
         calls = server.call_count
@@ -355,8 +355,9 @@ def test_model_option_is_spelled_as_on_every_command(books: list[Path], tmp_path
             "openai:gpt-4o,openai:gpt-4o-mini", "--judge", "openai:gpt-4o", "--out", str(tmp_path / "out"), "--plan-only"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
-    assert "openai-gpt-4o-mini-direct" in result.stderr and "openai-gpt-4o-direct" in result.stderr
-    assert result.stderr.count("openai-gpt-4o-mini-direct") == 1, "a model named twice runs once"
+    # --plan-only: the plan is the output, on stdout (issue 28)
+    assert "openai-gpt-4o-mini-direct" in result.stdout and "openai-gpt-4o-direct" in result.stdout
+    assert result.stdout.count("openai-gpt-4o-mini-direct") == 1, "a model named twice runs once"
     empty = CliRunner().invoke(cli, ["compare", *map(str, books), "-m", " , ", "--out", str(tmp_path / "o"), "--plan-only"])
     assert empty.exit_code == 2 and "names nothing" in empty.stderr
 

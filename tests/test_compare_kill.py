@@ -46,7 +46,7 @@ def command(books: list[Path], server: FakeServer, out: Path) -> list[str]:
     return [sys.executable, "-m", "booksum_app", "compare", *map(str, books), "--strategies", "hier,inc,direct",
             "--models", "openai:gpt-4o-mini", "--chunk-sizes", "256,512", "--max-summary-len", "120",
             "--base-url", server.openai_base_url, "--out", str(out), "--jobs", "1", "--concurrency", "1",
-            "--no-plots", "--yes"]
+            "--judge", "openai:gpt-4o-mini", "--no-plots", "--yes"]
 
 
 def payloads(server: FakeServer, start: int, end: int | None = None) -> list[str]:

@@ -156,7 +156,7 @@ def test_the_compare_plan_counts_the_sentences_of_finished_summaries(
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     book = write_book(tmp_path / "book.txt")
     exp = Experiment(books=(book,), strategies=("direct",), models=("openai:gpt-4o-mini",),
-                     max_summary_tokens=300, out=tmp_path / "o")
+                     max_summary_tokens=300, out=tmp_path / "o", judge="openai:gpt-4o-mini")
     with FakeServer(prompt_caching=True) as server:
         settings = LLMSettings(base_url=server.openai_base_url, cache_dir=tmp_path / "cache")
         before = plan_grid(exp, settings).lines[-1]

@@ -137,6 +137,7 @@ def test_cli_reports_a_chunk_size_too_big_for_the_model(
                 server.openai_base_url,
                 "--chunk-size",
                 "100000",
+                "--yes",  # gpt-4's plan of the whole book is above --max-plan-cost
                 "--no-cache",
                 "-o",
                 str(tmp_path / "x"),

@@ -74,10 +74,12 @@ def _decode_legacy(data: bytes, *, name: str, lang: str | None) -> tuple[str, st
     gb = _try(data, "gb18030")
     if gb is not None and _looks_chinese(gb, lang=lang):
         return _check_not_binary(gb, name), "gb18030"
+    # a book piped in (booksum summarize -) has no file to name in the advice
+    fix = ("pipe it through iconv -f ENCODING -t UTF-8 first" if name.startswith("stdin.")
+           else f"e.g. iconv -f ENCODING -t UTF-8 {name} > book-utf8.txt")
     raise BookFormatError(
         f"{name}: cannot decode the text: its encoding is unclear (not UTF-8, UTF-16, GB18030, "
-        "Big5, Shift-JIS, cp1251 or cp1252 with confidence); re-save it as UTF-8, e.g. "
-        f"iconv -f ENCODING -t UTF-8 {name} > book-utf8.txt"
+        f"Big5, Shift-JIS, cp1251 or cp1252 with confidence); re-save it as UTF-8, {fix}"
     )
 
 

@@ -8,7 +8,13 @@ from __future__ import annotations
 import click
 
 from booksum_app import __version__
-from booksum_app.cli.base import Verbosity, handle_errors
+from booksum_app.cli.base import (
+    EXIT_CODES,
+    Verbosity,
+    handle_errors,
+    quiet_broken_pipe,
+    shared_options,
+)
 from booksum_app.cli.cache import cache_command
 from booksum_app.cli.compare import compare_command
 from booksum_app.cli.data import data_command
@@ -18,13 +24,6 @@ from booksum_app.cli.models import models_command
 from booksum_app.cli.score import score_command
 from booksum_app.cli.summarize import summarize_command
 from booksum_app.llm.limiter import raise_open_files_limit
-
-EXIT_CODES = (
-    "Exit codes: 0 success; 1 other failure (disk, judge); 2 bad option, config, input or output path; "
-    "3 unreadable book (format, corruption, DRM); 4 model or server failed after retries; "
-    "5 --max-cost would be passed; 130 interrupted (rerun to resume from the cache). "
-    "See docs/guarantees.md."
-)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
@@ -39,12 +38,15 @@ def cli(quiet: bool, verbose: bool) -> None:
 
 for command in (inspect_command, summarize_command, score_command, compare_command, models_command, cache_command,
                 logs_command, data_command):
-    cli.add_command(command)
+    cli.add_command(shared_options(command))
 
 
 def main() -> None:
     """Console-script entry point."""
-    cli()
+    try:
+        cli()
+    except BrokenPipeError:  # help or usage text into a closed pipe, outside any command
+        quiet_broken_pipe()
 
 
 __all__ = ["cli", "handle_errors", "main"]

@@ -31,17 +31,46 @@ if TYPE_CHECKING:
 
     from booksum_app.books import Book
     from booksum_app.llm.calls import CallRecord
-    from booksum_app.llm.registry import LLMSettings
+    from booksum_app.llm.registry import LLMSettings, ModelSpec
     from booksum_app.runners.progress import GridSnapshot, ProgressSnapshot
 
     Snapshot = ProgressSnapshot | GridSnapshot
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-console = Console()
-err_console = Console(stderr=True)  # notes, warnings, progress: silenced by -q
-_error_console = Console(stderr=True)  # the one error line: never silenced
+EPIPE_EXIT = 141  # what a shell reports for a writer killed by SIGPIPE (128 + 13), as `yes | head` does
+
+
+def quiet_broken_pipe() -> None:
+    """Stdout's reader went away (``| head``): stop quietly with the shell's SIGPIPE status, as Unix
+    tools do. Stdout is pointed at /dev/null so that Python's final flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (a test runner's buffer): nothing to silence
+        pass
+    sys.exit(EPIPE_EXIT)
+
+
+class _Console(Console):
+    """A rich console that ends a closed pipe as every command does (rich's own exits 1)."""
+
+    def on_broken_pipe(self) -> None:
+        quiet_broken_pipe()
+
+
+console = _Console()
+err_console = _Console(stderr=True)  # notes, warnings, progress: silenced by -q
+_error_console = _Console(stderr=True)  # the one error line: never silenced
 PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 columns
+
+
+EXIT_CODES = (
+    "Exit codes: 0 success; 1 other failure (disk, judge); 2 bad option, config, input or output path; "
+    "3 unreadable book (format, corruption, DRM); 4 model or server failed after retries; "
+    "5 --max-cost would be passed; 130 interrupted (rerun to resume from the cache). "
+    "See docs/guarantees.md."
+)
 
 
 class Verbosity:
@@ -55,6 +84,33 @@ class Verbosity:
         err_console.quiet = cls.level == 0
         for c in (console, err_console):
             c.width = PIPE_WIDTH if not c.is_terminal else c.size.width
+
+
+def _set_quiet(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        Verbosity.apply(quiet=True, verbose=False)
+
+
+def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        Verbosity.apply(quiet=False, verbose=True)
+
+
+def shared_options(command: click.Command) -> click.Command:
+    """``-q``/``-v`` after the command name too (``booksum summarize BOOK -q``), and the exit codes
+    in the command's own ``--help``. ``logs`` keeps ``-q`` for its text search (as ``llm logs -q``)
+    and takes ``--quiet`` spelled out."""
+    taken = {name for p in command.params for name in getattr(p, "opts", ())}
+    quiet = [o for o in ("-q", "--quiet") if o not in taken]
+    verbose = [o for o in ("-v", "--verbose") if o not in taken]
+    if "--quiet" in quiet:
+        command.params.append(click.Option(quiet, is_flag=True, expose_value=False, callback=_set_quiet,
+                                           help="Print only results and errors (no notes, no progress)."))
+    if "--verbose" in verbose:
+        command.params.append(click.Option(verbose, is_flag=True, expose_value=False, callback=_set_verbose,
+                                           help="Also print one line per model call (tokens, time, cost)."))
+    command.epilog = EXIT_CODES
+    return command
 
 
 def call_printer() -> Callable[[CallRecord], None] | None:
@@ -185,6 +241,8 @@ def handle_errors(func: F) -> F:
             _fail(str(exc) + _spent_before(exc), exc.exit_code)
         except KeyboardInterrupt:
             _fail("interrupted; completed LLM calls are cached, rerun the same command to resume", 130)
+        except BrokenPipeError:  # an OSError too, but a closed stdout is no failure worth a message
+            quiet_broken_pipe()
         except TimeoutError as exc:  # an OSError subclass, but not a disk problem: say what it is
             _fail(f"timed out: {exc}; completed LLM calls are cached, rerun to resume", 1)
         except OSError as exc:  # a full disk or a vanished directory met outside the checked paths
@@ -272,12 +330,29 @@ def book_from_arg(book: Path, *, include_front_matter: bool) -> Path | Book:
         raise InputError("no book on standard input; pipe one in, e.g. booksum summarize - < book.epub")
     if len(data) > STDIN_MAX_BYTES:
         raise InputError(f"the book on standard input is over {STDIN_MAX_BYTES >> 20} MiB; pass it as a file")
+    data = _whole_utf8_characters(data)
     name = "stdin" + sniff_suffix(data[:4096])
     with tempfile.TemporaryDirectory(prefix="booksum-stdin-") as folder:
         path = Path(folder) / name
         path.write_bytes(data)
         opened = open_book(path, include_front_matter=include_front_matter)
     return dataclasses.replace(opened, source_path=name)
+
+
+def _whole_utf8_characters(data: bytes) -> bytes:
+    """``data`` without a UTF-8 character cut at its end (``head -c N book.txt | booksum summarize -``).
+
+    A stream may stop mid-character; a file would not. Only an incomplete sequence at the very
+    end (at most 3 bytes) is dropped, and only when everything before it is valid UTF-8.
+    """
+    if b"\x00" in data[:4096]:  # UTF-16/32: not ours to trim
+        return data
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data" and exc.end == len(data) and len(data) - exc.start <= 3:
+            return data[: exc.start]
+    return data
 
 
 def plan_options(func: F) -> F:
@@ -289,6 +364,109 @@ def plan_options(func: F) -> F:
         "--max-plan-cost", type=click.FloatRange(min=0), default=DEFAULT_MAX_PLAN_COST_USD, show_default=True,
         help="Ask before running a plan whose upper-bound cost is above this (USD).",
     )(func)
+
+
+BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
+
+
+def json_option(what: str) -> Callable[[F], F]:
+    """``--json [FILE]``, the same on every command: ``-`` or no value writes ``what`` to stdout
+    instead of the tables; a FILE is written atomically (a FIFO or device as a stream)."""
+    return click.option(
+        "--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
+        is_flag=False, flag_value="-",
+        help=f"Write {what} as JSON: - or no value to stdout (instead of the tables), else to FILE.")
+
+
+def json_file(json_out: Path | None) -> Path | None:
+    """The file ``--json`` names (checked writable now, before any work), or None for stdout or none."""
+    if json_out is None or str(json_out) == "-":
+        return None
+    from booksum_app.errors import ConfigError
+    from booksum_app.files import check_writable
+
+    # --json takes an optional FILE: "compare --json a.txt b.txt" must not write results over a book
+    if json_out.suffix.lower() in BOOK_SUFFIXES and json_out.is_file():
+        raise ConfigError(f"--json {json_out} would overwrite a book: --json takes the output file that follows "
+                          "it; put --json last, or give it - (stdout) or a .json file")
+    return check_writable(json_out)
+
+
+def emit_json(json_out: Path, data: Any) -> None:
+    """Write ``data`` where ``--json`` said: stdout for ``-``, else the file (and say so on stderr)."""
+    from booksum_app.files import atomic_write_text, json_text
+
+    text = json_text(data)
+    if str(json_out) == "-":
+        click.echo(text, nl=False)
+        return
+    atomic_write_text(json_out, text)
+    err_console.print(f"wrote {json_out}", highlight=False, markup=False, soft_wrap=True)
+
+
+def stdin_is_terminal() -> bool:
+    """Whether someone can be asked (stdin is a terminal); one place, so tests can stand in for a TTY."""
+    return sys.stdin.isatty()
+
+
+def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str, live: Progress | None = None) -> None:
+    """The one rule of every paid command (summarize, score, compare): a plan whose upper-bound cost
+    is above ``--max-plan-cost`` runs only with ``--yes``, or after a yes at the terminal; with
+    nobody to ask (stdin is not a terminal) it is refused, exit 2. ``live``: a progress display
+    to pause while asking.
+
+    Raises:
+        ConfigError: above the threshold, no --yes, not a terminal.
+        click.Abort: the user said no.
+    """
+    from booksum_app.runners.judge_plan import check_cost
+
+    if check_cost(cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=stdin_is_terminal()):
+        return
+    if live is not None:
+        live.stop()
+    click.confirm(f"{what} could cost up to ${cost_usd:.2f} (above --max-plan-cost ${max_plan_cost:.2f}). "
+                  "Run it?", abort=True, err=True)
+    if live is not None:
+        live.start()
+
+
+OLLAMA_PROBE_TIMEOUT_S = 1.0  # a probe of a local server; a slow or absent one is simply not Ollama
+
+
+def is_ollama(base_url: str) -> bool:
+    """Whether the server behind an OpenAI-compatible ``base_url`` is Ollama: its native API
+    (``GET /api/version``, else ``/api/tags``) answers on the same host. False on any failure."""
+    import urllib.error
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url.split(",")[0].strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return False
+    for path, field in (("/api/version", "version"), ("/api/tags", "models")):
+        try:
+            with urllib.request.urlopen(f"{parts.scheme}://{parts.netloc}{path}",  # http(s) only: checked above
+                                        timeout=OLLAMA_PROBE_TIMEOUT_S) as reply:
+                data = json.loads(reply.read(1 << 20))
+        except (OSError, ValueError, urllib.error.URLError):
+            continue
+        if isinstance(data, dict) and field in data:
+            return True
+    return False
+
+
+def print_model_notes(spec: ModelSpec) -> None:
+    """The model's notice (demo fallback, unknown model, config typos) and, for ``openai:`` on a
+    server that is Ollama, the advice to use ``ollama:`` (its /v1 API silently cuts prompts at
+    Ollama's default context; the native API is given the context it needs)."""
+    if spec.notice:
+        err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
+    if spec.provider == "openai" and spec.base_url and is_ollama(spec.base_url):
+        err_console.print(
+            f"[yellow]warning:[/] {esc(spec.base_url)} is an Ollama server: its OpenAI-compatible API cuts "
+            f"prompts longer than Ollama's default context without an error; use --model "
+            f"ollama:{esc(spec.model_id)} (docs/models.md)", highlight=False, soft_wrap=True)
 
 
 def llm_options(func: F) -> F:
@@ -312,15 +490,22 @@ def llm_settings(
 
 
 __all__ = [
+    "EXIT_CODES",
     "Heartbeat",
     "Verbosity",
     "call_printer",
+    "confirm_plan",
     "console",
+    "emit_json",
     "err_console",
     "esc",
     "handle_errors",
+    "json_file",
+    "json_option",
     "llm_options",
     "llm_settings",
+    "print_model_notes",
     "progress_bar",
+    "shared_options",
     "snapshot_line",
 ]

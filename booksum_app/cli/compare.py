@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import statistics
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,13 +13,18 @@ from rich.console import Console
 
 from booksum_app.cli.base import (
     Heartbeat,
+    confirm_plan,
     console,
+    emit_json,
     err_console,
     esc,
     handle_errors,
+    json_file,
+    json_option,
     llm_options,
     llm_settings,
     plan_options,
+    print_model_notes,
     snapshot_line,
 )
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, LANG_CHOICES
@@ -88,7 +92,8 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @click.option("--model", "-m", "model_opts", multiple=True,
               help="A model string, as on every other command; repeatable, or comma-separated; adds to --models.")
 @click.option("--chunk-sizes", default=None, help=f"Comma-separated tokens per chunk, e.g. 2048,4096 [default: {DEFAULT_CHUNK_SIZE}].")
-@click.option("--judge", default=None, help="BooookScore judge model [default: BOOKSUM_JUDGE, config judge_model, else the first named model].")
+@click.option("--judge", default=None, help="BooookScore judge model [default: BOOKSUM_JUDGE, else config judge_model; none: no BooookScore, "
+                   "n-gram statistics only; booksum never picks one].")
 @click.option("--no-judge", is_flag=True, default=None, help="Skip BooookScore; n-gram statistics only.")
 @click.option("--judge-base-url", default=None, metavar="URL|api",
               help="The judge's server when it is not --base-url's (api: its provider's own API) "
@@ -100,7 +105,9 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
               help="Output directory [default: booksum-compare]; rerun with the same one to resume.")
 @click.option("--max-summary-len", type=click.IntRange(min=16), default=None, help=f"G [default: {DEFAULT_MAX_SUMMARY_TOKENS}].")
 @click.option("--prompts", default=None, help="Prompt set: paper, simple, or a directory [default: paper].")
-@click.option("--lang", type=click.Choice(LANG_CHOICES), default=None)
+@click.option("--lang", type=click.Choice(LANG_CHOICES), default=None,
+              help="Language of the prompts and the sentence splitter; auto: each book's declared language, "
+                   "else detected from its text [default: auto].")
 @click.option("--set", "set_opts", multiple=True, metavar="NAME=VALUE[,VALUE...]",
               help="A strategy option for the strategies that declare it (repeatable); several values run "
                    "one configuration each.")
@@ -132,7 +139,9 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @click.option("--rouge-variant", type=click.Choice(["clongeval", "cnnsum", "rouge-score"]), default=None,
               help="ROUGE-L of --dataset samples [default: the preset's own (cnnsum, clongeval); rouge-score for custom].")
 @plan_options
-@click.option("--plan-only", is_flag=True, help="Print the pre-flight plan and stop.")
+@click.option("--plan-only", is_flag=True, help="Print the pre-flight plan on stdout and stop (without it the plan "
+              "goes to stderr, before the run).")
+@json_option("the results (as results.json; with --plan-only, the plan)")
 @click.option("--no-plots", is_flag=True, help="Do not write the plots (no matplotlib needed).")
 @click.option("--shard", default=None, metavar="I/N",
               help="Run only shard I of N (from 0) of BOOKS: the k-th book by file name goes to shard k mod N.")
@@ -150,8 +159,8 @@ def compare_command(
     include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
     jobs: int | None, datasets: tuple[Path, ...], dataset_preset: str, context_field: str | None,
     reference_field: str | None, id_field: str | None, bucket_field: str | None, bucket_max_tokens: str | None,
-    rouge_variant: str | None, max_plan_cost: float, yes: bool, plan_only: bool, no_plots: bool, shard: str | None,
-    merge_dirs: tuple[Path, ...], **llm: Any,
+    rouge_variant: str | None, max_plan_cost: float, yes: bool, plan_only: bool, json_out: Path | None,
+    no_plots: bool, shard: str | None, merge_dirs: tuple[Path, ...], **llm: Any,
 ) -> None:
     """Run a grid (strategies x models x chunk sizes) over BOOKS and --dataset samples, score every summary, print the tables."""
     from booksum_app.chunking.memo import ChunkMemo
@@ -159,7 +168,7 @@ def compare_command(
     from booksum_app.files import check_writable_dir
     from booksum_app.llm.registry import choose_model
     from booksum_app.runners.compare import run_compare
-    from booksum_app.runners.compare_plan import check_plan, plan_grid
+    from booksum_app.runners.compare_plan import plan_grid
     from booksum_app.runners.experiment import (
         DatasetSpec,
         build_experiment,
@@ -204,8 +213,7 @@ def compare_command(
     for model in dict.fromkeys(m for m in (*exp.models, exp.judge) if m):  # typos and unknown prices
         spec = choose_model(model, settings=settings)
         hosted = hosted or (model in exp.models and spec.hosted)
-        if spec.notice:
-            err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
+        print_model_notes(spec)
     if auto_jobs:  # enough books at once to fill the calls in flight
         exp = dataclasses.replace(exp, jobs=jobs_for(settings.concurrency, hosted=hosted))
     if shard is not None or merge_dirs:
@@ -215,16 +223,28 @@ def compare_command(
         exp = part
     elif not plan_only:
         check_writable_dir(exp.out)  # before the first paid call
+    json_file(json_out)  # a bad --json FILE fails before the plan
     chunk_memo = ChunkMemo()  # where the plan cuts each book, for the run to reuse
     plan = plan_grid(exp, settings, chunk_memo=chunk_memo)
-    _render_plan(plan)
-    if plan_only:
+    if plan_only:  # a plan asked for is the output: stdout (compare --plan-only > plan.txt)
+        if json_out is not None:
+            emit_json(json_out, _plan_dict(plan))
+            if str(json_out) == "-":
+                return
+        _render_plan(plan, output=True)
         return
-    if not check_plan(plan, max_cost_usd=max_plan_cost, confirmed=yes, interactive=sys.stdin.isatty()):
-        click.confirm(f"The plan could cost up to ${plan.cost_usd:.2f}. Run it?", abort=True, err=True)
+    _render_plan(plan)
+    confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="The plan")
     result = _run_compare_with_progress(exp, settings, functools.partial(run_compare, chunk_memo=chunk_memo),
                                         plots=not no_plots)
-    _render_compare(result)
+    if json_out is not None:  # results.json is already written under --out: the same content here
+        from booksum_app.runners.compare_results import result_to_dict
+
+        emit_json(json_out, result_to_dict(result))
+    if json_out is None or str(json_out) != "-":
+        _render_compare(result)
+    elif result.judge_notice:  # the tables are replaced by the JSON, the note is not
+        err_console.print(f"[yellow]note:[/] {esc(result.judge_notice)}", highlight=False, soft_wrap=True)
     _refuse_empty_summaries(result)
 
 
@@ -283,7 +303,15 @@ def _refuse_empty_summaries(result: CompareResult) -> None:
         )
 
 
-def _render_plan(plan: GridPlan) -> None:
+def _plan_dict(plan: GridPlan) -> dict[str, Any]:
+    """The plan as JSON: one object per line (configurations, then the judge), and the totals."""
+    return {"judge": plan.judge, "lines": [dataclasses.asdict(line) for line in plan.lines], "calls": plan.calls,
+            "input_tokens": plan.input_tokens, "output_tokens": plan.output_tokens,
+            "cost_usd": round(plan.cost_usd, 6), "judge_replayed_calls": plan.judge_replayed_calls}
+
+
+def _render_plan(plan: GridPlan, *, output: bool = False) -> None:
+    """The plan table: on stderr before a run, on stdout when it is the output (``--plan-only``)."""
     from rich.table import Table
 
     table = Table(title="Pre-flight plan (upper bounds; the judge's prompt-cache reads predicted)",
@@ -297,9 +325,10 @@ def _render_plan(plan: GridPlan) -> None:
                       f"{line.output_tokens:,}", f"${line.cost_usd:.2f}")
     table.add_row("[bold]total[/]", "", f"{plan.calls:,}", f"{plan.input_tokens:,}", f"{plan.output_tokens:,}",
                   f"[bold]${plan.cost_usd:.2f}[/]")
-    (err_console if err_console.is_terminal else Console(stderr=True, width=160)).print(table)
+    where = console if output else err_console
+    (where if where.is_terminal else Console(stderr=not output, width=160)).print(table)
     if plan.judge_replayed_calls:
-        err_console.print(f"{plan.judge_replayed_calls:,} judge calls are answered from the call cache (free) "
+        where.print(f"{plan.judge_replayed_calls:,} judge calls are answered from the call cache (free) "
                           "and left out of the plan", highlight=False, markup=False, soft_wrap=True)
 
 

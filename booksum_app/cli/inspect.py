@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,8 +11,11 @@ from booksum_app.cli.base import (
     FiniteFloat,
     book_from_arg,
     console,
+    emit_json,
     err_console,
     handle_errors,
+    json_file,
+    json_option,
 )
 from booksum_app.config import (
     DEFAULT_CHUNK_SIZE,
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 @click.option("--chapter-aware", is_flag=True, help="Never let a chunk straddle a chapter boundary.")
 @click.option("--include-front-matter", is_flag=True,
               help="Keep title page, imprint, colophon, notes... (excluded by default).")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_option("the report")
 @click.option("--base-url", default=None,
               help="Server to plan for (Ollama reports the model's context; OpenAI-compatible servers) "
                    "[default: OPENAI_BASE_URL / OLLAMA_HOST].")
@@ -53,12 +55,13 @@ def inspect_command(
     max_summary_len: int,
     chapter_aware: bool,
     include_front_matter: bool,
-    as_json: bool,
+    json_out: Path | None,
 ) -> None:
     """Show a book's sections, tokens, chunks and what each strategy would cost; calls no LLM (- reads BOOK from stdin)."""
     from booksum_app.llm.registry import LLMSettings
     from booksum_app.runners.inspect import inspect_book
 
+    json_file(json_out)  # a bad --json FILE fails before the book is read
     report = inspect_book(
         book_from_arg(book, include_front_matter=include_front_matter),
         model=model,
@@ -68,8 +71,10 @@ def inspect_command(
         include_front_matter=include_front_matter,
         llm_settings=LLMSettings(base_url=base_url, timeout_s=timeout_s, use_cache=False),
     )
-    if as_json:
-        click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+    if json_out is not None:
+        if report.model_notice:
+            err_console.print(f"[yellow]note:[/] {esc(report.model_notice)}", highlight=False, soft_wrap=True)
+        emit_json(json_out, report.to_dict())
         return
     _render_inspect(report)
 

@@ -140,6 +140,9 @@ def _render_texts(calls: Sequence[LoggedCall], *, prompts: bool, responses: bool
 @click.option("--run", "run_id", default=None, help="Only calls of this run (its id, the start of one, or 'last').")
 @click.option("--book", default=None, help="Only calls for books whose file name contains this (any case).")
 @click.option("--since", default=None, help="Only calls since an age (30m, 2h, 3d, 1w) or an ISO date/time.")
+@click.option("-q", "--query", default=None,
+              help="Only calls whose prompt or answer contains this text (any case), as llm logs -q. "
+                   "Here -q is the search: --quiet is spelled out.")
 @click.option("--prompts", is_flag=True, help="Also show each call's prompt (system and user messages).")
 @click.option("-r", "--responses", is_flag=True, help="Also show each call's answer.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -149,7 +152,7 @@ def _render_texts(calls: Sequence[LoggedCall], *, prompts: bool, responses: bool
               help="Call cache directory [default: BOOKSUM_CACHE_DIR, else the user cache dir].")
 @handle_errors
 def logs_command(count: int, model: str | None, purpose: str | None, run_id: str | None, book: str | None,
-                 since: str | None, prompts: bool, responses: bool, json_out: Path | None,
+                 since: str | None, query: str | None, prompts: bool, responses: bool, json_out: Path | None,
                  cache_dir: Path | None) -> None:
     """Show past model calls from the call cache: time, purpose, model, tokens, cost, latency."""
     import os
@@ -164,7 +167,7 @@ def logs_command(count: int, model: str | None, purpose: str | None, run_id: str
         check_writable(target)  # before reading anything
     directory = cache_dir or default_cache_dir(os.environ)
     log = read_log(directory, LogFilter(count=count, model=model, purpose=purpose, run=run_id, book=book,
-                                        since=None if since is None else parse_since(since)))
+                                        since=None if since is None else parse_since(since), query=query))
     calls = log.calls if log is not None else ()
     if json_out is not None:
         text = json.dumps([_as_dict(c, prompts=prompts, responses=responses) for c in calls],

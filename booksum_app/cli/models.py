@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
+from pathlib import Path
 
 import click
 
-from booksum_app.cli.base import console, esc, handle_errors
+from booksum_app.cli.base import console, emit_json, esc, handle_errors, json_file, json_option
 
 
 def _price(value: float | None) -> str:
@@ -15,9 +15,9 @@ def _price(value: float | None) -> str:
 
 
 @click.command("models")
-@click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
+@json_option("everything")
 @handle_errors
-def models_command(as_json: bool) -> None:
+def models_command(json_out: Path | None) -> None:
     """List known models (shipped table + your config file), installed backends and strategies."""
     from rich.table import Table
 
@@ -25,6 +25,7 @@ def models_command(as_json: bool) -> None:
     from booksum_app.strategies import STRATEGIES
     from booksum_app.strategies.registry import BUILTIN
 
+    json_file(json_out)
     rows = list_models()
     backends = installed_backends()
     default = choose_model()
@@ -34,15 +35,15 @@ def models_command(as_json: bool) -> None:
                          "options": {o.name: {"default": o.default, "help": o.help} for o in STRATEGIES[name].options}}
                   for name in STRATEGIES}
     broken = dict(STRATEGIES.broken)
-    if as_json:
-        click.echo(json.dumps({
+    if json_out is not None:
+        emit_json(json_out, {
             "models": [dataclasses.asdict(r) for r in rows],
             "backends": backends,
             "default_model": {"name": default.info.name, "source": default.source},
             "judge": judge,
             "strategies": strategies,
             "broken_strategies": broken,
-        }, ensure_ascii=False, indent=1))
+        })
         return
     table = Table(title="Known models (USD per million tokens)", title_justify="left")
     for column in ("model", "aliases", "context", "tokenizer", "input", "cached input", "output", "from"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,12 +12,15 @@ import click
 from booksum_app.cli.base import (
     Heartbeat,
     call_printer,
+    confirm_plan,
     console,
     err_console,
     handle_errors,
+    json_option,
     llm_options,
     llm_settings,
     plan_options,
+    print_model_notes,
     progress_bar,
     snapshot_line,
     stats_text,
@@ -63,7 +65,7 @@ def _score_modes() -> list[str]:
               show_default=True, help="ROUGE-L as rouge-score computes it, or as CLongEval / CNNSum score it "
                                       "(rouge 1.0.1 on jieba words; docs/scoring.md).")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write a standalone HTML report.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write all scores as JSON (- for stdout, instead of the tables).")
+@json_option("all scores")
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write one CSV row per system.")
 @click.option("--annotations-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the judge's annotations in the release format.")
@@ -80,7 +82,6 @@ def score_command(
     """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram statistics."""
 
     from booksum_app.files import check_writable
-    from booksum_app.runners.judge_plan import check_cost
     from booksum_app.runners.progress import RunProgress
     from booksum_app.runners.score import ScoreSettings, plan_score, run_score
     from booksum_app.runners.score_outputs import run_to_dict, write_outputs
@@ -98,13 +99,13 @@ def score_command(
     if judge_name:
         from booksum_app.llm.registry import choose_model
 
-        notice = choose_model(judge_name, settings=settings_llm).notice
-        if notice:  # a typo'd judge would be priced conservatively: say so before paying
-            err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
+        # a typo'd judge would be priced conservatively: say so before paying
+        print_model_notes(choose_model(judge_name, settings=settings_llm))
     settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
                              annotations=annotations, source=source, references=references,
                              rouge_variant=rouge_variant, allow_partial=allow_partial, llm=settings_llm,
                              seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
+    summaries = _expand_summary_sets(summaries, annotations)
     plan = plan_score(list(summaries), settings)
     if plan is not None:  # the judge is paid: say how much at most, and ask above the threshold
         cached = (f" ({plan.cached_input_tokens:,} read from the prompt cache; "
@@ -116,8 +117,7 @@ def score_command(
             + ("" if per is None else f"; {per:,.0f} billed input tokens per sentence")
             + (f"; {plan.replayed_calls:,} calls answered from the call cache, free" if plan.replayed_calls else ""),
             highlight=False, soft_wrap=True)
-        if not check_cost(plan.cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=sys.stdin.isatty()):
-            click.confirm(f"Judging could cost up to ${plan.cost_usd:.2f}. Run it?", abort=True, err=True)
+        confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="Judging")
     tracker = RunProgress()  # a bar over the plan's calls (cached ones included), with ETA and dollars
     if plan is not None:
         tracker.set_planned_calls(plan.calls + plan.replayed_calls)
@@ -144,14 +144,41 @@ def score_command(
     for note in run.notes:
         err_console.print(f"[yellow]warning:[/] {esc(note)}", highlight=False, soft_wrap=True)
 
-    if json_out is not None and str(json_out) == "-":  # machine output on stdout instead of the tables
+    to_stdout = json_out is not None and str(json_out) == "-"  # machine output instead of the tables
+    # the files first: a reader that closes stdout early (| head -3) must not cost them
+    for path in write_outputs(run, json_path=None if to_stdout else json_out, csv_path=csv_out,
+                              annotations_path=annotations_out, report_path=report):
+        err_console.print(printable(f"wrote {path}"), highlight=False, markup=False, soft_wrap=True)
+    if to_stdout:
         click.echo(json.dumps(run_to_dict(run), ensure_ascii=False, indent=1))
-        json_out = None
     else:
         _render_scores(run)
-    for path in write_outputs(run, json_path=json_out, csv_path=csv_out, annotations_path=annotations_out,
-                              report_path=report):
-        err_console.print(printable(f"wrote {path}"), highlight=False, markup=False, soft_wrap=True)
+
+
+def _summary_set(path: Path) -> bool:
+    """Whether ``path`` is a ``{book: summary}`` set with several books (compare's summaries/<config>.json,
+    a release file), not one summary record."""
+    from booksum_app.scoring.release import load_json
+
+    data = load_json(path, what="summaries")
+    if not isinstance(data, dict) or not data or not all(isinstance(v, str) for v in data.values()):
+        return False
+    return not isinstance(data.get("summary", data.get("final_summary")), str)
+
+
+def _expand_summary_sets(paths: tuple[Path, ...], annotations: tuple[Path, ...]) -> tuple[Path, ...]:
+    """A directory holding only ``{book: summary}`` sets (compare's ``grid/summaries/``) is one system per
+    file, as if each were named; a directory of records or text files stays one system."""
+    if annotations:  # one annotations file per SUMMARIES, as given: no expansion
+        return paths
+    out: list[Path] = []
+    for path in paths:
+        files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+        if files and all(p.suffix.lower() == ".json" for p in files) and all(map(_summary_set, files)):
+            out.extend(files)
+        else:
+            out.append(path)
+    return tuple(out)
 
 
 def _render_scores(run: ScoreRun) -> None:

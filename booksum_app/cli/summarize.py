@@ -12,11 +12,14 @@ from booksum_app.cli.base import (
     Heartbeat,
     book_from_arg,
     call_printer,
+    confirm_plan,
     console,
     err_console,
     handle_errors,
     llm_options,
     llm_settings,
+    plan_options,
+    print_model_notes,
     progress_bar,
     snapshot_line,
     stats_text,
@@ -33,6 +36,7 @@ from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, 
 from booksum_app.textsafe import printable
 
 if TYPE_CHECKING:
+    from booksum_app.runners.plan import CallPlan
     from booksum_app.runners.progress import ProgressSnapshot
 
 
@@ -50,7 +54,9 @@ def _strategies_help() -> str:
 @click.option("--max-summary-len", type=click.IntRange(min=16), default=DEFAULT_MAX_SUMMARY_TOKENS, show_default=True,
               help="G: token budget of the final summary.")
 @click.option("--prompts", default="paper", show_default=True, help="Prompt set: paper, simple, or a directory of templates.")
-@click.option("--lang", type=click.Choice(LANG_CHOICES), default="auto", show_default=True)
+@click.option("--lang", type=click.Choice(LANG_CHOICES), default="auto", show_default=True,
+              help="Language of the prompts and the sentence splitter; auto: the book's declared language, "
+                   "else detected from its text.")
 @click.option("--set", "set_options", multiple=True, metavar="NAME=VALUE",
               help="A strategy's own option (repeatable); `booksum models` lists each strategy's options.")
 @click.option("--direct-template", type=click.Choice(DIRECT_TEMPLATES), default=None,
@@ -69,18 +75,20 @@ def _strategies_help() -> str:
               help="An answer past its length limit: regenerate it (the paper's rule) or cut it at its last "
                    "sentence end [default: the model's; truncate for the embedded SmolLM2].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the summary to OUT.md and the record to OUT.json (default: summary to stdout).")
+              help="Write the summary to OUT.md and the record to OUT.json [default: the summary to stdout, the "
+                   "record to booksum-out/]. - (stdout), a FIFO or a device get the summary only.")
+@plan_options
 @llm_options
 @handle_errors
 def summarize_command(
     book: Path, strategy: str, model_name: str | None, chunk_size: int, max_summary_len: int, prompts: str,
     lang: str, set_options: tuple[str, ...], direct_template: str | None, evidence_tokens: int | None,
-    no_clean: bool, include_front_matter: bool,
-    chapter_aware: bool, per_chapter: bool, length_policy: str | None, output: Path | None, **llm: Any,
+    no_clean: bool, include_front_matter: bool, chapter_aware: bool, per_chapter: bool, length_policy: str | None,
+    output: Path | None, max_plan_cost: float, yes: bool, **llm: Any,
 ) -> None:
     """Summarize BOOK (.epub, .txt, .html, .md; - reads it from standard input) and write the summary and its full record."""
 
-    from booksum_app.files import atomic_write_texts, check_writable, json_text
+    from booksum_app.files import atomic_write_texts, check_writable, is_stream, json_text
     from booksum_app.llm.registry import choose_model
     from booksum_app.runners.progress import RunProgress
     from booksum_app.runners.quality import quality_line, record_quality
@@ -96,14 +104,19 @@ def summarize_command(
     )
     settings = dataclasses.replace(llm_settings(**llm), length_policy=length_policy)
     spec = choose_model(model_name, settings=settings)  # resolved once; a bad model fails here, before any output
-    # where the outputs go is checked before the first paid call, not after the last one
+    # where the outputs go is checked before the first paid call, not after the last one.
+    # -o - is stdout; -o FIFO or device (/dev/stdout, a pipe) gets the summary as a stream and
+    # the record goes where it goes without -o: no "-.md", no "/dev/null.json"
+    if output is not None and (str(output) == "-" or is_stream(output)):
+        summary_path = None if str(output) == "-" else check_writable(output)
+        output = None
+    else:
+        summary_path = None
+        if output is not None:
+            summary_path = check_writable(output if output.suffix == ".md" else output.with_suffix(".md"))
     record_path = check_writable(default_record_path("stdin" if str(book) == "-" else str(book), strategy, output))
-    summary_path = None
-    if output is not None:
-        summary_path = check_writable(output if output.suffix == ".md" else output.with_suffix(".md"))
     source = book_from_arg(book, include_front_matter=include_front_matter)  # "-": read stdin now, before any call
-    if spec.notice:
-        err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
+    print_model_notes(spec)
     tracker = RunProgress()
     bar = progress_bar("{task.description}", "{task.fields[count]}")
     task = bar.add_task("starting", total=None, count="", stats="")
@@ -114,9 +127,19 @@ def summarize_command(
         bar.update(task, description=esc(snap.stage), completed=snap.done, total=snap.total or None,
                    count=count, stats=stats)
 
+    def before_run(plan: CallPlan) -> None:  # the book is chunked, nothing is spent yet
+        if plan.cost_usd <= 0:  # a free model (local, your own server): nothing to ask
+            return
+        err_console.print(
+            f"plan ({esc(spec.info.name)}, {esc(plan.strategy)}, upper bound): {plan.calls:,} calls, "
+            f"{plan.input_tokens:,} in + {plan.output_tokens:,} out tokens, ${plan.cost_usd:.2f}",
+            highlight=False, soft_wrap=True)
+        confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="This summary", live=bar)
+
     tracker.listeners.append(draw)
     with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
-        record = run_summary(source, run, llm_settings=settings, progress=tracker, on_call=call_printer(), spec=spec)
+        record = run_summary(source, run, llm_settings=settings, progress=tracker, on_call=call_printer(), spec=spec,
+                             before_run=before_run)
     markdown = record.summary + "\n"
     if run.per_chapter:
         from booksum_app.runners.chapters import chapters_markdown_from_record

@@ -26,6 +26,7 @@ import anthropic
 from booksum_app.errors import (
     AuthError,
     ContextTooLong,
+    MissingAPIKey,
     ModelError,
     RateLimited,
     TransientModelError,
@@ -58,7 +59,7 @@ class AnthropicBackend(BackendBase):
         send_sampling: bool | None = None,
     ) -> None:
         if not api_key:
-            raise AuthError("No Anthropic API key: set ANTHROPIC_API_KEY")
+            raise MissingAPIKey("No Anthropic API key: set ANTHROPIC_API_KEY")
         self.info = info
         self.model_id = model_id
         self.base_url = base_url

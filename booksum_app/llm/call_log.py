@@ -42,6 +42,7 @@ class LogFilter:
     run: str | None = None  # a run id, the start of one, or "last"
     book: str | None = None  # part of the book's file name, any case
     since: float | None = None  # unix time
+    query: str | None = None  # text in the prompt or the answer, any case (as ``llm logs -q``)
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,9 @@ def _where(f: LogFilter, prices: PriceBook, last_run: str | None) -> tuple[str, 
     if f.book:
         clauses.append("book LIKE ? ESCAPE '\\'")
         args.append("%" + _like(f.book) + "%")
+    if f.query:
+        clauses.append("(text LIKE ? ESCAPE '\\' OR request LIKE ? ESCAPE '\\')")
+        args += ["%" + _like(f.query) + "%"] * 2
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
 
@@ -206,4 +210,56 @@ def read_log(directory: Path | str, f: LogFilter = LogFilter(), *, prices: Price
     return CallLog(path, total, matched, tuple(_row(r, prices) for r in rows))
 
 
-__all__ = ["LAST_RUN", "CallLog", "LogFilter", "LoggedCall", "PriceBook", "read_log"]
+@dataclass(frozen=True)
+class ModelTotal:
+    """The stored answers of one model (booksum's model string, as ``logs`` names it) and their cost."""
+
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    cost_usd: float | None  # None: the table has no price for this model
+
+
+def model_totals(directory: Path | str, *, before: float | None = None,
+                 prices: PriceBook | None = None) -> tuple[ModelTotal, ...]:
+    """Answers per model in the cache in ``directory`` (only those stored before ``before``, unix time),
+    most answers first; empty when there is no cache file.
+
+    Raises:
+        ConfigError: the file is not a readable SQLite cache.
+    """
+    path = Path(directory).expanduser() / CACHE_FILENAME
+    if not path.is_file():
+        return ()
+    prices = prices or PriceBook.from_registry()
+    try:
+        db = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=30.0)
+    except sqlite3.Error as exc:
+        raise ConfigError(f"cannot open the call cache {path}: {exc}; pass --cache-dir DIR") from exc
+    try:
+        have = {r[1] for r in db.execute("PRAGMA table_info(calls)")}
+        if not have:
+            return ()
+        name = "COALESCE(model_string, model)" if "model_string" in have else "model"
+        writes = "cache_write_input_tokens" if "cache_write_input_tokens" in have else "0"
+        where, args = (" WHERE created < ?", [before]) if before is not None else ("", [])
+        rows = db.execute(
+            f"SELECT {name}, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cached_input_tokens), "
+            f"SUM({writes}) FROM calls{where} GROUP BY 1 ORDER BY 2 DESC, 1", args).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(
+            f"cannot read the call cache {path}: {exc}; move the file aside or pass --cache-dir DIR"
+        ) from exc
+    finally:
+        db.close()
+    totals = []
+    for model, calls, inp, out, cached, written in rows:
+        usage = Usage(int(inp or 0), int(out or 0), int(cached or 0), int(written or 0))
+        totals.append(ModelTotal(str(model), int(calls), usage.input_tokens, usage.output_tokens,
+                                 usage.cached_input_tokens, prices.cost(str(model), usage)))
+    return tuple(totals)
+
+
+__all__ = ["LAST_RUN", "CallLog", "LogFilter", "LoggedCall", "ModelTotal", "PriceBook", "model_totals", "read_log"]

@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 
 import openai
 
-from booksum_app.errors import AuthError, TransientModelError, server_message
+from booksum_app.errors import MissingAPIKey, TransientModelError, server_message
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
 from booksum_app.llm.deadline import attempt_deadline, deadline_transport
 from booksum_app.llm.endpoints import PROBE_TIMEOUT_S, Balancer, Endpoint, http_probe
@@ -84,8 +84,9 @@ class OpenAIBackend(BackendBase):
     ) -> None:
         if not api_key:
             if base_url is None:
-                raise AuthError(
-                    "No OpenAI API key: set OPENAI_API_KEY (or pass --base-url for a local server)"
+                raise MissingAPIKey(
+                    "No OpenAI API key: set OPENAI_API_KEY, or name a local OpenAI-compatible server "
+                    "(--base-url URL on the command line, base_url= in the library, or OPENAI_BASE_URL)"
                 )
             api_key = DUMMY_KEY
         self.info = info

@@ -41,6 +41,7 @@ from booksum_app.config import (
     ENV_JUDGE,
     ENV_MODEL,
     LENGTH_POLICIES,
+    unknown_config_keys,
 )
 from booksum_app.errors import ConfigError
 from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
@@ -127,18 +128,20 @@ class ModelSpec:
     def hosted(self) -> bool:
         """A built-in paid API (its own endpoint, not a server at a base URL): adaptive limit, priced."""
         return self.provider in BUILTIN and BUILTIN[self.provider].hosted
+    config_warnings: tuple[str, ...] = ()  # unknown keys in the config file
 
     @property
     def notice(self) -> str | None:
-        """One line for the CLI: the default fell back to the demo model, or the model is not in the table."""
+        """One line for the CLI: config-file typos, the demo-model fallback, or a model not in the table."""
+        lines = list(self.config_warnings)
         if self.source == "default" and self.provider == "local":
-            return FALLBACK_NOTICE
-        # only where the assumption prices the run (a hosted API): a model on a local server or
-        # engine is never in the table, and saying so on every run would be noise
-        priced = self.hosted and self.base_url is None
-        if self.note and priced:
-            return f"{self.info.name}: {self.note}"
-        return f"{self.info.name}: {self.server_note}" if self.server_note else None
+            lines.append(FALLBACK_NOTICE)
+        # vLLM and Ollama report their context; hosted prices and a server's 8,192 tokens are assumed
+        elif self.note and self.hosted:
+            lines.append(f"{self.info.name}: {self.note}")
+        if self.server_note:
+            lines.append(f"{self.info.name}: {self.server_note}")
+        return "; ".join(lines) or None
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,7 @@ class _Table:
     judge_model: str | None = None
     from_config: frozenset[str] = frozenset()  # model names the user's config file added or changed
     vllm_engine: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # config [vllm_engine]
+    warnings: tuple[str, ...] = ()  # keys of the config file booksum does not read
 
 
 @cache
@@ -247,16 +251,18 @@ def _read_table(path: Path | None) -> _Table:
         raise ConfigError(f"{path}: [aliases] must map names to model strings")
     aliases.update({str(k): str(v) for k, v in user_aliases.items()})
     default = user.get("default_model")
-    if default is not None and not isinstance(default, str):
-        raise ConfigError(f"{path}: default_model must be a model string")
     judge = user.get("judge_model")
-    if judge is not None and not isinstance(judge, str):
-        raise ConfigError(f"{path}: judge_model must be a model string")
+    for key, value in (("default_model", default), ("judge_model", judge)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            # "" would silently mean the embedded demo model (or no judge): refused
+            raise ConfigError(f"{path}: {key} must be a model string, e.g. {key} = \"openai:gpt-4o\"; "
+                              "remove the line for booksum's default")
     from_config = frozenset(_canonical_name(name) for name in user_models)
     engine = user.get("vllm_engine", {})
     if not isinstance(engine, dict):
         raise ConfigError(f"{path}: [vllm_engine] must be a table of vLLM engine arguments")
-    return _Table(shipped["providers"], models, aliases, default, judge, from_config, engine)
+    return _Table(shipped["providers"], models, aliases, default, judge, from_config, engine,
+                  unknown_config_keys(list(user), str(path)))
 
 
 def _canonical_name(name: str) -> str:
@@ -283,8 +289,11 @@ def _split(model: str, table: _Table) -> tuple[str, str]:
         return "openai", model
     if model.startswith("claude"):
         return "anthropic", model
+    known = [*table.models, *table.aliases, *(name.partition(":")[2] for name in table.models)]
+    close = difflib.get_close_matches(model, [k for k in known if k], n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? Else use" if close else "use"
     raise ConfigError(
-        f"unknown model {model!r}; use provider:model, e.g. openai:gpt-4o, "
+        f"unknown model {model!r}; {hint} provider:model, e.g. openai:gpt-4o, "
         "anthropic:claude-sonnet-4-5, vllm:Qwen/Qwen2.5-7B-Instruct, ollama:llama3.1, or local"
     )
 
@@ -363,7 +372,9 @@ def choose_model(
     source: ModelSource
     if model is not None:  # an explicit '' is refused by _split, never read as "the default"
         source = "explicit"
-    elif env.get(ENV_MODEL):  # the usual precedence: flag > environment > config file > default
+    elif ENV_MODEL in env:  # the usual precedence: flag > environment > config file > default
+        if not env[ENV_MODEL].strip():  # set but empty would silently mean the demo model
+            raise ConfigError(f"{ENV_MODEL} is set but empty; unset it or give a model string, e.g. openai:gpt-4o")
         model, source = env[ENV_MODEL], "env"
     elif table.default_model:
         model, source = table.default_model, "config"
@@ -388,7 +399,7 @@ def choose_model(
         if settings.length_policy not in LENGTH_POLICIES:
             raise ConfigError(f"length policy {settings.length_policy!r}; use one of {LENGTH_POLICIES}")
         spec = dataclasses.replace(spec, info=dataclasses.replace(spec.info, length_policy=settings.length_policy))
-    return dataclasses.replace(spec, source=source, server=server)
+    return dataclasses.replace(spec, source=source, server=server, config_warnings=table.warnings)
 
 
 def choose_judge(

@@ -165,14 +165,12 @@ def _reopened(path: Path, book_id: str, exp: Experiment) -> Book:
 
 
 def judge_string(exp: Experiment, settings: LLMSettings | None = None) -> str | None:
-    """The judge: ``--judge`` > config/env judge > the grid's first model if one was named.
+    """The judge: ``--judge`` (or the experiment's ``judge``) > ``BOOKSUM_JUDGE`` > config ``judge_model``.
 
-    None when nothing was chosen on purpose (the demo model never judges by default).
+    None when none was chosen on purpose: as in ``score``, booksum never picks a judge (not even
+    one of the grid's models, whose summaries it would then grade).
     """
-    chosen = choose_judge(exp.judge, settings=settings or LLMSettings())
-    if chosen is not None:
-        return chosen
-    return exp.models[0] if exp.models and exp.models[0] is not None else None
+    return choose_judge(exp.judge, settings=settings or LLMSettings())
 
 
 def needs_judge(exp: Experiment, settings: LLMSettings | None = None) -> bool:

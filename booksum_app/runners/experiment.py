@@ -114,7 +114,7 @@ class Experiment:
     models: tuple[str | None, ...] = (None,)  # None: the configured default model
     chunk_sizes: tuple[int, ...] = (DEFAULT_CHUNK_SIZE,)
     max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS
-    judge: str | None = None  # None: the first model of the grid
+    judge: str | None = None  # None: BOOKSUM_JUDGE, else the config's judge_model, else no BooookScore
     use_judge: bool = True
     judge_mode: str = "sentence"
     batch_size: int = DEFAULT_BATCH_SIZE

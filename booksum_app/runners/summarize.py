@@ -38,7 +38,7 @@ from booksum_app.config import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TOP_P,
 )
-from booksum_app.errors import BooksumError, ModelError
+from booksum_app.errors import BooksumError, ConfigError, ModelError
 from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request, Tally
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.context import default_context
@@ -46,7 +46,7 @@ from booksum_app.llm.meter import Meter, metering
 from booksum_app.llm.registry import LLMSettings, ModelSpec, choose_model, get_model
 from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.notes import cut_answers_note
-from booksum_app.runners.plan import plan_strategy
+from booksum_app.runners.plan import CallPlan, plan_strategy
 from booksum_app.runners.progress import RunProgress
 from booksum_app.runners.run_config import LANG_CHOICES, RunConfig, book_lang
 from booksum_app.strategies import StrategyConfig, StrategyJob
@@ -68,7 +68,8 @@ def summarize_book(
     strategy: str = "hier",
     model: str | ChatModel | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
-    max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS,
+    max_summary_len: int | None = None,
+    max_summary_tokens: int | None = None,
     prompts: str = "paper",
     lang: str = "auto",
     clean: bool = True,
@@ -82,6 +83,7 @@ def summarize_book(
     evidence_tokens: int | None = None,
     options: Mapping[str, object] | None = None,
     llm_settings: LLMSettings | None = None,
+    base_url: str | None = None,
     on_progress: ProgressFn | None = None,
     on_call: Callable[[CallRecord], None] | None = None,
     progress: RunProgress | None = None,
@@ -94,21 +96,31 @@ def summarize_book(
         model: a model string (see ``booksum_app.llm.registry``), a ready ChatModel, or None
             for the default model.
         chunk_size: tokens per chunk (BooookScore default 2048).
-        max_summary_tokens: G, the final summary's token budget (default 900).
+        max_summary_len: G, the final summary's token budget (default 900), as the CLI's
+            ``--max-summary-len``; ``max_summary_tokens`` is the same keyword's older name.
         prompts: "paper", "simple", or a directory of override templates.
         lang: "auto", "en" or "zh".
         clean: run artifact removal (LLM pass + deterministic cleanup) on the final summary.
         options: the strategy's own options by name (``--set NAME=VALUE``), e.g. hier's
             ``chapters``, direct's ``direct_template``, hier-evidence's ``evidence_tokens``.
         direct_template, chapters, evidence_tokens: those three options, as keywords.
+        llm_settings: cache, concurrency, cost ceiling, server (:class:`LLMSettings`).
+        base_url: an OpenAI-compatible server's URL, as the CLI's ``--base-url`` (overrides
+            ``llm_settings.base_url``).
 
     Raises:
         ConfigError, BookFormatError, PromptError, ModelError, CostLimitExceeded.
     """
     aliases = {"direct_template": direct_template, "chapters": chapters or None, "evidence_tokens": evidence_tokens}
+    if max_summary_len is not None and max_summary_tokens is not None and max_summary_len != max_summary_tokens:
+        raise ConfigError(f"max_summary_len={max_summary_len} and max_summary_tokens={max_summary_tokens} "
+                          "name the same budget; give one")
+    budget = next((v for v in (max_summary_len, max_summary_tokens) if v is not None), DEFAULT_MAX_SUMMARY_TOKENS)
+    if base_url is not None:
+        llm_settings = dataclasses.replace(llm_settings or LLMSettings(), base_url=base_url)
     run = RunConfig(  # validated before the book is read or any model is loaded
         strategy=strategy, model=model if isinstance(model, str) else None, chunk_size=chunk_size,
-        max_summary_tokens=max_summary_tokens, temperature=temperature,
+        max_summary_tokens=budget, temperature=temperature,
         compression_temperature=compression_temperature, top_p=top_p, prompts=prompts, lang=lang, clean=clean,
         chapter_aware=chapter_aware, include_front_matter=include_front_matter,
         options={**{k: v for k, v in aliases.items() if v is not None}, **(options or {})},
@@ -131,8 +143,14 @@ def run_summary(
     cpu_gate: AbstractContextManager[Any] | None = None,
     chunk_memo: tuple[ChunkMemo, str] | None = None,
     spec: ModelSpec | None = None,
+    before_run: Callable[[CallPlan], None] | None = None,
 ) -> SummaryRecord:
     """Summarize a book under ``run`` (see :func:`summarize_book` for the keywords that build one).
+
+    ``before_run`` gets the pre-flight plan (:func:`~booksum_app.runners.plan.plan_strategy`:
+    upper bounds on calls, tokens and dollars) once the book is chunked and before the first
+    model call; raising there stops the run with nothing spent (the CLI asks above
+    ``--max-plan-cost`` there).
 
     ``chat`` is a ready model to use instead of building ``run.model``'s client (compare shares
     one client per model); the caller then closes it. ``spec`` is ``run.model`` already resolved
@@ -154,7 +172,8 @@ def run_summary(
     try:
         with default_context(book=label):  # ``booksum logs --run/--book`` find these calls
             return _run(book, run, chat=model, on_progress=notify, cpu_gate=cpu_gate or nullcontext(),
-                        on_plan=progress.set_planned_calls if progress is not None else None, chunk_memo=chunk_memo)
+                        on_plan=progress.set_planned_calls if progress is not None else None, chunk_memo=chunk_memo,
+                        before_run=before_run)
     finally:
         if owned is not None:
             owned.close()
@@ -224,6 +243,7 @@ def _run(
     on_plan: Callable[[int], None] | None = None,
     cpu_gate: AbstractContextManager[Any],
     chunk_memo: tuple[ChunkMemo, str] | None = None,
+    before_run: Callable[[CallPlan], None] | None = None,
 ) -> SummaryRecord:
     started = time.perf_counter()
     impl, config = run.impl, run.strategy_config()
@@ -241,10 +261,13 @@ def _run(
     chapter_texts = tuple(
         (c.title, c.text) for c in book.selected_chapters(include_front_matter=run.include_front_matter)
     )
-    if on_plan is not None:  # the pre-flight plan's calls give the progress display its ETA
+    if on_plan is not None or before_run is not None:  # the plan's calls give the progress display its ETA
         planned = plan_strategy(impl.name, chunk_tokens=[c.n_tokens for c in chunks], info=chat.info,
                                 count_tokens=chat.count_tokens, config=config, clean=run.clean)
-        on_plan(planned.calls)
+        if before_run is not None:
+            before_run(planned)
+        if on_plan is not None:
+            on_plan(planned.calls)
     # the run's money is what the client billed while it ran (retries and wasted replies
     # included), not what the strategy says of its own calls
     with metering() as meter, _spent_on_failure(meter):
