@@ -2,14 +2,19 @@
 
 1. Level 0: summarize every chunk (``summarize_chunk``) within G_0; these calls are
    independent and are all submitted at once.
-2. Level l >= 1: consecutive summaries of level l-1 are packed greedily (real token counts,
-   "Summary k:" headers included) into one merge call while instructions + prior context +
-   inputs + G_l + margin <= W. The first group of a level uses ``merge``; every later group
-   uses ``merge_with_context`` with the previous merged summary of the same level as
-   context, cut at a sentence end to at most ``min(G_l, 20 % of the free room)`` tokens,
-   keeping its beginning (as the reference code does).
-3. Repeat until one summary is left. A group that covers a whole level is the root and gets
-   budget G (when it fits; else G_l). Budgets: :func:`booksum_app.compression.budget.plan_hier`.
+2. Level l >= 1: consecutive summaries of level l-1 go into one merge call while
+   instructions + prior context + inputs + G_l + margin <= W (real token counts, "Summary k:"
+   headers included), and at most as many as the planned shape gives the group: level l has
+   the plan's number of groups, the summaries below shared out evenly (never more than fit
+   when every summary is at its budget). Greedy packing alone would build a shallower tree
+   than planned whenever summaries come in under budget (The Moonstone with gpt-4's 8K
+   window: leaves budgeted for 4 levels, a 3-level tree built); with the shape kept, every
+   summary's budget is that of the level it is in. The first group of a level uses ``merge``;
+   every later group uses ``merge_with_context`` with the previous merged summary of the same
+   level as context, cut at a sentence end to at most ``min(G_l, 20 % of the free room)``
+   tokens, keeping its beginning (as the reference code does).
+3. Repeat until one summary is left: the root, with budget G. Budgets and shape:
+   :func:`booksum_app.compression.budget.plan_hier`.
 
 Every summary is validated (:mod:`booksum_app.compression.validity`): regenerated when empty,
 cut off, over budget or unfinished, then truncated at a sentence end.
@@ -209,12 +214,14 @@ class _Run:
         self.merge_overhead = ctx_overhead
         self.plain_overhead = self.count(prompts[self.first_template].skeleton())
         self.item_overhead = self.count(ITEM_HEADER.format(k=999) + ITEM_SEPARATOR)
+        # the same inputs as the pre-flight plan (Hierarchical.plan), so both plan one tree: the
+        # larger template, and per item the header plus the boundary token try_group adds
         self.plan: HierPlan = plan_hier(
             n_leaves=len(job.chunks),
             context_window=self.window,
             max_summary_tokens=self.G,
-            merge_overhead_tokens=ctx_overhead,
-            item_overhead_tokens=self.item_overhead,
+            merge_overhead_tokens=max(ctx_overhead, self.plain_overhead),
+            item_overhead_tokens=max(ITEM_OVERHEAD_TOKENS, self.item_overhead + 1),
             item_extra_tokens=self.item_extra_budget,
         )
         self.levels: list[_Level] = [_Level()]
@@ -412,22 +419,41 @@ class _Run:
         """
         room = self.room(level)
         start = state.next_start
+        cap = self.group_size(level, state, below, start)
         used = 0
         end = start
-        while end in below.nodes:
+        while end in below.nodes and end - start < cap:
             tokens = below.nodes[end].tokens + self.item_overhead + 1 + self.item_extra(below.nodes[end])
             if used + tokens > room.inputs_tokens and end > start:
                 break  # the next summary overflows: the group is [start, end)
             used += tokens
             end += 1
         else:
-            # ran out of ready summaries: the group is closed only when the level below is done
-            below_total = len(below.nodes)
-            if not (below.complete and end == below_total and end > start):
-                if below.complete and start == below_total:
-                    state.complete = True
-                return
+            if end - start < cap:
+                # ran out of ready summaries: the group is closed only when the level below is done
+                below_total = len(below.nodes)
+                if not (below.complete and end == below_total and end > start):
+                    if below.complete and start == below_total:
+                        state.complete = True
+                    return
         self.start_group(level, state, below, start, end, used)
+
+    def group_size(self, level: int, state: _Level, below: _Level, start: int) -> int:
+        """Most summaries the next group of ``level`` takes: the planned shape, split evenly.
+
+        Level l gets exactly the plan's number of groups, the level below's summaries shared
+        out as evenly as possible (at most the worst-case fan-in, so they fit), so the tree has
+        the planned depth and every budget is that of the level it serves.
+        """
+        planned = self.plan.nodes_per_level
+        groups = planned[level] if level < len(planned) else 1
+        if below.complete:
+            total = len(below.nodes)
+        elif level == 1:
+            total = len(self.job.chunks)
+        else:  # a group closed early (a summary over its budget) makes the level below larger
+            total = max(planned[level - 1] if level - 1 < len(planned) else 1, below.count)
+        return max(1, -(-(total - start) // max(1, groups - state.count)))
 
     def start_group(
         self, level: int, state: _Level, below: _Level, start: int, end: int, used: int
