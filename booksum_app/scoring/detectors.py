@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import re
 import string
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -34,127 +33,39 @@ from booksum_app.chunking.sentences import sentence_spans
 from booksum_app.compression.validity import ends_sentence
 from booksum_app.errors import ConfigError, PromptError
 from booksum_app.prompts import DIRECT_TEMPLATES, TEMPLATE_FIELDS, load_template
+from booksum_app.scoring.detector_rules import (
+    ANSWER_CUE,
+    FRAMING_EN,
+    FRAMING_ZH,
+    SUBJECTIVE_EN,
+    SUBJECTIVE_ZH,
+    TRACE_EN,
+    TRACE_ZH,
+)
 from booksum_app.scoring.keyset import KeySet
 from booksum_app.scoring.ngrams import DEFAULT_LENGTH_TOKENIZER
+from booksum_app.scoring.repeats import (
+    checklist_items,
+    duplicate_count,
+    numbered_items,
+    periodic_tail,
+)
 from booksum_app.scoring.words import rouge_words
 
 COPY_N = 8  # copying: summary n-grams looked up in the source
 COPY_FLAG_SHARE = 0.2  # flagged when at least this share of the 8-grams is in the source...
 COPY_FLAG_SPAN_WORDS = 30  # ...or one copied span is at least this many words long
 ECHO_N = 6  # prompt echo: summary n-grams looked up in the prompt templates
-MIN_REPEATED_SENTENCE_CHARS = 10  # shorter sentences/lines ("Yes." "第一章") are not counted...
-MIN_REPEATED_SENTENCE_CHARS_ZH = 6  # ...in Chinese, where 6 characters make a sentence ("他走进了房间")
 APPROX_N = 4  # approximate copying: summary 4-grams looked up in the source...
 APPROX_MAX_GAP = 2  # ...runs of covered words joined across at most this many changed words...
 APPROX_MIN_DENSITY = 0.7  # ...while at least this share of the joined span is covered
 APPROX_SPAN_CHARS_ZH = 45  # Chinese is compared by characters (jieba re-cuts words around a change)
-MIN_TAIL_REPEATS = 3  # a periodic tail is a block repeated at least this many times...
-MIN_TAIL_CHARS = 30  # ...over at least this many characters (whitespace collapsed)
-MIN_CHECKLIST_ITEMS = 2  # numbered lines count when at least this many come in a row
 TOO_SHORT_SHARE = 0.25  # too short: under this share of the requested length
 LANGS = ("en", "zh")
 FAILURE_MODES = ("subjective", "copying", "repetition", "echo", "too_short", "cut_off")
 
-# Commentary: what a summary says *about* the story (its themes, its craft, its reader) rather
-# than what happens in it (CNNSum App. E.2). Framing ("The story follows...", "the narrative
-# shifts to...", 讲述了) names the text while telling the plot: counted apart, not a failure.
-_ABSTRACT_EN = (
-    r"(?:complexit\w*|fragility|resilience|importance|power|nature|significance|struggles?\s+"
-    r"(?:of|between|for)|human|identity|belonging|themes?|dynamics|hope|love|loss|grief|family|"
-    r"redemption|meaning|consequences|impact|courage|friendship|sacrifice|humanity|depths?)"
-)
-_TEXT_EN = r"(?:the\s+(?:story|novel|book|narrative|tale|memoir|author)|this\s+(?:story|novel|book|tale)|it)"
-_INTERPRET_EN = (
-    r"(?:explores?|highlights?|underscores?|emphasi[sz]es|showcases?|examines?|illustrates?|"
-    r"celebrates?|captures?|touches\s+on|sheds\s+light\s+on|delves\s+into|is\s+about|"
-    r"is\s+a\s+(?:story|tale|celebration|meditation|reflection)\s+(?:of|about|on))"
-)
-_WORD_LEXICON_EN = (
-    r"themes?\s+(?:of|such\s+as|like|include|including|are|is)", r"(?:the|its|timely|central)\s+themes?",
-    r"thematic\w*", r"poignant(?:ly)?", r"profound(?:ly)?", r"thought-provoking",
-    r"(?:a\s+)?testament\s+to", r"tapestry", r"depth\s+and\s+complexity", r"adds?\s+(?:\w+\s+){0,3}depth",
-    r"layers?\s+of\s+depth", r"well-developed", r"vivid(?:ly)?", r"masterful(?:ly)?", r"compelling",
-    r"captivating", r"heartwarming", r"dreamlike\s+quality", r"celebration\s+of",
-    r"symboli[sz](?:es|ing|ed)", r"(?:a\s+)?metaphor\s+for", r"allegor\w+", r"social\s+commentary",
-    r"the\s+human\s+(?:condition|experience|spirit)",
-    r"(?:keeps?|invites?|leaves?|reminds?|engages?|the)\s+(?:the\s+)?readers?",
-    (rf"{_TEXT_EN}\s+(?:also\s+|ultimately\s+|further\s+)?{_INTERPRET_EN}\s+"
-    rf"(?:the\s+|a\s+|an\s+)?(?:[\w-]+\s+){{0,3}}?{_ABSTRACT_EN}"),
-    r"the\s+author\s+(?:uses|employs|crafts|weaves|paints|skillfully|masterfully|invites|reminds)",
-    # plot reveals ("Darcy reveals that...") are objective; only abstract objects count
-    (r"reveal(?:s|ing|ed)?\s+(?:the\s+|a\s+|an\s+)?"
-     r"(?:complex\w*|depths?|importance|power|fragility|themes?|inner\s+workings|deeper|"
-     r"human|true\s+nature\s+of\s+(?:love|humanity|power))"),
-)
-_FRAMING_EN = (
-    r"the\s+(?:story|novel|narrative|book|tale|excerpt|memoir)", r"this\s+(?:story|novel|book|tale)",
-    r"the\s+author", r"the\s+protagonist",
-)
-_LEXICON_ZH = (
-    "揭示", "探讨", "体现了", "反映了", "突显", "凸显", "彰显", "主题", "象征", "引人深思", "发人深省",
-    "辩证关系", "道德困境", "令人动容", "作者", "读者", "全书", "该书", "批判", "讽刺了", "寓意", "歌颂",
-    "赞美了", "启示", "耐人寻味", "感人至深", "引人入胜", "栩栩如生", "淋漓尽致", "跃然纸上",
-    "人性的", "深刻地", "深刻的",
-)
-# 本书 but not 一本书 / 几本书; 展现了/刻画了 + an abstract object within a clause
-_LEXICON_ZH_RE = (
-    r"(?<![一两几每这那])本书",
-    (r"(?:展现|展示|描绘|刻画|塑造|表现|表达)了?[^。！？，；]{0,12}?"
-    r"(?:人性|精神|品质|命运|悲剧|复杂|矛盾|黑暗|腐朽|时代|力量|价值|意义|美好|光辉|风貌|形象|"
-    r"性格|内心世界|情怀|智慧|忠义|社会现实)"),
-)
-_FRAMING_ZH = (
-    "讲述了", "故事讲述", "整个故事", "小说节选", "这部小说", "该小说", "描绘了", "展示了", "展现了",
-    "故事中", "小说中", "本章", "本回", "故事发生在", "这段文字", "节选中",
-)
-_SUBJECTIVE_EN = re.compile(r"\b(?:" + "|".join(_WORD_LEXICON_EN) + r")\b", re.IGNORECASE)
-_SUBJECTIVE_ZH = re.compile("|".join([*map(re.escape, _LEXICON_ZH), *_LEXICON_ZH_RE]))
-_FRAMING_EN_RE = re.compile(r"\b(?:" + "|".join(_FRAMING_EN) + r")\b", re.IGNORECASE)
-_FRAMING_ZH_RE = re.compile("|".join(map(re.escape, _FRAMING_ZH)))
-
-_ANSWER_CUE = re.compile(
-    r"(?:\b(?:updated\s+|condensed\s+|final\s+|merged\s+)?summary\s*(?:\([^)\n]{0,40}\))?\s*[:：])"
-    r"|(?:摘要\s*(?:[（(][^）)\n]{0,20}[）)])?\s*[:：])",
-    re.IGNORECASE,
-)
-_CHECKLIST_LINE = re.compile(
-    r"^\s*(?:\d{1,3}\s*[.)、．]|[（(]\d{1,3}[)）]|[一二三四五六七八九十]{1,3}\s*、)\s*\S"
-)
-# A numbered list is answer scaffolding (CNNSum App. E.4) when it is introduced as the answer's
-# parts ("摘要应包含以下要素：", "Key events:") or its items are outline labels ("1. Plot:",
-# "（2）人物："); a list the story itself holds (a character's rules, a will's bequests) is not.
-_OUTLINE_LABELS = (
-    r"(?:main\s+|key\s+|major\s+)?(?:characters?|plot|setting|themes?|summary|conclusion|events?|"
-    r"introduction|background|ending|climax|conflict|points?|takeaways?|"
-    r"主要人物|人物|主要情节|情节|主题|背景|结局|总结|概括|开端|发展|高潮|冲突|时间|地点|主要事件|事件|要点)"
-)
-_OUTLINE_ITEM = re.compile(
-    r"^\s*(?:\d{1,3}\s*[.)、．]|[（(]\d{1,3}[)）]|[一二三四五六七八九十]{1,3}\s*、)\s*(?:\*\*)?"
-    + _OUTLINE_LABELS + r"(?:\*\*)?\s*[:：]",
-    re.IGNORECASE,
-)
-_LIST_CUE = re.compile(
-    r"(?:\b(?:summary|key\s+(?:points|events|elements)|main\s+(?:points|events)|following|"
-    r"include[sd]?|elements|requirements|steps?|outline)\b|摘要|要素|要点|以下|如下|包括|包含|步骤|总结|概括)"
-    r"[^\n]*[:：]\s*$",
-    re.IGNORECASE,
-)
-_PART_EN = r"(?:segment|section|excerpt|part|portion|chunk|passage|installment|text)"
-# "in this part of the house" is a place: after "of" only the text itself makes it a trace
-_OF_TEXT = r"(?!\s+of\s+(?!(?:the\s+|this\s+)?(?:story|book|text|novel|narrative|excerpt|chapter|summary)\b))"
-_TRACE_EN = re.compile(
-    rf"\b(?:in|within|throughout)\s+(?:this|these|the\s+(?:current|previous|preceding|given|"
-    rf"provided|above|following|next|latest))\s+(?:\w+\s+)?{_PART_EN}s?\b{_OF_TEXT}"
-    rf"|\bthe\s+{_PART_EN}\s+(?:provided|above|given)\b",
-    re.IGNORECASE,
-)
-_PART_ZH = r"(?:这|本|此|当前|上述|以上)(?:一|个)?(?:片段|部分|节选|段落)"
-# "在这一片段中" / "本节选里"; a bare "这部分" ("这部分银子") is plain text
-_TRACE_ZH = re.compile(rf"(?:在|于){_PART_ZH}(?:中|里)?|{_PART_ZH}(?:中|里)")
 _PROCESS_PROBE = ("booksum", "detectors")  # its hash changes with the process's hash seed
 _SPACE = re.compile(r"\s+")
-_DIGITS = re.compile(r"\d+")
-_SENTENCE_TRIM = " \t\r\n.!?。！？…,，;；:：\"'“”‘’「」"
 
 
 def words_of(text: str, *, lang: str) -> list[str]:
@@ -371,92 +282,12 @@ class FailureReport:
         return tuple(mode for mode in FAILURE_MODES if shown[mode])
 
 
-def _normalized_unit(text: str) -> str:
-    # numbers are masked: "段落7: X" and "段落8: X" are the same line (CNNSum App. E.5)
-    return _DIGITS.sub("#", _SPACE.sub(" ", text.lower())).strip(_SENTENCE_TRIM)
-
-
-def duplicate_count(units: Iterable[str], *, lang: str = "en") -> int:
-    """Occurrences beyond the first of each unit (case, spaces, numbers, end marks ignored)."""
-    shortest = MIN_REPEATED_SENTENCE_CHARS_ZH if lang == "zh" else MIN_REPEATED_SENTENCE_CHARS
-    counts = Counter(u for u in map(_normalized_unit, units) if len(u) >= shortest)
-    return sum(c - 1 for c in counts.values())
-
-
-def _z_function(text: str) -> list[int]:
-    n = len(text)
-    z = [0] * n
-    left = right = 0
-    for i in range(1, n):
-        if i < right:
-            z[i] = min(right - i, z[i - left])
-        while i + z[i] < n and text[z[i]] == text[i + z[i]]:
-            z[i] += 1
-        if i + z[i] > right:
-            left, right = i, i + z[i]
-    return z
-
-
-def periodic_tail(text: str) -> tuple[int, int]:
-    """``(repeats, chars)`` of the text's periodic tail, ``(0, 0)`` when it has none.
-
-    The tail is the longest suffix of the whitespace-collapsed text with a period ``p`` (the
-    smallest such): it must hold the block at least 3 times (copies cut at either end count) over at
-    least 30 characters, and the block must hold two letters, digits or CJK characters. Linear
-    time: the Z-function of the reversed text gives every period's suffix at once.
-    """
-    # a loop the model closed with a full stop ("...and then they wait.") is still a loop
-    flat = _SPACE.sub(" ", text).strip().rstrip(".!?。！？…．｡ ")
-    rev = flat[::-1]
-    z = _z_function(rev)
-    for period in range(1, len(rev) // MIN_TAIL_REPEATS + 1):
-        length = z[period] + period  # the suffix of this length has period `period`
-        if length < MIN_TAIL_REPEATS * period or length < MIN_TAIL_CHARS:
-            continue
-        if sum(ch.isalnum() for ch in rev[:period]) < 2:
-            continue
-        return -(-length // period), length  # a copy cut at either end counts
-    return 0, 0
-
-
-def _numbered_runs(text: str) -> list[tuple[str, list[str]]]:
-    """Runs of numbered lines ("1." "2)" "（3）" "四、"), each with the non-blank line before it."""
-    runs: list[tuple[str, list[str]]] = []
-    before, run = "", []
-    for line in text.splitlines():
-        if _CHECKLIST_LINE.match(line):
-            run.append(line)
-        elif line.strip():  # blank lines between items do not end a list
-            if run:
-                runs.append((before, run))
-                run = []
-            before = line
-    if run:
-        runs.append((before, run))
-    return [(cue, items) for cue, items in runs if len(items) >= MIN_CHECKLIST_ITEMS]
-
-
-def numbered_items(text: str) -> int:
-    """Numbered lines in runs of at least two (any list, scaffolding or the story's own)."""
-    return sum(len(items) for _, items in _numbered_runs(text))
-
-
-def checklist_items(text: str) -> int:
-    """Items of numbered lists that are answer scaffolding: introduced as the answer's parts
-    ("摘要应包含以下要素：", "Key events:") or made of outline labels ("1. Plot:", "（2）人物：")."""
-    return sum(
-        len(items)
-        for cue, items in _numbered_runs(text)
-        if _LIST_CUE.search(cue) or sum(bool(_OUTLINE_ITEM.match(i)) for i in items) >= MIN_CHECKLIST_ITEMS
-    )
-
-
 def _framing(sentences: Sequence[str], lang: str) -> tuple[int, tuple[str, ...]]:
-    return _matches(sentences, _FRAMING_ZH_RE if lang == "zh" else _FRAMING_EN_RE)
+    return _matches(sentences, FRAMING_ZH if lang == "zh" else FRAMING_EN)
 
 
 def _subjective(sentences: Sequence[str], lang: str) -> tuple[int, tuple[str, ...]]:
-    return _matches(sentences, _SUBJECTIVE_ZH if lang == "zh" else _SUBJECTIVE_EN)
+    return _matches(sentences, SUBJECTIVE_ZH if lang == "zh" else SUBJECTIVE_EN)
 
 
 def _matches(sentences: Sequence[str], pattern: re.Pattern[str]) -> tuple[int, tuple[str, ...]]:
@@ -554,9 +385,9 @@ def detect_failures(
         tail_chars=tail_chars,
         prompt_echo_ngrams=echo_ngrams,
         prompt_echo_fragments=echo_fragments,
-        answer_cues=len(_ANSWER_CUE.findall(summary)),
+        answer_cues=len(ANSWER_CUE.findall(summary)),
         checklist_items=checklist_items(summary),
-        stepwise_traces=len((_TRACE_ZH if lang == "zh" else _TRACE_EN).findall(summary)),
+        stepwise_traces=len((TRACE_ZH if lang == "zh" else TRACE_EN).findall(summary)),
         n_tokens=n_tokens,
         requested_tokens=requested_tokens,
         too_short=None if requested_tokens is None else n_tokens < TOO_SHORT_SHARE * requested_tokens,

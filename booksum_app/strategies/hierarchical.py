@@ -2,19 +2,13 @@
 
 1. Level 0: summarize every chunk (``summarize_chunk``) within G_0; these calls are
    independent and are all submitted at once.
-2. Level l >= 1: consecutive summaries of level l-1 go into one merge call while
-   instructions + prior context + inputs + G_l + margin <= W (real token counts, "Summary k:"
-   headers included), and at most as many as the planned shape gives the group: level l has
-   the plan's number of groups, the summaries below shared out evenly (never more than fit
-   when every summary is at its budget). Greedy packing alone would build a shallower tree
-   than planned whenever summaries come in under budget (The Moonstone with gpt-4's 8K
-   window: leaves budgeted for 4 levels, a 3-level tree built); with the shape kept, every
-   summary's budget is that of the level it is in. The first group of a level uses ``merge``;
-   every later group uses ``merge_with_context`` with the previous merged summary of the same
-   level as context, cut at a sentence end to at most ``min(G_l, 20 % of the free room)``
-   tokens, keeping its beginning (as the reference code does).
-3. Repeat until one summary is left: the root, with budget G. Budgets and shape:
-   :func:`booksum_app.compression.budget.plan_hier`.
+2. Level l >= 1: consecutive summaries of level l-1 go into one merge call while instructions +
+   prior context + inputs + G_l + margin <= W (real token counts, headers included), and at
+   most the group's share of the planned shape (the plan's number of groups per level, shared
+   evenly), so the tree built is the tree budgeted. The first group of a level uses ``merge``;
+   later ones ``merge_with_context`` with the previous merged summary of the level as context,
+   cut at a sentence end to ``min(G_l, 20 % of the free room)`` tokens, its beginning kept.
+3. Repeat until one summary, the root (budget G), is left. Budgets and shape: ``plan_hier``.
 
 Every summary is validated (:mod:`booksum_app.compression.validity`): regenerated when empty,
 cut off, over budget or unfinished, then truncated at a sentence end.
@@ -297,11 +291,7 @@ class _Run:
                 what=f"chunk {index}",
                 fix=f"lower --chunk-size (now {self.cfg.chunk_size})",
             )
-            self.submit(
-                _Pending(
-                    regen, request, 0, index, (), (index, index), budget, prompt_tokens, None, 0
-                )
-            )
+            self.submit(_Pending(regen, request, 0, index, (), (index, index), budget, prompt_tokens, None, 0))
 
     def _regenerator(self, render: object, budget: int, *, purpose: str, node: str) -> Regenerator:
         return Regenerator(
@@ -439,20 +429,13 @@ class _Run:
         self.start_group(level, state, below, start, end, used)
 
     def group_size(self, level: int, state: _Level, below: _Level, start: int) -> int:
-        """Most summaries the next group of ``level`` takes: the planned shape, split evenly.
-
-        Level l gets exactly the plan's number of groups, the level below's summaries shared
-        out as evenly as possible (at most the worst-case fan-in, so they fit), so the tree has
-        the planned depth and every budget is that of the level it serves.
-        """
+        """Most summaries the next group of ``level`` takes: its even share of the planned shape."""
         planned = self.plan.nodes_per_level
-        groups = planned[level] if level < len(planned) else 1
-        if below.complete:
-            total = len(below.nodes)
-        elif level == 1:
-            total = len(self.job.chunks)
-        else:  # a group closed early (a summary over its budget) makes the level below larger
+        if below.complete or level == 1:
+            total = len(below.nodes) if below.complete else len(self.job.chunks)
+        else:  # a group closed early (a summary over budget) makes the level below larger
             total = max(planned[level - 1] if level - 1 < len(planned) else 1, below.count)
+        groups = planned[level] if level < len(planned) else 1
         return max(1, -(-(total - start) // max(1, groups - state.count)))
 
     def start_group(
@@ -507,20 +490,8 @@ class _Run:
         state.next_start = end
         state.in_flight = True
         span = (below.nodes[start].chunk_span[0], below.nodes[end - 1].chunk_span[1])
-        self.submit(
-            _Pending(
-                regen,
-                request,
-                level,
-                index,
-                tuple(range(start, end)),
-                span,
-                budget,
-                prompt_tokens,
-                context_node,
-                context_tokens,
-            )
-        )
+        self.submit(_Pending(regen, request, level, index, tuple(range(start, end)), span, budget,
+                             prompt_tokens, context_node, context_tokens))
 
 
 __all__ = ["Hierarchical", "format_group"]
