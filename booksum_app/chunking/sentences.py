@@ -39,8 +39,8 @@ _ZH_CLOSERS = (
     "」』”’）》】〕〉〗〙〛｝］)]}"  # ASCII quotes are ambiguous (open or close): not here
 )
 # full-width "．" (U+FF0E) and half-width "｡" (U+FF61) end sentences in many web and GBK-converted
-# copies (a 红楼梦 chapter: 71 sentences without them, about 305 with); "．" between digits is a
-# decimal point ("１．５")
+# copies (without them a 红楼梦 web copy's chapter is a few "sentences" of a thousand characters);
+# "．" between digits is a decimal point ("１．５")
 _ZH_SENTENCE_RE = re.compile(
     rf"[^\s].*?(?:(?:[。！？!?｡]|．(?![0-9０-９])|……)+[{re.escape(_ZH_CLOSERS)}]*|\Z)", re.DOTALL
 )
