@@ -62,7 +62,7 @@ def test_gpt4_window_book_builds_the_planned_tree_with_its_budgets() -> None:
     prompts = load_prompts(config.prompts, lang="en", names=strategy.template_names(config))
     backend = FakeBackend(info)
     result = strategy.run(StrategyJob(tuple(chunks), book.text(), config),
-                          model=Client(backend, concurrency=16), prompts=prompts)  # type: ignore[arg-type]
+                          model=Client(backend, concurrency=16), prompts=prompts)
 
     built = max(node.level for node in result.nodes) + 1
     assert preflight.levels == built == len(result.level_budgets) == 3
