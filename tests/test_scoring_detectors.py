@@ -58,8 +58,11 @@ def test_subjective_commentary_english() -> None:
         "Her refusal highlights the themes of prejudice. Darcy reveals that Wickham lied."
     )
     report = detect_failures(summary, lang="en")
-    assert report.subjective_sentences == 2
-    assert report.subjective_terms == ("the story", "explores", "highlights", "themes of")
+    # "The story explores pride and class" names the text while telling what it is about:
+    # framing, counted apart; talk of themes is commentary
+    assert report.subjective_sentences == 1
+    assert report.subjective_terms == ("the themes",)
+    assert report.framing_sentences == 1 and report.framing_terms == ("the story",)
     assert "subjective" in report.failures
 
 
@@ -80,8 +83,10 @@ def test_subjective_commentary_chinese() -> None:
         "苏小煜买了两只鳖。整个故事深入探讨了女性在封建社会中的地位。"
     )
     report = detect_failures(summary, lang="zh")
-    assert report.subjective_sentences == 3
-    assert report.subjective_terms == ("故事讲述", "展现了", "整个故事", "探讨")
+    # 讲述了/展现了 tell the plot (framing); 探讨 comments on it
+    assert report.subjective_sentences == 1 and report.subjective_terms == ("探讨",)
+    assert report.framing_sentences == 3
+    assert report.framing_terms == ("故事讲述", "展现了", "整个故事")
 
 
 def test_copy_share_matches_independent_count() -> None:
@@ -213,7 +218,10 @@ def test_numbered_checklist() -> None:
     zh = "李耀击败了燕西北。\n\n请注意，摘要应包含以下要素：\n1. 李耀的斗争\n2. 李耀击败燕西北\n\n3. 李耀成为访问学者\n"
     assert detect_failures(zh, lang="zh").checklist_items == 3
     en = CLEAN_EN + "\n(1) Darcy\n(2) Elizabeth\nThe end.\n1. One only"
-    assert detect_failures(en, lang="en").checklist_items == 2
+    listed = detect_failures(en, lang="en")  # a list, but neither introduced as the answer nor an outline
+    assert listed.checklist_items == 0 and listed.numbered_items == 2
+    outline = CLEAN_EN + "\n(1) Characters: Darcy\n(2) Plot: a refusal\nThe end."
+    assert detect_failures(outline, lang="en").checklist_items == 2
     assert detect_failures("In 1813. 2 people.", lang="en").checklist_items == 0
 
 
@@ -273,7 +281,7 @@ def test_dict_forms_are_json_ready() -> None:
     report = detect_failures("The story explores love. Summary: Darcy leaves and", lang="en")
     data = report_to_dict(report)
     assert data["failures"] == ["subjective", "echo", "cut_off"]
-    assert data["subjective_terms"] == ["the story", "explores"]
+    assert data["subjective_terms"] == ["the story explores love"]
     assert data["copied_share"] is None and data["cut_evidence"] == "no_final_punctuation"
     system = failure_summary_to_dict(summarize_failures([report]))
     assert system["counts"] == {"subjective": 1, "copying": 0, "repetition": 0, "echo": 1,
@@ -316,10 +324,10 @@ RELEASE = Path(__file__).resolve().parents[2] / "shared" / "data" / "booookscore
 @pytest.mark.parametrize(
     ("system", "expected"),
     [
-        ("chatgpt-2048-hier", (99, 18, 21, 0)),
-        ("chatgpt-2048-inc", (33, 2, 0, 0)),
-        ("gpt4-2048-hier", (95, 4, 1, 0)),
-        ("gpt4-2048-inc", (63, 0, 0, 0)),
+        ("chatgpt-2048-hier", (94, 18, 21, 0)),
+        ("chatgpt-2048-inc", (9, 2, 0, 0)),
+        ("gpt4-2048-hier", (60, 4, 1, 0)),
+        ("gpt4-2048-inc", (30, 0, 0, 0)),
     ],
 )
 def test_release_summaries_counts(system: str, expected: tuple[int, ...]) -> None:

@@ -129,7 +129,7 @@ def test_report_shows_failure_modes_per_system_and_per_summary_escaped() -> None
 
     from booksum_app.scoring.detectors import detect_failures, summarize_failures
 
-    looping = "The story explores <grief>. Ada sails north. Ada sails north. Ada sails north."
+    looping = "The story explores themes of <grief>. Ada sails north. Ada sails north. Ada sails north."
     clean = "Ada builds a boat. The boat sinks in the first storm of the year."
     rows = tuple(SummaryRow(book, text, None, ngram_stats(text), failures=detect_failures(text))
                  for book, text in (("loop.epub", looping), ("clean.epub", clean)))

@@ -68,6 +68,7 @@ def test_hier_tree_follows_app_a_packing_and_budgets() -> None:
         levels.setdefault(node.level, []).append(node)
     top = max(levels)
     assert top >= 2, "the small window should force at least two merge levels"
+    assert top == len(result.level_budgets) - 1, "the tree built is the tree planned"
     assert len(levels[0]) == len(the_job.chunks)
     assert [n.text for n in levels[top]] == [result.summary]
     assert levels[top][0].budget_tokens == 300
@@ -79,7 +80,13 @@ def test_hier_tree_follows_app_a_packing_and_budgets() -> None:
         assert covered == list(range(len(below))), "groups are consecutive and cover the level once"
         room = merge_room(context_window=SMALL.context_window, overhead_tokens=overhead,
                           budget_tokens=result.level_budgets[min(level, len(result.level_budgets) - 1)])
-        for node in nodes[:-1]:  # greedy: the next summary would not have fit
+        # the planned shape: the level's summaries split evenly over its groups, a group closing
+        # early only when the next summary would not have fit
+        most, least = -(-len(below) // len(nodes)), len(below) // len(nodes)
+        for node in nodes[:-1]:
+            assert len(node.children) <= most
+            if len(node.children) >= least:
+                continue
             nxt = node.children[-1] + 1
             items = [below[i].text for i in (*node.children, nxt)]
             size = sum(TOK.count(ITEM_HEADER.format(k=k) + t) + TOK.count(ITEM_SEPARATOR)

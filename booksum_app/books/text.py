@@ -13,8 +13,19 @@ Chapter headings on a line of their own, at the start of a block: "Chapter 12",
 numbers up to six digits ("Chapter 10000"). A Chinese heading is a short line: the
 ordinal, then a separator and a title of up to 40 characters, or up to 30 characters
 without punctuation; a line with 。！？；… is a sentence ("第四回中既将…表明。"), text.
-standalone upper-case Roman numerals ("XII.") only when the book has at least
-three of them. A block of several heading lines is a table of contents, not a
+A Chinese heading whose title lost characters to a lossy re-encoding ("?", U+FFFD or
+"□" in place of them: "第六十二回 憨湘云醉眠芍药? 呆香菱情解石榴裙?") is still a heading
+when the ordinal is followed by a separator and the title is clean without them.
+Standalone upper-case Roman numerals ("XII.") only when the book has at least
+three of them.
+
+Web copies: lines of a site's furniture (navigation words only, "后一页 前一页 回目录
+回首页", "上一章 ← 章节目录 → 下一章"; a menu bar of three or more short items between
+"|", "首页|原创书库|…"; a bare address) are dropped before chapters are found. Each
+chapter appears once: a heading with no text whose chapter (same ordinal and unit,
+"第38回" = "第三十八回", else the same title) comes again with text is dropped (a page
+title above its own heading, a contents list line by line), and so is a chapter that
+repeats an earlier one's heading and text word for word (a page saved twice). A block of several heading lines is a table of contents, not a
 heading. Front/back matter titles on their own line (Contents, Preface, 目录, ...)
 open a non-narrative section. Text before the first heading is front matter when it
 looks like a title page or contents (short lines); otherwise it is kept.
@@ -57,6 +68,29 @@ _ZH_HEADING = re.compile(
     rf"(?:第[{_ZH_NUM}]+[章回节節卷部篇集幕]|序章|楔子|尾声|尾聲|引子|序幕|终章|終章)"
     r"(?:[\s　:：、.．].{0,40}|[^，,、：:“”「」『』（）()]{0,30})$"
 )
+# the same heading with the title after a separator only: the form a heading keeps when a
+# re-encoding turned some of its characters into "?" (a web copy's "…呆香菱情解石榴裙?")
+_ZH_HEADING_SEPARATED = re.compile(
+    r"^(?!.*[。！？；…!?;])"
+    rf"(?:第[{_ZH_NUM}]+[章回节節卷部篇集幕]|序章|楔子|尾声|尾聲|引子|序幕|终章|終章)"
+    r"[\s　:：、.．]\S.{0,40}$"
+)
+_NOISE = re.compile("[?\ufffd□]")  # characters a lossy re-encoding puts for the ones it lost
+_ZH_ORDINAL = re.compile(rf"^第([{_ZH_NUM}]+)([章回节節卷部篇集幕])")
+_ZH_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2, "兩": 2}
+_ZH_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+# Web residue: a site's navigation copied with the text ("首页|原创书库|…", "后一页 前一页 回目录
+# 回首页"), a bare address. Never narrative; such lines are dropped before chapters are found.
+_NAV_WORDS = frozenset({
+    "首页", "上一页", "下一页", "前一页", "后一页", "回目录", "回首页", "返回目录", "返回首页",
+    "章节目录", "返回书页", "返回书目", "上一章", "下一章", "上一回", "下一回", "上一篇", "下一篇",
+    "加入书签", "推荐本书", "返回顶部", "回到顶部", "打印本页", "关闭窗口", "目录", "返回", "书签",
+    "投票推荐", "TOP", "top",
+})
+_NAV_SPLIT = re.compile(r"[|｜/／\\\s·•>»«<\[\]【】()（）←→]+")
+_MENU_SPLIT = re.compile(r"\s*[|｜]\s*")
+_URL_LINE = re.compile(r"^(?:https?://|www\.)\S+$", re.IGNORECASE)
+_SENTENCE_MARKS = re.compile("[。！？；，,.!?;]")
 _ROMAN_LINE = re.compile(r"^[IVXLC]{1,7}\.?$")
 _GUTENBERG_START = re.compile(r"^\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
 _GUTENBERG_END = re.compile(r"^\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
@@ -79,12 +113,70 @@ class _Section:
     toc: bool = False
 
 
+def _zh_heading(line: str) -> bool:
+    """A Chinese heading, also one whose title has re-encoding noise ("…石榴裙?")."""
+    if _ZH_HEADING.match(line):
+        return True
+    cleaned = _NOISE.sub("", line)
+    return cleaned != line and bool(_ZH_HEADING_SEPARATED.match(cleaned))
+
+
 def _is_heading(line: str, *, romans: bool) -> bool:
     if len(line) > 90:
         return False
     return bool(
-        _EN_HEADING.match(line) or _ZH_HEADING.match(line) or (romans and _ROMAN_LINE.match(line))
+        _EN_HEADING.match(line) or _zh_heading(line) or (romans and _ROMAN_LINE.match(line))
     )
+
+
+def is_web_residue(line: str) -> bool:
+    """A line of a web page's furniture: navigation words only, a menu bar, a bare address."""
+    line = line.strip()
+    if not line or len(line) > 200:
+        return False
+    if _URL_LINE.match(line):
+        return True
+    words = [w for w in _NAV_SPLIT.split(line) if w]
+    if words and all(w in _NAV_WORDS for w in words) and words != ["目录"]:
+        return True  # a lone 目录 is a contents title (front matter), not a link
+    items = _MENU_SPLIT.split(line)
+    return len(items) >= 3 and all(
+        0 < len(item) <= 8 and not _SENTENCE_MARKS.search(item) for item in items
+    )
+
+
+def _zh_number(digits: str) -> int | None:
+    """The value of ``38``, ``３８`` or ``三十八`` / ``一百零二`` (None when it is not a number)."""
+    if digits.isdigit():
+        return int(digits)
+    total = section = 0
+    number = None
+    for ch in digits:
+        if ch in _ZH_DIGITS:
+            number = _ZH_DIGITS[ch]
+        elif ch in _ZH_UNITS:
+            unit = _ZH_UNITS[ch]
+            if unit == 10000:
+                total += (section + (number or 0)) * unit
+                section = 0
+            else:
+                section += (1 if number is None else number) * unit
+            number = None
+        else:
+            return None
+    return total + section + (number or 0)
+
+
+def heading_key(title: str) -> str:
+    """What makes two headings the same chapter: the ordinal and its unit ("第38回" is
+    "第三十八回"), else the title without noise characters, spaces or case."""
+    cleaned = _NOISE.sub("", title)
+    m = _ZH_ORDINAL.match(cleaned)
+    if m:
+        value = _zh_number(m.group(1))
+        if value is not None:
+            return f"{m.group(2)}{value}"
+    return "".join(cleaned.split()).lower()
 
 
 def join_lines(lines: list[str]) -> str:
@@ -110,8 +202,8 @@ def _blocks(lines: list[str], *, line_mode: bool, zh: bool) -> list[tuple[int, l
             and bool(current)
             and (
                 raw.startswith(("\u3000", "  "))
-                or bool(_ZH_HEADING.match(stripped))
-                or (len(current) == 1 and bool(_ZH_HEADING.match(current[0])))
+                or _zh_heading(stripped)
+                or (len(current) == 1 and _zh_heading(current[0]))
             )
         )
         if not stripped or new_para:
@@ -144,7 +236,8 @@ def split_text(text: str, *, lang: str) -> list[_Section]:
     if start > 0:
         header = [line.strip() for line in lines[:start] if line.strip()]
         sections.append(_Section("Project Gutenberg header", 1, "boilerplate", header))
-    body = lines[start:end]
+    # web residue is blanked (line numbers kept), and left out of the line-mode decision
+    body = ["" if is_web_residue(line) else line for line in lines[start:end]]
     filled = [i for i, line in enumerate(body) if line.strip()]
     nonblank = len(filled)
     blank = (filled[-1] - filled[0] + 1 - nonblank) if filled else 0  # interior blank lines
@@ -179,7 +272,28 @@ def split_text(text: str, *, lang: str) -> list[_Section]:
     if end < len(lines):
         footer = [line.strip() for line in lines[end:] if line.strip()]
         sections.append(_Section("Project Gutenberg license", end + 1, "boilerplate", footer))
-    return sections
+    return _without_duplicate_headings(sections)
+
+
+def _without_duplicate_headings(sections: list[_Section]) -> list[_Section]:
+    """Each chapter once: drop a heading with no text whose chapter comes again with text (a
+    web page's title above its own heading, a contents list line by line), and a chapter whose
+    heading and text repeat an earlier one word for word (a page copied twice)."""
+    with_text = {heading_key(s.title) for s in sections if s.kind == "heading" and s.paragraphs}
+    kept: list[_Section] = []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for section in sections:
+        if section.kind == "heading":
+            key = heading_key(section.title)
+            if not section.paragraphs and key in with_text:
+                continue
+            if section.paragraphs:
+                content = (key, tuple(section.paragraphs))
+                if content in seen:
+                    continue
+                seen.add(content)
+        kept.append(section)
+    return kept
 
 
 def _classify(section: _Section, *, has_headings: bool) -> str | None:

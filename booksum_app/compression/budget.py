@@ -11,8 +11,12 @@ Hierarchical merging (App. A.1): level l's summaries have budget G_l; the top le
 The schedule is the reference implementation's, ``G_l = G * 0.65 ** (L - 1 - l)`` for a tree
 of L levels, floored at ``min(G, 128)`` tokens so deep trees keep useful leaves (the floor is
 ours). L is the smallest depth for which packing worst-case summaries (every summary exactly
-its budget) into merge calls reaches one summary within L levels; packing at run time uses
-real token counts, which are never larger, so the real tree is never deeper than planned.
+its budget) into merge calls reaches one summary within L levels; when that schedule reaches
+one summary a level early, the budgets are re-derived for the shallower tree (a smaller ratio,
+see :func:`plan_hier`), so the plan's depth is the depth of the tree that is built. The run
+keeps that shape: level l has exactly the planned number of merge groups, the summaries of the
+level below split into consecutive groups as evenly as possible (never more than fit in the
+worst case), so a budget is always that of the level it serves.
 Packing rule (App. A.1, §2): ``prompt + context + inputs + G_l + margin <= W`` where the
 context (the previous merged summary of the same level, App. J.2) is capped at 20 % of what
 is left after the prompt and G_l (the reference code's ``0.2 * num_tokens``) and at G_l.
@@ -27,6 +31,7 @@ as in the reference implementation: at chunk i of n the target is ``G * (i + 1) 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -57,13 +62,15 @@ def count_words(text: str) -> int:
     return n_cjk + len(_CJK.sub(" ", text).split())
 
 
-def level_budgets(levels: int, *, max_summary_tokens: int) -> tuple[int, ...]:
-    """G_0..G_{L-1} for a tree of ``levels`` levels: geometric, reaching G at the top."""
+def level_budgets(
+    levels: int, *, max_summary_tokens: int, ratio: float = LEVEL_RATIO
+) -> tuple[int, ...]:
+    """G_0..G_{L-1} for a tree of ``levels`` levels: geometric (``ratio``), reaching G at the top."""
     if levels < 1:
         raise ValueError("a tree has at least one level")
     floor_tokens = min(max_summary_tokens, MIN_BUDGET_TOKENS)
     return tuple(
-        max(floor_tokens, math.floor(max_summary_tokens * LEVEL_RATIO ** (levels - 1 - level)))
+        max(floor_tokens, math.floor(max_summary_tokens * ratio ** (levels - 1 - level)))
         for level in range(levels)
     )
 
@@ -89,7 +96,7 @@ class HierPlan:
     """The planned tree: budgets per level and the worst-case number of nodes per level."""
 
     budgets: tuple[int, ...]  # G_l, l = 0 .. L-1
-    nodes_per_level: tuple[int, ...]  # worst case; the run may finish with fewer
+    nodes_per_level: tuple[int, ...]  # summaries per level, the last 1 (the run builds this shape)
 
     @property
     def levels(self) -> int:
@@ -98,6 +105,43 @@ class HierPlan:
     def budget(self, level: int) -> int:
         """G_l; levels past the plan (never reached when sizes are honest) get the top budget."""
         return self.budgets[min(level, len(self.budgets) - 1)]
+
+
+def _worst_case_counts(
+    budgets: tuple[int, ...],
+    *,
+    n_leaves: int,
+    context_window: int,
+    merge_overhead_tokens: int,
+    item_overhead_tokens: int,
+    item_extra_tokens: Callable[[int], int] | None,
+) -> list[int]:
+    """Summaries per level when every summary is exactly its budget, stopping at one.
+
+    Raises:
+        ContextTooLong: a merge call cannot hold two summaries of the level below.
+    """
+    counts = [n_leaves]
+    for level in range(1, len(budgets)):
+        room = merge_room(
+            context_window=context_window,
+            overhead_tokens=merge_overhead_tokens,
+            budget_tokens=budgets[level],
+        )
+        extra = item_extra_tokens(budgets[level - 1]) if item_extra_tokens else 0
+        per_group = room.inputs_tokens // (budgets[level - 1] + item_overhead_tokens + extra)
+        if per_group < 2:
+            with_extra = f" with {extra} tokens of evidence each" if extra else ""
+            lower = "--evidence-tokens or --max-summary-len" if extra else "--max-summary-len"
+            raise ContextTooLong(
+                f"a {context_window}-token context cannot merge two {budgets[level - 1]}-token "
+                f"summaries{with_extra} into a {budgets[level]}-token one; lower {lower} or use "
+                "a model with a larger context window"
+            )
+        counts.append(math.ceil(counts[-1] / per_group))
+        if counts[-1] == 1:
+            break
+    return counts
 
 
 def plan_hier(
@@ -109,7 +153,15 @@ def plan_hier(
     item_overhead_tokens: int,
     item_extra_tokens: Callable[[int], int] | None = None,
 ) -> HierPlan:
-    """The smallest tree whose worst-case packing ends in one summary (see module docstring).
+    """The shallowest tree whose worst-case packing ends in one summary (see module docstring).
+
+    The depth L is the smallest for which the schedule ``G * 0.65 ** (L - 1 - l)`` packs into
+    one summary within L levels. That schedule can finish a level early (its small leaves pack
+    densely): the tree then has L' < L levels, and the budgets are re-derived for L' levels with
+    the largest ratio (at most 0.65, in steps of 0.01) whose packing ends at exactly L' levels,
+    so every level's budget is the one of the tree that is built, and the leaves get the
+    largest budget such a tree allows. ``nodes_per_level`` then has exactly one entry per
+    budget, the last one 1.
 
     ``item_extra_tokens(G_l)``: tokens sent beside each merged summary of budget G_l (none when
     None).
@@ -121,34 +173,45 @@ def plan_hier(
         raise ValueError("nothing to summarize: no chunks")
     if n_leaves == 1:
         return HierPlan((max_summary_tokens,), (1,))
+    pack = functools.partial(
+        _worst_case_counts,
+        n_leaves=n_leaves,
+        context_window=context_window,
+        merge_overhead_tokens=merge_overhead_tokens,
+        item_overhead_tokens=item_overhead_tokens,
+        item_extra_tokens=item_extra_tokens,
+    )
     for levels in range(2, MAX_LEVELS + 1):
         budgets = level_budgets(levels, max_summary_tokens=max_summary_tokens)
-        counts = [n_leaves]
-        for level in range(1, levels):
-            room = merge_room(
-                context_window=context_window,
-                overhead_tokens=merge_overhead_tokens,
-                budget_tokens=budgets[level],
-            )
-            extra = item_extra_tokens(budgets[level - 1]) if item_extra_tokens else 0
-            per_group = room.inputs_tokens // (budgets[level - 1] + item_overhead_tokens + extra)
-            if per_group < 2:
-                with_extra = f" with {extra} tokens of evidence each" if extra else ""
-                lower = "--evidence-tokens or --max-summary-len" if extra else "--max-summary-len"
-                raise ContextTooLong(
-                    f"a {context_window}-token context cannot merge two {budgets[level - 1]}-token "
-                    f"summaries{with_extra} into a {budgets[level]}-token one; lower {lower} or use "
-                    "a model with a larger context window"
-                )
-            counts.append(math.ceil(counts[-1] / per_group))
-            if counts[-1] == 1:
-                break
-        if counts[-1] == 1:  # may finish a level early: the run then gives the top G
+        counts = pack(budgets)
+        if counts[-1] != 1:
+            continue
+        if len(counts) == levels:
             return HierPlan(budgets, tuple(counts))
+        refit = _refit(len(counts), max_summary_tokens, pack)
+        if refit is not None:
+            return refit
     raise ContextTooLong(
         f"{n_leaves} chunks need more than {MAX_LEVELS} merge levels in a {context_window}-token "
         "context; raise --chunk-size or use a model with a larger context window"
     )
+
+
+def _refit(
+    levels: int, max_summary_tokens: int, pack: Callable[[tuple[int, ...]], list[int]]
+) -> HierPlan | None:
+    """The ``levels``-level geometric schedule with the largest ratio below 0.65 that packs."""
+    for step in range(1, round(LEVEL_RATIO * 100)):
+        budgets = level_budgets(
+            levels, max_summary_tokens=max_summary_tokens, ratio=LEVEL_RATIO - step / 100
+        )
+        try:
+            counts = pack(budgets)
+        except ContextTooLong:
+            continue
+        if len(counts) == levels and counts[-1] == 1:
+            return HierPlan(budgets, tuple(counts))
+    return None
 
 
 def inc_target_tokens(index: int, n_chunks: int, *, max_summary_tokens: int) -> int:

@@ -30,7 +30,7 @@ from booksum_app.config import COMPRESSION_TEMPERATURE, DEFAULT_TEMPERATURE, DEF
 from booksum_app.errors import ModelError
 from booksum_app.llm.base import FINISH_LOOP, ChatModel, Completion, Request, Usage
 
-SENTENCE_FINAL = ".!?。！？…"
+SENTENCE_FINAL = ".!?。！？…．｡"  # ．｡: the full stops of many Chinese web copies
 CLOSERS = "\"'”’」』)）]】》*"
 REGENERATION_TEMPERATURE = COMPRESSION_TEMPERATURE  # the reference code resamples at 1.0
 WORD_SHRINK_PER_RETRY = 0.1  # reference code: word_limit * (1 - 0.1 * attempts)

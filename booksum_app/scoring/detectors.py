@@ -8,6 +8,13 @@ summary; :func:`summarize_failures` aggregates over a system's summaries. Every 
 and threshold is documented in ``docs/scoring.md`` ("Failure modes"); the constants below
 are those thresholds.
 
+Subjective commentary (what the summary says about the book: themes, craft, the reader) is
+told apart from framing (the text named while the plot is told: "The story follows...",
+讲述了), which is counted (``framing_sentences``) but is no failure. Copying is found both
+verbatim (8-grams) and approximately (4-grams joined across a few changed words; characters
+for Chinese). Each detector's precision and recall on its labelled set
+(tests/data/detectors) are in docs/scoring.md.
+
 Words: English text is lowercased and split on every run of characters outside
 ``[a-z0-9]`` (the ROUGE-L tokenizer, :func:`booksum_app.scoring.words.rouge_words`); Chinese
 text is segmented into jieba words, punctuation dropped (the same function).
@@ -18,7 +25,6 @@ from __future__ import annotations
 import functools
 import re
 import string
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -28,68 +34,39 @@ from booksum_app.compression.validity import ends_sentence
 from booksum_app.config import LANGUAGES
 from booksum_app.errors import ConfigError, PromptError
 from booksum_app.prompts import DIRECT_TEMPLATES, TEMPLATE_FIELDS, load_template
+from booksum_app.scoring.detector_rules import (
+    ANSWER_CUE,
+    FRAMING_EN,
+    FRAMING_ZH,
+    SUBJECTIVE_EN,
+    SUBJECTIVE_ZH,
+    TRACE_EN,
+    TRACE_ZH,
+)
 from booksum_app.scoring.keyset import KeySet
 from booksum_app.scoring.ngrams import DEFAULT_LENGTH_TOKENIZER
+from booksum_app.scoring.repeats import (
+    checklist_items,
+    duplicate_count,
+    numbered_items,
+    periodic_tail,
+)
 from booksum_app.scoring.words import rouge_words
 
 COPY_N = 8  # copying: summary n-grams looked up in the source
 COPY_FLAG_SHARE = 0.2  # flagged when at least this share of the 8-grams is in the source...
 COPY_FLAG_SPAN_WORDS = 30  # ...or one copied span is at least this many words long
 ECHO_N = 6  # prompt echo: summary n-grams looked up in the prompt templates
-MIN_REPEATED_SENTENCE_CHARS = 10  # shorter sentences/lines ("Yes." "第一章") are not counted
-MIN_TAIL_REPEATS = 3  # a periodic tail is a block repeated at least this many times...
-MIN_TAIL_CHARS = 30  # ...over at least this many characters (whitespace collapsed)
-MIN_CHECKLIST_ITEMS = 2  # numbered lines count when at least this many come in a row
+APPROX_N = 4  # approximate copying: summary 4-grams looked up in the source...
+APPROX_MAX_GAP = 2  # ...runs of covered words joined across at most this many changed words...
+APPROX_MIN_DENSITY = 0.7  # ...while at least this share of the joined span is covered
+APPROX_SPAN_CHARS_ZH = 45  # Chinese is compared by characters (jieba re-cuts words around a change)
 TOO_SHORT_SHARE = 0.25  # too short: under this share of the requested length
 LANGS = LANGUAGES
 FAILURE_MODES = ("subjective", "copying", "repetition", "echo", "too_short", "cut_off")
 
-_WORD_LEXICON_EN = (
-    # verbs of literary analysis: what a summary *says about* the story rather than its plot
-    r"explor(?:es|ing|ed)", r"delv(?:es|ing|ed)\s+into", r"highlight(?:s|ing|ed)",
-    r"underscor(?:es|ing|ed)", r"showcas(?:es|ing|ed)", r"exemplif(?:ies|ying|ied)",
-    r"symboli[sz](?:es|ing|ed)", r"sheds?\s+light", r"serves?\s+as\s+a\s+(?:reminder|testament)",
-    r"(?:a\s+)?testament\s+to", r"poignant(?:ly)?", r"profound(?:ly)?", r"thought-provoking",
-    r"themes?\s+of",  # not "reflects on" / "grapples with": characters do that (plot)
-    # plot reveals ("Darcy reveals that...") are objective; only abstract objects count
-    (r"reveal(?:s|ing|ed)?\s+(?:the\s+|a\s+|an\s+|his\s+|her\s+|their\s+)?"
-     r"(?:complex\w*|depths?|nature|importance|power|fragility|struggles?|themes?|inner|deeper|"
-     r"human|true\s+nature)"),
-    # the text as a text
-    # "tells her the story of his childhood" is plot
-    r"(?<!tells\s)(?<!told\s)(?<!hear\s)(?<!heard\s)the\s+story(?!\s+of\b)", r"this\s+(?:story|novel|book|tale)", r"the\s+novel", r"the\s+narrative",
-    r"the\s+author", r"the\s+reader", r"the\s+excerpt",
-)
-_LEXICON_ZH = (
-    "揭示", "探讨", "展现了", "体现了", "整个故事", "讲述了", "故事讲述", "描绘了", "展示了",
-    "反映了", "突显", "凸显", "彰显", "主题", "象征", "引人深思", "发人深省",
-    "小说节选", "这部小说", "该小说", "辩证关系", "道德困境", "令人动容",
-)
-_SUBJECTIVE_EN = re.compile(r"\b(?:" + "|".join(_WORD_LEXICON_EN) + r")\b", re.IGNORECASE)
-_SUBJECTIVE_ZH = re.compile("|".join(map(re.escape, _LEXICON_ZH)))
-
-_ANSWER_CUE = re.compile(
-    r"(?:\b(?:updated\s+|condensed\s+|final\s+|merged\s+)?summary\s*(?:\([^)\n]{0,40}\))?\s*[:：])"
-    r"|(?:摘要\s*(?:[（(][^）)\n]{0,20}[）)])?\s*[:：])",
-    re.IGNORECASE,
-)
-_CHECKLIST_LINE = re.compile(
-    r"^\s*(?:\d{1,3}\s*[.)、．]|[（(]\d{1,3}[)）]|[一二三四五六七八九十]{1,3}\s*、)\s*\S"
-)
-_PART_EN = r"(?:segment|section|excerpt|part|portion|chunk|passage|installment|text)"
-_TRACE_EN = re.compile(
-    rf"\b(?:in|within|throughout)\s+(?:this|these|the\s+(?:current|previous|preceding|given|"
-    rf"provided|above|following|next|latest))\s+(?:\w+\s+)?{_PART_EN}s?\b"
-    rf"|\bthe\s+{_PART_EN}\s+(?:provided|above|given)\b",
-    re.IGNORECASE,
-)
-_PART_ZH = r"(?:这|本|此|当前|上述|以上)(?:一|个)?(?:片段|部分|节选|段落)"
-# "在这一片段中" / "本节选里"; a bare "这部分" ("这部分银子") is plain text
-_TRACE_ZH = re.compile(rf"(?:在|于){_PART_ZH}(?:中|里)?|{_PART_ZH}(?:中|里)")
 _PROCESS_PROBE = ("booksum", "detectors")  # its hash changes with the process's hash seed
 _SPACE = re.compile(r"\s+")
-_DIGITS = re.compile(r"\d+")
-_SENTENCE_TRIM = " \t\r\n.!?。！？…,，;；:：\"'“”‘’「」"
 
 
 def words_of(text: str, *, lang: str) -> list[str]:
@@ -120,23 +97,34 @@ class SourceIndex:
     n_words: int
     keys: KeySet
     process_check: int = field(default_factory=lambda: hash(_PROCESS_PROBE))
+    approx_keys: KeySet | None = None  # the source's APPROX_N-grams (copies with words changed)
 
     @classmethod
     def build(cls, texts: str | Iterable[str], *, lang: str, n: int = COPY_N) -> SourceIndex:
         """Index a text (or several, n-grams never crossing from one to the next)."""
         keys: list[int] = []
+        approx: list[int] = []
         n_words = 0
         for text in [texts] if isinstance(texts, str) else texts:
             words = words_of(text, lang=lang)
             n_words += len(words)
             keys += _gram_keys(words, n)
-        return cls(lang=lang, n=n, n_words=n_words, keys=KeySet(keys))
+            if n == COPY_N:
+                approx += _gram_keys(_approx_units(text, words, lang), APPROX_N)
+        return cls(lang=lang, n=n, n_words=n_words, keys=KeySet(keys),
+                   approx_keys=KeySet(approx) if n == COPY_N else None)
 
     def union(self, other: SourceIndex) -> SourceIndex:
         """The n-grams of both (the same ``n`` and language)."""
         if (other.n, other.lang) != (self.n, self.lang):
             raise ValueError("indexes of different n-gram sizes or languages")
-        return SourceIndex(self.lang, self.n, self.n_words + other.n_words, self.keys.union(other.keys))
+        approx = (
+            self.approx_keys.union(other.approx_keys)
+            if self.approx_keys is not None and other.approx_keys is not None
+            else None
+        )
+        return SourceIndex(self.lang, self.n, self.n_words + other.n_words, self.keys.union(other.keys),
+                           approx_keys=approx)
 
 
 @dataclass(frozen=True)
@@ -176,6 +164,50 @@ def overlap(words: Sequence[str], index: SourceIndex) -> Overlap:
             start = None
     longest = max((end - begin for begin, end in spans), default=0)
     return Overlap(len(found), sum(found), longest, tuple(spans))
+
+
+def _approx_units(text: str, words: Sequence[str], lang: str) -> Sequence[str]:
+    # Chinese: characters, since changing one word makes jieba cut its neighbours differently
+    return [ch for ch in text if ch.isalnum()] if lang == "zh" else words
+
+
+def approximate_copy_words(words: Sequence[str], index: SourceIndex) -> int:
+    """Longest span of ``words`` copied from the source with some words changed (0: none).
+
+    ``words``: the summary's words, or for Chinese its letters, digits and characters (as the
+    index holds them). A unit is covered when a summary :data:`APPROX_N`-gram holding it is in
+    the source; covered
+    runs are joined across gaps of at most :data:`APPROX_MAX_GAP` words while at least
+    :data:`APPROX_MIN_DENSITY` of the joined span stays covered. A 75-word copy with every fifth
+    word changed keeps four words in five: one 75-word span. 0 when the index has no
+    approximate keys (built with another ``n``).
+    """
+    if index.approx_keys is None or len(words) < APPROX_N:
+        return 0
+    if index.process_check != hash(_PROCESS_PROBE):
+        raise ConfigError("this SourceIndex was built in another Python process; rebuild it here")
+    covered = [False] * len(words)
+    for i, hit in enumerate(index.approx_keys.found(_gram_keys(words, APPROX_N))):
+        if hit:
+            covered[i:i + APPROX_N] = [True] * APPROX_N
+    runs: list[tuple[int, int]] = []  # (start, end) of covered runs
+    for i, hit in enumerate(covered):
+        if hit and (not runs or runs[-1][1] != i):
+            runs.append((i, i + 1))
+        elif hit:
+            runs[-1] = (runs[-1][0], i + 1)
+    best = 0
+    for first in range(len(runs)):
+        start, end, inside = runs[first][0], runs[first][1], runs[first][1] - runs[first][0]
+        best = max(best, end - start)
+        for nxt_start, nxt_end in runs[first + 1:]:
+            if nxt_start - end > APPROX_MAX_GAP:
+                break
+            inside += nxt_end - nxt_start
+            end = nxt_end
+            if inside >= APPROX_MIN_DENSITY * (end - start):
+                best = max(best, end - start)
+    return best
 
 
 def _prompt_pieces(text: str) -> list[str]:
@@ -224,6 +256,11 @@ class FailureReport:
     too_short: bool | None  # None when the requested length is unknown
     cut_off: bool
     cut_evidence: str  # "finish_reason", "no_final_punctuation", or "" when not cut
+    # added fields (defaults keep older constructors working)
+    framing_sentences: int = 0  # sentences naming the text while telling the plot (not a failure)
+    framing_terms: tuple[str, ...] = ()
+    approx_copied_words: int | None = None  # longest copy with words changed (None without a source)
+    numbered_items: int = 0  # numbered lines in runs of two or more, scaffolding or not
 
     @property
     def failures(self) -> tuple[str, ...]:
@@ -231,6 +268,8 @@ class FailureReport:
         copied = self.copied_share is not None and (
             self.copied_share >= COPY_FLAG_SHARE
             or (self.longest_copied_words or 0) >= COPY_FLAG_SPAN_WORDS
+            or (self.approx_copied_words or 0)
+            >= (APPROX_SPAN_CHARS_ZH if self.lang == "zh" else COPY_FLAG_SPAN_WORDS)
         )
         shown = {
             "subjective": self.subjective_sentences > 0,
@@ -244,66 +283,15 @@ class FailureReport:
         return tuple(mode for mode in FAILURE_MODES if shown[mode])
 
 
-def _normalized_unit(text: str) -> str:
-    # numbers are masked: "段落7: X" and "段落8: X" are the same line (CNNSum App. E.5)
-    return _DIGITS.sub("#", _SPACE.sub(" ", text.lower())).strip(_SENTENCE_TRIM)
-
-
-def duplicate_count(units: Iterable[str]) -> int:
-    """Occurrences beyond the first of each unit (case, spaces, numbers, end marks ignored)."""
-    counts = Counter(u for u in map(_normalized_unit, units) if len(u) >= MIN_REPEATED_SENTENCE_CHARS)
-    return sum(c - 1 for c in counts.values())
-
-
-def _z_function(text: str) -> list[int]:
-    n = len(text)
-    z = [0] * n
-    left = right = 0
-    for i in range(1, n):
-        if i < right:
-            z[i] = min(right - i, z[i - left])
-        while i + z[i] < n and text[z[i]] == text[i + z[i]]:
-            z[i] += 1
-        if i + z[i] > right:
-            left, right = i, i + z[i]
-    return z
-
-
-def periodic_tail(text: str) -> tuple[int, int]:
-    """``(repeats, chars)`` of the text's periodic tail, ``(0, 0)`` when it has none.
-
-    The tail is the longest suffix of the whitespace-collapsed text with a period ``p`` (the
-    smallest such): it must hold the block at least 3 times (copies cut at either end count) over at
-    least 30 characters, and the block must hold two letters, digits or CJK characters. Linear
-    time: the Z-function of the reversed text gives every period's suffix at once.
-    """
-    flat = _SPACE.sub(" ", text).strip()
-    rev = flat[::-1]
-    z = _z_function(rev)
-    for period in range(1, len(rev) // MIN_TAIL_REPEATS + 1):
-        length = z[period] + period  # the suffix of this length has period `period`
-        if length < MIN_TAIL_REPEATS * period or length < MIN_TAIL_CHARS:
-            continue
-        if sum(ch.isalnum() for ch in rev[:period]) < 2:
-            continue
-        return -(-length // period), length  # a copy cut at either end counts
-    return 0, 0
-
-
-def checklist_items(text: str) -> int:
-    """Numbered lines ("1." "2)" "（3）" "四、") in runs of at least two consecutive lines."""
-    total = run = 0
-    for line in text.splitlines():
-        if _CHECKLIST_LINE.match(line):
-            run += 1
-        elif line.strip():  # blank lines between items do not end a list
-            total += run if run >= MIN_CHECKLIST_ITEMS else 0
-            run = 0
-    return total + (run if run >= MIN_CHECKLIST_ITEMS else 0)
+def _framing(sentences: Sequence[str], lang: str) -> tuple[int, tuple[str, ...]]:
+    return _matches(sentences, FRAMING_ZH if lang == "zh" else FRAMING_EN)
 
 
 def _subjective(sentences: Sequence[str], lang: str) -> tuple[int, tuple[str, ...]]:
-    pattern = _SUBJECTIVE_ZH if lang == "zh" else _SUBJECTIVE_EN
+    return _matches(sentences, SUBJECTIVE_ZH if lang == "zh" else SUBJECTIVE_EN)
+
+
+def _matches(sentences: Sequence[str], pattern: re.Pattern[str]) -> tuple[int, tuple[str, ...]]:
     terms: dict[str, None] = {}
     n_sentences = 0
     for sentence in sentences:
@@ -367,6 +355,7 @@ def detect_failures(
     """
     words = words_of(summary, lang=lang)
     copy: Overlap | None = None
+    approx: int | None = None
     if source is not None:
         index = source if isinstance(source, SourceIndex) else SourceIndex.build(source, lang=lang)
         if index.lang != lang or index.n != COPY_N:
@@ -375,8 +364,10 @@ def detect_failures(
                 f"lang={lang!r}, n={COPY_N}: build it with SourceIndex.build(text, lang={lang!r})"
             )
         copy = overlap(words, index)
+        approx = approximate_copy_words(_approx_units(summary, words, lang), index)
     sentences = [summary[s:e] for s, e in sentence_spans(summary, lang=lang)]
     n_subjective, terms = _subjective(sentences, lang)
+    n_framing, framing_terms = _framing(sentences, lang)
     tail_repeats, tail_chars = periodic_tail(summary)
     echo_ngrams, echo_fragments = _echo(words, lang, prompt_texts)
     n_tokens = (count_tokens or _default_count_tokens())(summary)
@@ -389,20 +380,24 @@ def detect_failures(
         copy_ngrams=copy.n_grams if copy else None,
         copied_share=copy.share if copy else None,
         longest_copied_words=copy.longest_words if copy else None,
-        repeated_sentences=duplicate_count(sentences),
-        repeated_lines=duplicate_count(line for line in summary.splitlines() if line.strip()),
+        repeated_sentences=duplicate_count(sentences, lang=lang),
+        repeated_lines=duplicate_count((line for line in summary.splitlines() if line.strip()), lang=lang),
         tail_repeats=tail_repeats,
         tail_chars=tail_chars,
         prompt_echo_ngrams=echo_ngrams,
         prompt_echo_fragments=echo_fragments,
-        answer_cues=len(_ANSWER_CUE.findall(summary)),
+        answer_cues=len(ANSWER_CUE.findall(summary)),
         checklist_items=checklist_items(summary),
-        stepwise_traces=len((_TRACE_ZH if lang == "zh" else _TRACE_EN).findall(summary)),
+        stepwise_traces=len((TRACE_ZH if lang == "zh" else TRACE_EN).findall(summary)),
         n_tokens=n_tokens,
         requested_tokens=requested_tokens,
         too_short=None if requested_tokens is None else n_tokens < TOO_SHORT_SHARE * requested_tokens,
         cut_off=cut_off,
         cut_evidence=cut_evidence,
+        framing_sentences=n_framing,
+        framing_terms=framing_terms,
+        approx_copied_words=approx,
+        numbered_items=numbered_items(summary),
     )
 
 
@@ -464,9 +459,13 @@ __all__ = [
     "FailureSummary",
     "Overlap",
     "SourceIndex",
+    "approximate_copy_words",
     "builtin_prompt_index",
+    "checklist_items",
     "detect_failures",
+    "duplicate_count",
     "failure_summary_to_dict",
+    "numbered_items",
     "overlap",
     "periodic_tail",
     "report_to_dict",

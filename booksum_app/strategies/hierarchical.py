@@ -2,14 +2,13 @@
 
 1. Level 0: summarize every chunk (``summarize_chunk``) within G_0; these calls are
    independent and are all submitted at once.
-2. Level l >= 1: consecutive summaries of level l-1 are packed greedily (real token counts,
-   "Summary k:" headers included) into one merge call while instructions + prior context +
-   inputs + G_l + margin <= W. The first group of a level uses ``merge``; every later group
-   uses ``merge_with_context`` with the previous merged summary of the same level as
-   context, cut at a sentence end to at most ``min(G_l, 20 % of the free room)`` tokens,
-   keeping its beginning (as the reference code does).
-3. Repeat until one summary is left. A group that covers a whole level is the root and gets
-   budget G (when it fits; else G_l). Budgets: :func:`booksum_app.compression.budget.plan_hier`.
+2. Level l >= 1: consecutive summaries of level l-1 go into one merge call while instructions +
+   prior context + inputs + G_l + margin <= W (real token counts, headers included), and at
+   most the group's share of the planned shape (the plan's number of groups per level, shared
+   evenly), so the tree built is the tree budgeted. The first group of a level uses ``merge``;
+   later ones ``merge_with_context`` with the previous merged summary of the level as context,
+   cut at a sentence end to ``min(G_l, 20 % of the free room)`` tokens, its beginning kept.
+3. Repeat until one summary, the root (budget G), is left. Budgets and shape: ``plan_hier``.
 
 Every summary is validated (:mod:`booksum_app.compression.validity`): regenerated when empty,
 cut off, over budget or unfinished, then truncated at a sentence end.
@@ -211,12 +210,14 @@ class _Run:
         self.merge_overhead = ctx_overhead
         self.plain_overhead = self.count(prompts[self.first_template].skeleton())
         self.item_overhead = self.count(ITEM_HEADER.format(k=999) + ITEM_SEPARATOR)
+        # the same inputs as the pre-flight plan (Hierarchical.plan), so both plan one tree: the
+        # larger template, and per item the header plus the boundary token try_group adds
         self.plan: HierPlan = plan_hier(
             n_leaves=len(job.chunks),
             context_window=self.window,
             max_summary_tokens=self.G,
-            merge_overhead_tokens=ctx_overhead,
-            item_overhead_tokens=self.item_overhead,
+            merge_overhead_tokens=max(ctx_overhead, self.plain_overhead),
+            item_overhead_tokens=max(ITEM_OVERHEAD_TOKENS, self.item_overhead + 1),
             item_extra_tokens=self.item_extra_budget,
         )
         self.levels: list[_Level] = [_Level()]
@@ -292,11 +293,7 @@ class _Run:
                 what=f"chunk {index}",
                 fix=f"lower --chunk-size (now {self.cfg.chunk_size})",
             )
-            self.submit(
-                _Pending(
-                    regen, request, 0, index, (), (index, index), budget, prompt_tokens, None, 0
-                )
-            )
+            self.submit(_Pending(regen, request, 0, index, (), (index, index), budget, prompt_tokens, None, 0))
 
     def _regenerator(self, render: object, budget: int, *, purpose: str, node: str) -> Regenerator:
         return regenerator(self.model, render, max_tokens=budget, purpose=purpose, node=node,  # type: ignore[arg-type]
@@ -401,22 +398,34 @@ class _Run:
         """
         room = self.room(level)
         start = state.next_start
+        cap = self.group_size(level, state, below, start)
         used = 0
         end = start
-        while end in below.nodes:
+        while end in below.nodes and end - start < cap:
             tokens = below.nodes[end].tokens + self.item_overhead + 1 + self.item_extra(below.nodes[end])
             if used + tokens > room.inputs_tokens and end > start:
                 break  # the next summary overflows: the group is [start, end)
             used += tokens
             end += 1
         else:
-            # ran out of ready summaries: the group is closed only when the level below is done
-            below_total = len(below.nodes)
-            if not (below.complete and end == below_total and end > start):
-                if below.complete and start == below_total:
-                    state.complete = True
-                return
+            if end - start < cap:
+                # ran out of ready summaries: the group is closed only when the level below is done
+                below_total = len(below.nodes)
+                if not (below.complete and end == below_total and end > start):
+                    if below.complete and start == below_total:
+                        state.complete = True
+                    return
         self.start_group(level, state, below, start, end, used)
+
+    def group_size(self, level: int, state: _Level, below: _Level, start: int) -> int:
+        """Most summaries the next group of ``level`` takes: its even share of the planned shape."""
+        planned = self.plan.nodes_per_level
+        if below.complete or level == 1:
+            total = len(below.nodes) if below.complete else len(self.job.chunks)
+        else:  # a group closed early (a summary over budget) makes the level below larger
+            total = max(planned[level - 1] if level - 1 < len(planned) else 1, below.count)
+        groups = planned[level] if level < len(planned) else 1
+        return max(1, -(-(total - start) // max(1, groups - state.count)))
 
     def start_group(
         self, level: int, state: _Level, below: _Level, start: int, end: int, used: int
@@ -470,20 +479,8 @@ class _Run:
         state.next_start = end
         state.in_flight = True
         span = (below.nodes[start].chunk_span[0], below.nodes[end - 1].chunk_span[1])
-        self.submit(
-            _Pending(
-                regen,
-                request,
-                level,
-                index,
-                tuple(range(start, end)),
-                span,
-                budget,
-                prompt_tokens,
-                context_node,
-                context_tokens,
-            )
-        )
+        self.submit(_Pending(regen, request, level, index, tuple(range(start, end)), span, budget,
+                             prompt_tokens, context_node, context_tokens))
 
 
 __all__ = ["Hierarchical", "format_group"]

@@ -1,0 +1,169 @@
+"""Chinese novels from web copies are read whole: every chapter once, in order, no site furniture.
+
+The fixtures are built here the way such copies come about: a site's chapter pages saved as
+text (a menu bar, the page title above the heading, "后一页 前一页 回目录 回首页" links), the
+whole re-encoded to GB2312 so characters outside it become "?" (裀 in 第六十二回's title, 祲 in
+第一百零二回's), "．" as the full stop. The second fixture (a different site's furniture, UTF-8
+with U+FFFD, a contents list, a page saved twice) was written after the rules, to check them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from booksum_app.books import open_book
+from booksum_app.books.text import heading_key, is_web_residue
+from booksum_app.chunking.sentences import split_sentences
+
+HONGLOU_TITLES = {
+    36: "第三十六回 绣鸳鸯梦兆绛芸轩 识分定情悟梨香院",
+    37: "第三十七回 秋爽斋偶结海棠社 蘅芜苑夜拟菊花题",
+    38: "第三十八回 林潇湘魁夺菊花诗 薛蘅芜讽和螃蟹咏",
+    61: "第六十一回 投鼠忌器宝玉瞒赃 判冤决狱平儿行权",
+    62: "第六十二回 憨湘云醉眠芍药裀 呆香菱情解石榴裙",
+    63: "第六十三回 寿怡红群芳开夜宴 死金丹独艳理亲丧",
+    101: "第一百零一回 大观园月夜感幽魂 散花寺神签惊异兆",
+    102: "第一百零二回 宁国府骨肉病灾祲 大观园符水驱妖孽",
+    118: "第一百十八回 记微嫌舅兄欺弱女 惊谜语妻妾谏痴人",
+    119: "第一百十九回 中乡魁宝玉却尘缘 沐皇恩贾家延世泽",
+    120: "第一百二十回 甄士隐详说太虚情 贾雨村归结红楼梦",
+}
+MENU = "首页|原创书库|古典名著|武侠小说|言情小说|排行榜"
+NAV = ["后一页", "前一页", "回目录", "回首页"]
+
+
+def body(number: int) -> list[str]:
+    """Four paragraphs of a chapter, "．" as the full stop, each naming its chapter."""
+    return [
+        f"　　话说第{number}回开头，宝玉从外头回来，见众人都在园中．黛玉笑道：“你又往哪里去了？”",
+        f"　　宝玉道：“不过在外头走了一走．”说着，便坐下吃茶．这是第{number}回的事．",
+        f"　　一时贾母打发人来叫，众人方散了．袭人收拾了东西，又回来服侍．第{number}回中此事最要紧．",
+        f"　　且听下回分解．第{number}回完．",
+    ]
+
+
+def honglou_web_copy() -> str:
+    lines = ["《红楼梦》曹雪芹", ""]
+    for number, title in HONGLOU_TITLES.items():
+        lines.append(MENU)
+        if number in (38, 119):  # the page title above the heading, with the links between
+            lines += [title, *NAV]
+        heading = title + "?" if number == 62 else title  # a stray mark after the title
+        lines += [heading, *body(number), *NAV, ""]
+    return "\r\n".join(lines)
+
+
+def test_honglou_web_copy_reads_every_chapter_once_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "hongloumeng.txt"
+    path.write_bytes(honglou_web_copy().encode("gb2312", errors="replace"))
+    book = open_book(path)
+    chapters = book.selected_chapters()
+    assert [heading_key(c.title) for c in chapters] == [f"回{n}" for n in HONGLOU_TITLES]
+    assert chapters[4].title == "第六十二回 憨湘云醉眠芍药? 呆香菱情解石榴裙?"  # kept as written
+    assert chapters[7].title == "第一百零二回 宁国府骨肉病灾? 大观园符水驱妖孽"
+    for number, chapter in zip(HONGLOU_TITLES, chapters, strict=True):
+        assert len(chapter.paragraphs) == 4, chapter.title
+        assert all(f"第{number}回" in p for p in chapter.paragraphs)
+        assert not any(word in chapter.text for word in ("首页", "回目录", "后一页", "原创书库"))
+    excluded = [c for c in book.chapters if not c.narrative]
+    assert all(c.title in ("Opening", "") or not c.paragraphs for c in excluded)
+
+
+def test_full_width_full_stop_splits_chinese_sentences() -> None:
+    paragraph = body(62)[1].strip()
+    assert split_sentences(paragraph, lang="zh") == [
+        "宝玉道：“不过在外头走了一走．”", "说着，便坐下吃茶．", "这是第62回的事．",
+    ]
+    assert split_sentences("他走了｡她也走了。", lang="zh") == ["他走了｡", "她也走了。"]
+    assert split_sentences("一共１．５两银子．够了。", lang="zh") == ["一共１．５两银子．", "够了。"]
+
+
+SANGUO_TITLES = [
+    "第一回　宴桃园豪杰三结义　斩黄巾英雄首立功",
+    "第二回　张翼德怒鞭督邮　何国舅谋诛宦竖",
+    "第三回　议温明董卓叱丁原　馈金珠李肃说吕布",
+    "第四回　废汉帝陈留践位　谋董贼孟德\ufffd刀",  # 献 lost in a bad decode
+    "第五回　发矫诏诸镇应曹公　破关兵三英战吕布",
+]
+
+
+def sanguo_web_copy() -> str:
+    lines = ["三国演义", "作者：罗贯中", "", "www.example-novel.com", "", "目录"]
+    lines += [t.replace("\ufffd", "献") for t in SANGUO_TITLES]  # the contents, one line each
+    lines.append("")
+    pages = list(enumerate(SANGUO_TITLES, start=1))
+    pages.insert(3, pages[2])  # the third page saved twice
+    for number, title in pages:
+        lines += [
+            "上一章 ← 章节目录 → 下一章",
+            title,
+            f"　　却说第{number}回里，玄德与关、张二人商议已定。次日，众人同往城外。",
+            f"　　操闻之大喜，便令左右设宴款待。酒至半酣，忽报第{number}回的军情到了。",
+            "返回书页 | 加入书签 | 投票推荐",
+            "http://www.example-novel.com/book/123/",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def test_held_out_web_copy_with_contents_and_a_page_saved_twice(tmp_path: Path) -> None:
+    path = tmp_path / "sanguo.txt"
+    path.write_text(sanguo_web_copy(), encoding="utf-8")
+    book = open_book(path)
+    chapters = book.selected_chapters()
+    assert [heading_key(c.title) for c in chapters] == [f"回{n}" for n in range(1, 6)]
+    for number, chapter in enumerate(chapters, start=1):
+        assert len(chapter.paragraphs) == 2 and all(f"第{number}回" in p for p in chapter.paragraphs)
+        assert not any(w in chapter.text for w in ("章节目录", "返回书页", "example-novel"))
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["首页|原创书库|古典名著|武侠小说", "后一页", "后一页 前一页 回目录 回首页", "上一章 ← 章节目录 → 下一章",
+     "返回书页 | 加入书签 | 投票推荐", "http://www.example.com/a/1.html", "www.example.com"],
+)
+def test_web_residue_lines(line: str) -> None:
+    assert is_web_residue(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["目录", "宝玉道：“回目录去吧。”", "首页写着三个字，众人都看了。", "甲|乙", "他说 上一章 写得好",
+     "贾母|王夫人|薛姨妈说了一句话，众人都笑了。", "第一回 宴桃园豪杰三结义"],
+)
+def test_text_that_looks_like_residue_is_text(line: str) -> None:
+    assert not is_web_residue(line)
+
+
+@pytest.mark.parametrize(
+    ("line", "heading"),
+    [("第六十二回 憨湘云醉眠芍药? 呆香菱情解石榴裙?", True), ("第二回　贾夫人仙逝扬州城\ufffd", True),
+     ("第二回是怎么回事?", False), ("第四回中既将薛家母子略已表明。?", False), ("第二回 你去吗？", False)],
+)
+def test_headings_with_noise_characters(tmp_path: Path, line: str, heading: bool) -> None:
+    from booksum_app.books.text import _is_heading
+
+    assert _is_heading(line, romans=False) is heading
+
+
+@pytest.mark.parametrize(
+    ("title", "key"),
+    [("第三十八回 林潇湘", "回38"), ("第38回", "回38"), ("第３８回", "回38"), ("第一百零二回 x?", "回102"),
+     ("第一百十九回", "回119"), ("第十章", "章10"), ("第两千零一章", "章2001"), ("Chapter 1", "chapter1")],
+)
+def test_heading_keys(title: str, key: str) -> None:
+    assert heading_key(title) == key
+
+
+def test_shuihuzhuan_chapters_once_in_order() -> None:
+    from tests.conftest import BOOKS_DIR
+
+    path = BOOKS_DIR / "shi-naian_shuihuzhuan.txt"
+    if not path.is_file():
+        pytest.skip("水浒传 not in ../shared/books")
+    chapters = open_book(path).selected_chapters()
+    keys = [heading_key(c.title) for c in chapters]
+    assert keys[0].startswith("楔子") and keys[1:] == [f"回{n}" for n in range(1, 121)]
+    assert all(c.paragraphs for c in chapters)
