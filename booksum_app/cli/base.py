@@ -29,9 +29,8 @@ from booksum_app.errors import BooksumError
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from booksum_app.books import Book
     from booksum_app.llm.calls import CallRecord
-    from booksum_app.llm.registry import LLMSettings, ModelSpec
+    from booksum_app.llm.registry import LLMSettings
     from booksum_app.runners.progress import GridSnapshot, ProgressSnapshot
 
     Snapshot = ProgressSnapshot | GridSnapshot
@@ -305,56 +304,6 @@ def _engine_args(items: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
     return tuple(parsed)
 
 
-STDIN_MAX_BYTES = 1 << 30  # a book piped in is read into memory: a gigabyte is far past any book
-
-
-def book_from_arg(book: Path, *, include_front_matter: bool) -> Path | Book:
-    """BOOK as given, or for ``-`` the book read from standard input (format sniffed from its bytes).
-
-    The bytes are spooled to a temporary file only while the reader runs; the book then
-    carries the name ``stdin.<format>`` (its records and logs say so).
-    """
-    if str(book) != "-":
-        return book
-    import dataclasses
-    import tempfile
-
-    from booksum_app.books import open_book
-    from booksum_app.books.detect import sniff_suffix
-    from booksum_app.errors import InputError
-
-    if sys.stdin.isatty():  # nothing piped in: waiting for typed bytes would look like a hang
-        raise InputError("BOOK is - but standard input is a terminal; pipe a book in: booksum summarize - < book.epub")
-    data = sys.stdin.buffer.read(STDIN_MAX_BYTES + 1)
-    if not data.strip():
-        raise InputError("no book on standard input; pipe one in, e.g. booksum summarize - < book.epub")
-    if len(data) > STDIN_MAX_BYTES:
-        raise InputError(f"the book on standard input is over {STDIN_MAX_BYTES >> 20} MiB; pass it as a file")
-    data = _whole_utf8_characters(data)
-    name = "stdin" + sniff_suffix(data[:4096])
-    with tempfile.TemporaryDirectory(prefix="booksum-stdin-") as folder:
-        path = Path(folder) / name
-        path.write_bytes(data)
-        opened = open_book(path, include_front_matter=include_front_matter)
-    return dataclasses.replace(opened, source_path=name)
-
-
-def _whole_utf8_characters(data: bytes) -> bytes:
-    """``data`` without a UTF-8 character cut at its end (``head -c N book.txt | booksum summarize -``).
-
-    A stream may stop mid-character; a file would not. Only an incomplete sequence at the very
-    end (at most 3 bytes) is dropped, and only when everything before it is valid UTF-8.
-    """
-    if b"\x00" in data[:4096]:  # UTF-16/32: not ours to trim
-        return data
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.reason == "unexpected end of data" and exc.end == len(data) and len(data) - exc.start <= 3:
-            return data[: exc.start]
-    return data
-
-
 def plan_options(func: F) -> F:
     """``--max-plan-cost`` and ``-y/--yes``: ask before a run whose upper-bound cost is above a threshold."""
     from booksum_app.runners.judge_plan import DEFAULT_MAX_PLAN_COST_USD
@@ -431,44 +380,6 @@ def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str,
         live.start()
 
 
-OLLAMA_PROBE_TIMEOUT_S = 1.0  # a probe of a local server; a slow or absent one is simply not Ollama
-
-
-def is_ollama(base_url: str) -> bool:
-    """Whether the server behind an OpenAI-compatible ``base_url`` is Ollama: its native API
-    (``GET /api/version``, else ``/api/tags``) answers on the same host. False on any failure."""
-    import urllib.error
-    import urllib.request
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(base_url.split(",")[0].strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        return False
-    for path, field in (("/api/version", "version"), ("/api/tags", "models")):
-        try:
-            with urllib.request.urlopen(f"{parts.scheme}://{parts.netloc}{path}",  # http(s) only: checked above
-                                        timeout=OLLAMA_PROBE_TIMEOUT_S) as reply:
-                data = json.loads(reply.read(1 << 20))
-        except (OSError, ValueError, urllib.error.URLError):
-            continue
-        if isinstance(data, dict) and field in data:
-            return True
-    return False
-
-
-def print_model_notes(spec: ModelSpec) -> None:
-    """The model's notice (demo fallback, unknown model, config typos) and, for ``openai:`` on a
-    server that is Ollama, the advice to use ``ollama:`` (its /v1 API silently cuts prompts at
-    Ollama's default context; the native API is given the context it needs)."""
-    if spec.notice:
-        err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
-    if spec.provider == "openai" and spec.base_url and is_ollama(spec.base_url):
-        err_console.print(
-            f"[yellow]warning:[/] {esc(spec.base_url)} is an Ollama server: its OpenAI-compatible API cuts "
-            f"prompts longer than Ollama's default context without an error; use --model "
-            f"ollama:{esc(spec.model_id)} (docs/models.md)", highlight=False, soft_wrap=True)
-
-
 def llm_options(func: F) -> F:
     """The options of every command that calls a model, spelled and defaulted the same everywhere."""
     for option in reversed(_LLM_OPTIONS):
@@ -504,7 +415,6 @@ __all__ = [
     "json_option",
     "llm_options",
     "llm_settings",
-    "print_model_notes",
     "progress_bar",
     "shared_options",
     "snapshot_line",

@@ -24,9 +24,9 @@ from booksum_app.cli.base import (
     llm_options,
     llm_settings,
     plan_options,
-    print_model_notes,
     snapshot_line,
 )
+from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, LANG_CHOICES
 from booksum_app.errors import BooksumError
 from booksum_app.prompts import DIRECT_TEMPLATES

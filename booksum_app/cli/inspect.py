@@ -9,7 +9,6 @@ import click
 
 from booksum_app.cli.base import (
     FiniteFloat,
-    book_from_arg,
     console,
     emit_json,
     err_console,
@@ -17,6 +16,7 @@ from booksum_app.cli.base import (
     json_file,
     json_option,
 )
+from booksum_app.cli.book_input import book_from_arg
 from booksum_app.config import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_SUMMARY_TOKENS,

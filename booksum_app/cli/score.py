@@ -20,11 +20,11 @@ from booksum_app.cli.base import (
     llm_options,
     llm_settings,
     plan_options,
-    print_model_notes,
     progress_bar,
     snapshot_line,
     stats_text,
 )
+from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 from booksum_app.textsafe import printable

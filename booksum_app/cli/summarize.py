@@ -10,7 +10,6 @@ import click
 
 from booksum_app.cli.base import (
     Heartbeat,
-    book_from_arg,
     call_printer,
     confirm_plan,
     console,
@@ -19,11 +18,12 @@ from booksum_app.cli.base import (
     llm_options,
     llm_settings,
     plan_options,
-    print_model_notes,
     progress_bar,
     snapshot_line,
     stats_text,
 )
+from booksum_app.cli.book_input import book_from_arg
+from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_SUMMARY_TOKENS,

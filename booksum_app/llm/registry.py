@@ -18,30 +18,20 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import importlib.resources
-import json
-import math
 import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, Literal
-
-import platformdirs
 
 from booksum_app.config import (
     ADAPTIVE_INITIAL_CONCURRENCY,
     ADAPTIVE_MAX_CONCURRENCY,
     DEFAULT_TIMEOUT_S,
-    ENV_CACHE_DIR,
-    ENV_CONFIG,
     ENV_JUDGE,
     ENV_MODEL,
     LENGTH_POLICIES,
-    unknown_config_keys,
 )
 from booksum_app.errors import ConfigError
 from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
@@ -51,8 +41,16 @@ from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.limiter import socket_room
 from booksum_app.llm.model_names import family, own_server
+from booksum_app.llm.model_table import (
+    ModelTable,
+    _shipped_table,
+    config_path,
+    default_cache_dir,
+    load_table,
+)
 
 DEFAULT_MODEL = "local"
+ModelSource = Literal["explicit", "config", "env", "default"]
 FALLBACK_NOTICE = (
     "using the embedded SmolLM2-135M demo model; pass --model openai:gpt-4o "
     "(and set OPENAI_API_KEY) for real summaries"
@@ -65,24 +63,6 @@ DEMO_JUDGE_WARNING = (
     "the judge is the embedded 135M demo model: its BooookScores prove the pipeline and mean "
     "nothing about the summaries"
 )
-TOKENIZERS = ("cl100k_base", "o200k_base", "estimate", "native")
-_SPEC_FIELDS = (
-    "context_window",
-    "tokenizer",
-    "input_usd_per_mtok",
-    "output_usd_per_mtok",
-    "cached_input_usd_per_mtok",
-    "cache_write_usd_per_mtok",
-    "max_output_tokens",
-    "reasoning",
-    "length_policy",
-)
-
-_PRICE_FIELDS = tuple(f for f in _SPEC_FIELDS if f.endswith("_usd_per_mtok"))
-
-ModelSource = Literal["explicit", "config", "env", "default"]
-
-
 @dataclass(frozen=True)
 class LLMSettings:
     """How calls are made: cache, concurrency, cost ceiling, retries, server and engine options."""
@@ -144,132 +124,7 @@ class ModelSpec:
         return "; ".join(lines) or None
 
 
-@dataclass(frozen=True)
-class _Table:
-    providers: Mapping[str, Mapping[str, Any]]
-    models: Mapping[str, Mapping[str, Any]]
-    aliases: Mapping[str, str]
-    default_model: str | None
-    judge_model: str | None = None
-    from_config: frozenset[str] = frozenset()  # model names the user's config file added or changed
-    vllm_engine: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # config [vllm_engine]
-    warnings: tuple[str, ...] = ()  # keys of the config file booksum does not read
-
-
-@cache
-def _shipped_table() -> dict[str, Any]:
-    text = (
-        importlib.resources.files("booksum_app").joinpath("data", "models.json").read_text("utf-8")
-    )
-    data: dict[str, Any] = json.loads(text)
-    return data
-
-
-def config_path(env: Mapping[str, str]) -> Path:
-    """Where the user config file is looked for."""
-    explicit = env.get(ENV_CONFIG)
-    if explicit:
-        return Path(explicit).expanduser()
-    return Path(platformdirs.user_config_dir("booksum")) / "config.toml"
-
-
-def default_cache_dir(env: Mapping[str, str]) -> Path:
-    """``BOOKSUM_CACHE_DIR`` if set, else the platform's user cache dir for booksum."""
-    explicit = env.get(ENV_CACHE_DIR)
-    return Path(explicit).expanduser() if explicit else Path(platformdirs.user_cache_dir("booksum"))
-
-
-def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
-    unknown = set(entry) - set(_SPEC_FIELDS) - {"aliases", "base_url"}
-    if unknown:
-        raise ConfigError(
-            f"{where}: model {name!r} has unknown field(s) {sorted(unknown)}; "
-            f"allowed: {', '.join(_SPEC_FIELDS)}, aliases, base_url"
-        )
-    if not isinstance(entry.get("base_url", ""), str):
-        raise ConfigError(f"{where}: model {name!r} base_url must be a URL string (\"\": the provider's own API)")
-    tok = entry.get("tokenizer")
-    if tok is not None and tok not in TOKENIZERS:
-        raise ConfigError(f"{where}: model {name!r} tokenizer {tok!r}; use one of {TOKENIZERS}")
-    policy = entry.get("length_policy")
-    if policy is not None and policy not in LENGTH_POLICIES:
-        raise ConfigError(f"{where}: model {name!r} length_policy {policy!r}; use one of {LENGTH_POLICIES}")
-    cw = entry.get("context_window")
-    if cw is not None and (not isinstance(cw, int) or cw <= 0):
-        raise ConfigError(f"{where}: model {name!r} context_window must be a positive integer")
-    for key in _PRICE_FIELDS:
-        price = entry.get(key)
-        # a nan price makes every comparison with --max-cost false: the ceiling would never hold
-        if price is not None and (isinstance(price, bool) or not isinstance(price, int | float)
-                                  or not math.isfinite(price) or price < 0):
-            raise ConfigError(f"{where}: model {name!r} {key} must be a finite number of at least 0")
-    max_out = entry.get("max_output_tokens")
-    if max_out is not None and (isinstance(max_out, bool) or not isinstance(max_out, int) or max_out <= 0):
-        raise ConfigError(f"{where}: model {name!r} max_output_tokens must be a positive integer")
-
-
-def load_table(path: Path | None) -> _Table:
-    """The shipped model table merged with the user's config file (if it exists), read once per
-    version of the file: a command resolves several model strings (the grid's, the judge's)."""
-    try:
-        stat = path.stat() if path is not None else None
-    except OSError:
-        stat = None
-    version = (str(path), stat.st_mtime_ns, stat.st_size) if stat is not None else (str(path), 0, -1)
-    if version not in _TABLES:
-        _TABLES[version] = _read_table(path)
-    return _TABLES[version]
-
-
-_TABLES: dict[tuple[str, int, int], _Table] = {}
-
-
-def _read_table(path: Path | None) -> _Table:
-    shipped = _shipped_table()
-    models: dict[str, dict[str, Any]] = {k: dict(v) for k, v in shipped["models"].items()}
-    user: dict[str, Any] = {}
-    if path is not None and path.is_file():
-        try:
-            user = tomllib.loads(path.read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc}; fix or remove it") from exc
-    user_models = user.get("models", {})
-    if not isinstance(user_models, dict):
-        raise ConfigError(f"{path}: [models] must be a table of model strings")
-    for name, entry in user_models.items():
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{path}: [models.{name!r}] must be a table")
-        _check_entry(name, entry, str(path))
-        canonical = _canonical_name(name)
-        models[canonical] = {**models.get(canonical, {}), **entry}
-    aliases: dict[str, str] = {}
-    for name, entry in models.items():
-        for alias in entry.get("aliases", ()):
-            aliases[alias] = name
-    user_aliases = user.get("aliases", {})
-    if not isinstance(user_aliases, dict):
-        raise ConfigError(f"{path}: [aliases] must map names to model strings")
-    aliases.update({str(k): str(v) for k, v in user_aliases.items()})
-    default = user.get("default_model")
-    judge = user.get("judge_model")
-    for key, value in (("default_model", default), ("judge_model", judge)):
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            # "" would silently mean the embedded demo model (or no judge): refused
-            raise ConfigError(f"{path}: {key} must be a model string, e.g. {key} = \"openai:gpt-4o\"; "
-                              "remove the line for booksum's default")
-    from_config = frozenset(_canonical_name(name) for name in user_models)
-    engine = user.get("vllm_engine", {})
-    if not isinstance(engine, dict):
-        raise ConfigError(f"{path}: [vllm_engine] must be a table of vLLM engine arguments")
-    return _Table(shipped["providers"], models, aliases, default, judge, from_config, engine,
-                  unknown_config_keys(list(user), str(path)))
-
-
-def _canonical_name(name: str) -> str:
-    return "local" if name in ("local", "local:") else name
-
-
-def _split(model: str, table: _Table) -> tuple[str, str]:
+def _split(model: str, table: ModelTable) -> tuple[str, str]:
     """``(provider, model_id)`` of a model string or alias."""
     model = model.strip()
     if not model:
@@ -314,7 +169,7 @@ def _price_or_none(entry: Mapping[str, Any], key: str) -> float | None:
 
 
 def _spec_from(
-    provider: str, model_id: str, table: _Table, *, base_url: str | None, n_ctx: int | None
+    provider: str, model_id: str, table: ModelTable, *, base_url: str | None, n_ctx: int | None
 ) -> ModelSpec:
     name = "local" if provider == "local" and not model_id else f"{provider}:{model_id}"
     entry = table.models.get(name) or table.models.get(family(name))
@@ -548,3 +403,10 @@ def get_model(
         notice=spec.notice,
     )
     return client
+
+
+__all__ = [
+    "DEFAULT_MODEL", "LLMSettings", "ModelEntry", "ModelSpec", "choose_judge", "choose_model", "config_path",
+    "default_cache_dir", "get_model", "installed_backends", "is_demo_model", "is_reasoning_model", "list_models",
+    "load_table", "resolve_model",
+]
