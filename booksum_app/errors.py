@@ -75,9 +75,10 @@ class BooksumError(Exception):
     """
 
     exit_code = 1
-    # what a failed run had paid before it failed (a ``Tally``), set by the runner: the CLI
+    # what a failed run had paid (a ``Meter``, or a ``Tally``), set by the runner: the CLI
     # writes it to a partial record so that nothing paid for goes unaccounted
     spent: Any = None
+    spent_record: Any = None  # the Path of the partial record the CLI wrote, if any
 
     def __init__(self, *args: object) -> None:
         super().__init__(*(printable(a, newlines=True) if isinstance(a, str) else a for a in args))

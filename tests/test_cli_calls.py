@@ -66,6 +66,11 @@ def test_a_failed_run_says_what_it_spent(tmp_path: Path) -> None:
     assert code == 4
     line = stderr.strip().splitlines()[-1]
     assert "spent before failing: $" in line and "3 of them wasted replies" in line
+    partial = tmp_path / "out.failed.json"
+    assert f"recorded in {partial}" in line
+    record = json.loads(partial.read_text())
+    assert record["status"] == "failed" and record["totals"]["input_tokens"] == server.billed.input_tokens
+    assert record["totals"]["wasted_attempts"] == 3 and "401" in record["error"]
 
 
 def test_totals_are_counted_at_the_client_not_from_the_strategys_own_list(monkeypatch: pytest.MonkeyPatch) -> None:

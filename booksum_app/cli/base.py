@@ -21,10 +21,13 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import click
 from rich.console import Console
-from rich.markup import escape as esc  # everything from outside is data, never markup
 
 from booksum_app.config import DEFAULT_TIMEOUT_S, HEARTBEAT_S, MAX_TIMEOUT_S, REASONING_EFFORTS
 from booksum_app.errors import BooksumError
+from booksum_app.textsafe import (
+    markup_safe as esc,  # outside text: never markup, no control sequences
+)
+from booksum_app.textsafe import printable
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -122,10 +125,10 @@ def call_printer() -> Callable[[CallRecord], None] | None:
         u = record.usage  # prompt-cache reads / writes, when the provider reported any
         cached = f" ({u.cached_input_tokens:,} cached)" if u.cached_input_tokens else ""
         cached += f" ({u.cache_write_input_tokens:,} written to cache)" if u.cache_write_input_tokens else ""
-        err_console.print(
+        err_console.print(printable(  # the model name and finish reason come from the server
             f"call {record.purpose} {record.model}: {record.usage.input_tokens:,} in{cached} + "
             f"{record.usage.output_tokens:,} out tokens ({source}), finish {record.finish_reason}, "
-            f"{record.attempts} attempt(s)", markup=False, highlight=False, soft_wrap=True)
+            f"{record.attempts} attempt(s)"), markup=False, highlight=False, soft_wrap=True)
 
     return show
 
@@ -163,7 +166,7 @@ class Heartbeat:
         start = time.monotonic()
         while not self._stop.wait(interval_s):
             line = f"booksum [{time.monotonic() - start:.0f}s] {self._line()}"
-            err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+            err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
 
 
 HEARTBEAT_MIN_S = 1.0  # a smaller interval would flood the log (0 was a busy loop)
@@ -221,12 +224,13 @@ def snapshot_line(snap: Snapshot) -> str:
 
 def _spent_before(exc: BooksumError) -> str:
     """What a failed run had paid, when it paid anything: the line ends with it."""
-    spent = exc.spent
+    spent = getattr(exc.spent, "tally", exc.spent)  # a Meter, read now that its calls have ended
     if spent is None or not (spent.spent_usd or spent.input_tokens):
         return ""
     wasted = f", {spent.wasted_attempts} of them wasted replies" if spent.wasted_attempts else ""
+    where = f"; recorded in {exc.spent_record}" if exc.spent_record is not None else ""
     return (f" (spent before failing: ${spent.spent_usd:.4f}, {spent.input_tokens:,}+{spent.output_tokens:,} "
-            f"tokens{wasted}; answered calls are cached)")
+            f"tokens{wasted}; answered calls are cached{where})")
 
 
 def handle_errors(func: F) -> F:

@@ -93,7 +93,13 @@ def summarize_command(
     from booksum_app.runners.progress import RunProgress
     from booksum_app.runners.quality import quality_line, record_quality
     from booksum_app.runners.run_config import option_aliases, parse_set
-    from booksum_app.runners.summarize import RunConfig, cut_note, default_record_path, run_summary
+    from booksum_app.runners.summarize import (
+        RunConfig,
+        cut_note,
+        default_record_path,
+        run_summary,
+        write_failed_record,
+    )
 
     aliases = option_aliases(direct_template=direct_template, chapters=per_chapter or None,
                              evidence_tokens=evidence_tokens)
@@ -137,9 +143,13 @@ def summarize_command(
         confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="This summary", live=bar)
 
     tracker.listeners.append(draw)
-    with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
-        record = run_summary(source, run, llm_settings=settings, progress=tracker, on_call=call_printer(), spec=spec,
-                             before_run=before_run)
+    try:
+        with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
+            record = run_summary(source, run, llm_settings=settings, progress=tracker, on_call=call_printer(),
+                                 spec=spec, before_run=before_run)
+    except BooksumError as exc:  # what it paid is recorded before the one line goes out
+        exc.spent_record = write_failed_record(record_path, exc, run=run, model=spec.info.name, book=str(book))
+        raise
     markdown = record.summary + "\n"
     if run.per_chapter:
         from booksum_app.runners.chapters import chapters_markdown_from_record
@@ -168,6 +178,8 @@ def summarize_command(
     cut = cut_note(record)  # the record says it per call; the terminal must say it too
     if cut is not None:
         err_console.print(f"[yellow]warning:[/] {cut}", highlight=False, soft_wrap=True)
+    for note in record.extra.get("call_notes", ()):  # replies without usage, absurd counts: estimated
+        err_console.print(f"[yellow]warning:[/] {esc(note)}", highlight=False, soft_wrap=True)
     err_console.print(quality_line(quality), highlight=False, soft_wrap=True, markup=False)
     if not record.summary.strip():  # a run that produced nothing is not a success, even if it was paid for
         raise BooksumError(

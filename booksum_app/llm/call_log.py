@@ -21,7 +21,7 @@ from booksum_app.errors import ConfigError
 from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
 from booksum_app.llm.backends import BUILTIN
 from booksum_app.llm.base import ModelInfo, Usage
-from booksum_app.llm.cache import CACHE_FILENAME
+from booksum_app.llm.cache import CACHE_FILENAME, WASTED_PREFIX
 from booksum_app.llm.registry import ModelEntry, choose_model, list_models
 
 LAST_RUN = "last"  # --run last: the newest run that has an id
@@ -244,7 +244,9 @@ def model_totals(directory: Path | str, *, before: float | None = None,
             return ()
         name = "COALESCE(model_string, model)" if "model_string" in have else "model"
         writes = "cache_write_input_tokens" if "cache_write_input_tokens" in have else "0"
-        where, args = (" WHERE created < ?", [before]) if before is not None else ("", [])
+        # answers only: a logged wasted reply (llm/cache.py, WASTED_PREFIX) is money, not an answer
+        where = f" WHERE key NOT LIKE '{WASTED_PREFIX}%'" + (" AND created < ?" if before is not None else "")
+        args = [before] if before is not None else []
         rows = db.execute(
             f"SELECT {name}, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cached_input_tokens), "
             f"SUM({writes}) FROM calls{where} GROUP BY 1 ORDER BY 2 DESC, 1", args).fetchall()

@@ -23,7 +23,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from booksum_app.errors import ConfigError, ContextTooLong, ModelError, ModelUnavailable
+from booksum_app.errors import (
+    ConfigError,
+    ContextTooLong,
+    ModelError,
+    ModelUnavailable,
+    server_message,
+)
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.batcher import Gatherer
 
@@ -129,9 +135,9 @@ class VLLMBackend(BackendBase):
             message = str(exc)
             if "longer than the maximum model length" in message or "max_model_len" in message:
                 raise ContextTooLong(
-                    f"{self.info.name}: prompt too long for the context window: {message[:300]}"
+                    f"{self.info.name}: prompt too long for the context window: {server_message(message)}"
                 ) from exc
-            raise _RequestRejected(f"{self.info.name}: generation failed: {message[:300]}") from exc
+            raise _RequestRejected(f"{self.info.name}: generation failed: {server_message(message)}") from exc
         latency = (time.perf_counter() - start) / len(requests)
         if len(outputs) != len(requests):
             raise ModelError(

@@ -39,6 +39,7 @@ from booksum_app.config import (
     DEFAULT_TOP_P,
 )
 from booksum_app.errors import BooksumError, ConfigError, ModelError
+from booksum_app.files import write_json_atomic
 from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request, Tally
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.context import default_context
@@ -282,6 +283,9 @@ def _run(
             extra["chapters"] = [dataclasses.asdict(c) for c in per_chapter]
         summary, calls, cleaning = _clean(result, chat=chat, config=config, bundle=bundle,
                                           clean_bundle=run.clean_bundle())
+    notes = list(getattr(chat, "notes", ()))  # a Client's anomalies (replies with no or absurd usage)
+    if notes:
+        extra["call_notes"] = notes
     return SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,
@@ -339,13 +343,32 @@ def _clean(
     return cleaned.cleaned, result.calls + cleaned.calls, cleaning
 
 
+def write_failed_record(record_path: Path, exc: BooksumError, *, run: RunConfig, model: str, book: str) -> Path | None:
+    """``NAME.failed.json`` beside the record a run would have written: what it paid before ``exc``.
+
+    Nothing paid for is lost: the answers are in the call cache (a rerun replays them), and this
+    file says what they cost. None when the run had paid nothing (or the file cannot be written).
+    """
+    spent = exc.spent.tally if isinstance(exc.spent, Meter) else exc.spent
+    if not isinstance(spent, Tally) or not (spent.spent_usd or spent.input_tokens):
+        return None
+    path = record_path.with_name(record_path.stem + ".failed.json")
+    data = {"status": "failed", "error": str(exc), "strategy": run.strategy, "model": model, "book": book,
+            "totals": dataclasses.asdict(spent), "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    try:
+        write_json_atomic(path, data)
+    except OSError:
+        return None
+    return path
+
+
 @contextmanager
 def _spent_on_failure(meter: Meter) -> Iterator[None]:
-    """A run that fails carries what it had spent (``exc.spent``, a Tally) for its partial record."""
+    """A run that fails carries its meter (``exc.spent``: what it spent) for its partial record."""
     try:
         yield
     except BooksumError as exc:
-        exc.spent = meter.tally
+        exc.spent = meter  # read once the client is closed: calls still in flight then are counted too
         raise
 
 
