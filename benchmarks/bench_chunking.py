@@ -3,7 +3,7 @@
 Each run is a fresh subprocess (cold caches: encoding load, lazy imports), timed inside from
 just before reading to just after chunking; peak memory is that process's max RSS
 (``resource.getrusage``), which includes the interpreter and every import.
-Targets (SPEC/brief): median < 3 s, peak < 400 MB.
+Targets: median < 3 s, peak < 400 MB.
 
     python benchmarks/bench_chunking.py [--runs 5] [--chunk-size 2048] [--tokenizer cl100k_base]
     python benchmarks/bench_chunking.py --estimate-ratio   # estimate vs cl100k/o200k per book

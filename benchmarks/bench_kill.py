@@ -28,7 +28,7 @@ from pathlib import Path
 from booksum_app.testing.fake_server import FakeServer
 
 REPO = Path(__file__).resolve().parents[1]
-BOOK = REPO / "samples" / "h-g-wells_the-time-machine.epub"  # the sample in the repo: no ../shared needed
+BOOK = REPO / "samples" / "h-g-wells_the-time-machine.epub"  # the sample in the repository: no data to fetch
 
 
 def command(book: Path, server: FakeServer, concurrency: int, out: Path) -> list[str]:

@@ -233,7 +233,8 @@ def test_experiment_file_with_overrides(books: list[Path], tmp_path: Path) -> No
 
 def test_example_experiment_file_loads() -> None:
     if not (RELEASE_DIR / "summaries").is_dir() or not BOOKS_DIR.is_dir():
-        pytest.skip("the example names ../shared's books and BooookScore release: not found")
+        pytest.skip("the example reads the sample books and the BooookScore release through booksum data: "
+                    "set BOOKSUM_DATA_DIR or run booksum data fetch")
     example = Path(__file__).resolve().parents[1] / "examples" / "experiment.toml"
     values = load_experiment(example)
     exp = build_experiment(values, {})

@@ -1,4 +1,4 @@
-"""open_book: pick a reader from the file's content and extension (SPEC §2.1)."""
+"""open_book: pick a reader from the file's content and extension."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Language of a text: "zh" when CJK ideographs dominate, else "en".
 
-A deliberately small rule, enough for the two languages the pipeline supports
-(SPEC §2.1): ideographs are counted against Latin words, since one Chinese
-character carries roughly one English word's worth of text.
+A deliberately small rule, enough for the two languages the pipeline supports: ideographs
+are counted against Latin words, since one Chinese character carries roughly one English word's worth of text.
 """
 
 from __future__ import annotations

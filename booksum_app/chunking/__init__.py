@@ -1,4 +1,4 @@
-"""Tokens, sentences and chunks (BooookScore §2, App. A; SPEC §2.2)."""
+"""Tokens, sentences and chunks (BooookScore §2, App. A)."""
 
 from __future__ import annotations
 

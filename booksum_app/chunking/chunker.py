@@ -1,4 +1,4 @@
-"""Token-budgeted chunks that end at sentence boundaries (BooookScore §2 fn. 3, App. A; SPEC §2.2).
+"""Token-budgeted chunks that end at sentence boundaries (BooookScore §2 fn. 3, App. A).
 
 Algorithm (greedy, one pass):
 

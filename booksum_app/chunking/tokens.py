@@ -1,6 +1,6 @@
 """Token counters: offline tiktoken encodings, a conservative estimate, and model-native counters.
 
-SPEC §2.2 (token counts): chunks are measured with the tokenizer of the model in use.
+Token counts: chunks are measured with the tokenizer of the model in use.
 
 - ``cl100k_base`` / ``o200k_base``: OpenAI's BPE encodings. tiktoken normally downloads its
   ``.tiktoken`` rank files at run time; here the ranks come from the files that the

@@ -1,4 +1,4 @@
-"""The model seam (SPEC §3): requests and completions, the call layer, the registry of models.
+"""The model seam: requests and completions, the call layer, the registry of models.
 
 Provider backends (``openai_backend``, ``anthropic_backend``, ``vllm_backend``,
 ``local_backend``) are imported only when a model of theirs is built, so their SDKs stay

@@ -1,4 +1,4 @@
-"""Compare strategies on a book set (``booksum compare``, SPEC §1 job 2; BooookScore §5, Table 2).
+"""Compare strategies on a book set (``booksum compare`` job 2; BooookScore §5, Table 2).
 
 Runs every configuration of an :class:`~booksum_app.runners.experiment.Experiment` on every
 book, scores every summary (BooookScore judge + n-gram statistics) and aggregates one row per

@@ -8,7 +8,7 @@ deliberate deduplication: running it per chunk size would repeat identical work)
 
 Experiment file (TOML; every key optional, command-line options override it)::
 
-    books = ["../shared/books"]            # book files and/or directories of books
+    books = ["books/", "data:sample-books"]   # files, directories, and data sets of `booksum data`
     strategies = ["hier", "inc", "direct"]
     models = ["openai:gpt-4o-mini"]
     chunk_sizes = [2048, 4096]
@@ -28,6 +28,7 @@ Relative paths in the file are relative to the file.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -285,7 +286,16 @@ def release_sets(directory: Path) -> tuple[PrecomputedSet, ...]:
     return tuple(sets)
 
 
+DATA_PREFIX = "data:"  # "data:sample-books/x.epub": inside a data set of `booksum data`, wherever it lives
+
+
 def _rel(path: Path, base: Path | None) -> Path:
+    text = str(path)
+    if text.startswith(DATA_PREFIX):
+        from booksum_app.runners.data import data_path
+
+        name, _, rest = text[len(DATA_PREFIX):].partition("/")
+        return data_path(name, os.environ) / rest
     path = path.expanduser()
     return path if base is None or path.is_absolute() else base / path
 

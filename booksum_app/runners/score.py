@@ -7,7 +7,7 @@ text file. A summary's book key is the record's ``book.source_path`` file name (
 release keys such as ``yellowface.epub``), else its ``book.title``, else the file name.
 
 BooookScore comes from ``--annotations`` files (no LLM call) or from the judge model; the
-statistics of SPEC §2.4 follow. Sources (``--source``) are matched to summaries by file-name
+n-gram statistics follow. Sources (``--source``) are matched to summaries by file-name
 stem, references (``--references``) by key or stem. Nothing here prints; the CLI renders the
 returned :class:`ScoreRun`.
 """

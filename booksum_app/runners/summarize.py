@@ -1,4 +1,4 @@
-"""Summarize one book: read, chunk, run a strategy, clean, and build the record (SPEC §2, §2.3).
+"""Summarize one book: read, chunk, run a strategy, clean, and build the record.
 
 Post-processing (BooookScore App. A.2 fn. 20, J.3, D.1) runs on the final summary of every
 strategy when ``clean`` is on: the LLM artifact-removal pass, then the deterministic cleanup

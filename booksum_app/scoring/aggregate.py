@@ -7,7 +7,7 @@ n comes from splitting the summary with NLTK Punkt English, every summary of the
 (one with no annotated sentence scores 1), and the number of confusing sentences is the
 number of annotated sentences of that book. For batched (v2) files n is the number of entries.
 
-Deviation (SPEC §2.4): sentences the judge never answered readably are *unparseable*; they
+Deviation: sentences the judge never answered readably are *unparseable*; they
 are left out of n (never counted as no confusion) and reported. A summary with no judged
 sentence (empty, or all unparseable) has no score and is left out of the mean
 (``n_unscored``).

@@ -1,4 +1,4 @@
-"""Read and write the BooookScore release formats (summaries and annotations; SPEC §4).
+"""Read and write the BooookScore release formats (summaries and annotations).
 
 Formats (github.com/lilakk/BooookScore, ``summaries/`` and ``annotations/``):
 
