@@ -147,10 +147,8 @@ def test_a_stale_lease_is_taken_over_at_once(tmp_path: Path, case: str) -> None:
     else:  # live process (ours' parent) that stopped renewing
         plant_lease(tmp_path, "k", pid=os.getppid(), expires=time.time() - 1)
     cache = CallCache(tmp_path)
-    start = time.monotonic()
-    lease = cache.claim("k")
+    lease = cache.try_claim("k")  # never waits: a stale lease is taken over at once, not after a poll
     assert isinstance(lease, Lease)
-    assert time.monotonic() - start < 0.5
     assert [row[1] for row in leases(tmp_path)] == [lease.token]
     cache.close()
 
@@ -178,9 +176,7 @@ def test_a_killed_owner_is_taken_over_quickly(tmp_path: Path) -> None:
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.communicate(timeout=30)
-    start = time.monotonic()
-    assert isinstance(cache.claim("k"), Lease)
-    assert time.monotonic() - start < 0.5
+    assert isinstance(cache.try_claim("k"), Lease)  # taken over at once: its pid is dead
     cache.close()
 
 
@@ -223,9 +219,7 @@ def test_a_failed_call_releases_its_lease(tmp_path: Path) -> None:
         client.complete(request)
     assert leases(tmp_path) == []
     other = CallCache(tmp_path)
-    start = time.monotonic()
-    assert isinstance(other.claim(client._key(request)), Lease)  # no wait for a lease nobody holds
-    assert time.monotonic() - start < 0.2
+    assert isinstance(other.try_claim(client._key(request)), Lease)  # nobody holds it: no wait
     other.close()
     assert client.complete(request).text == "A summary."
     client.close()

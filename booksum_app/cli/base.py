@@ -169,7 +169,7 @@ class Heartbeat:
             err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
 
 
-HEARTBEAT_MIN_S = 1.0  # a smaller interval would flood the log (0 was a busy loop)
+HEARTBEAT_MIN_S = 0.1  # a smaller interval would flood the log (0 was a busy loop)
 
 
 def heartbeat_interval(raw: str | None) -> float:
