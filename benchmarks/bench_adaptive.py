@@ -4,7 +4,8 @@ Runs ``summarize_book(strategy="hier")`` on a sample book through the real OpenA
 fake server (in this process, answering each call after ``--latency`` seconds), with the
 default options (adaptive limit for hosted APIs); then the same with the fake server in a
 process of its own (as a real server is: its CPU no longer shares this process's GIL); then
-against a server in this process that answers 429 above ``--server-limit`` calls in flight. Prints calls, wall time, the critical path
+against a server in this process that answers 429 above ``--server-limit`` calls in flight.
+Prints calls, wall time, the critical path
 (longest chain of dependent calls x latency, from the record: a leaf's tries, then each merge
 after its inputs and the previous group of its level, then cleaning) and their ratio, the
 peak in flight, and the share of calls rejected. ``--scale-latencies`` adds own-process runs at

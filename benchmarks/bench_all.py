@@ -33,7 +33,9 @@ BENCHMARKS: dict[str, tuple[list[str], bool]] = {
                False),
     "hier": (["bench_hier.py", "--server", "--latency", "0.5", "--repeat", "1"], False),
     "adaptive": (["bench_adaptive.py", "--book", "pride", "--latency", "0.2"], False),
-    "adaptive_war_and_peace": (["bench_adaptive.py", "--book", "war", "--latency", "0.2", "--scale-latencies", "2"], True),
+    "adaptive_war_and_peace": (
+        ["bench_adaptive.py", "--book", "war", "--latency", "0.2", "--scale-latencies", "2"], True
+    ),
     "judge_memory": (["bench_judge_memory.py"], False),
     "judge_bill": (["bench_judge_bill.py"], False),
     "kill": (["bench_kill.py", "--kills", "3"], True),

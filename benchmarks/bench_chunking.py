@@ -80,7 +80,8 @@ def estimate_ratios() -> None:
         from booksum_app.books.epub import read_epub as open_book
     cl, o2, est = (get_tokenizer(n) for n in ("cl100k_base", "o200k_base", "estimate"))
     print(
-        f"{'book':40} {'cl100k':>8} {'o200k':>8} {'estimate':>9} {'est/cl':>7} {'est/o2':>7} {'max cl100k of 2048-est chunks':>30}"
+        f"{'book':40} {'cl100k':>8} {'o200k':>8} {'estimate':>9} {'est/cl':>7} {'est/o2':>7}"
+        f" {'max cl100k of 2048-est chunks':>30}"
     )
     for path in sorted(BOOKS.glob("*.epub")):
         book = open_book(path)
@@ -119,7 +120,8 @@ def main() -> None:
     )
     print(
         f"read+chunk median {med['total_s']:.2f} s  (read {med['read_s']:.2f} s, chunk {med['chunk_s']:.2f} s;"
-        f" package import {med['import_s']:.2f} s not counted; CPU {med['cpu_s']:.2f} s)  min {min(r['total_s'] for r in runs):.2f} s"
+        f" package import {med['import_s']:.2f} s not counted; CPU {med['cpu_s']:.2f} s)"
+        f"  min {min(r['total_s'] for r in runs):.2f} s"
     )
     print(
         f"peak RSS {peak:.0f} MB  tokens {last['tokens']:.0f}  chunks {last['chunks']:.0f}"

@@ -19,7 +19,8 @@ Identical copies share every request, so the call cache's leases make one copy p
 others wait: that measures the many-copies case, not throughput. ``--distinct`` writes each
 copy as plain text with a marker of its own in every paragraph, so every call is new.
 
-    python benchmarks/bench_compare_scale.py [--books 40] [--latency 1.0] [--concurrency 256] [--jobs 0] [--distinct] [--timeline]
+    python benchmarks/bench_compare_scale.py [--books 40] [--latency 1.0] [--concurrency 256] \\
+        [--jobs 0] [--distinct] [--timeline]
 """
 
 from __future__ import annotations
@@ -105,11 +106,13 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     tail = done.stderr.strip().splitlines()[-1:] if done.returncode else []
     cores = len(os.sched_getaffinity(0))
-    print(f"{args.books} {'distinct' if args.distinct else 'identical'} books x {args.strategy}, latency {args.latency:g}s, concurrency {args.concurrency}, "
+    print(f"{args.books} {'distinct' if args.distinct else 'identical'} books x {args.strategy}, "
+          f"latency {args.latency:g}s, concurrency {args.concurrency}, "
           f"jobs {args.jobs or 'auto'}, cores {cores}, load {os.getloadavg()[0]:.2f}")
     print(f"completed: {done.returncode == 0} (exit {done.returncode}) {' '.join(tail)}")
     print(f"answered calls: {calls}; wall {wall_s:.1f}s; {calls / wall_s:.1f} calls/s "
-          f"(latency ceiling {args.concurrency / args.latency:.0f} calls/s: {calls / wall_s / (args.concurrency / args.latency):.2f}x)")
+          f"(latency ceiling {args.concurrency / args.latency:.0f} calls/s: "
+          f"{calls / wall_s / (args.concurrency / args.latency):.2f}x)")
     print(f"sustained: {sustained:.1f} calls/s over the middle {SUSTAINED_SHARE:.0%} of requests (the grid's start and "
           f"its tail of dependent rounds left out; {sustained / (args.concurrency / args.latency):.2f}x the ceiling)")
     print(f"driver peak RSS: {peak_mb:.0f} MB; driver CPU (with its workers): {cpu_s:.1f}s, "

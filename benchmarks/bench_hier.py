@@ -174,7 +174,8 @@ def run_all(args: argparse.Namespace) -> None:
     text = book.text()
     via = "OpenAI SDK -> fake API server process" if SERVER_URL else "in-process FakeBackend"
     print(
-        f"book: {book.title} | {len(chunks)} chunks of <= 2048 tokens | latency {args.latency * 1000:.0f} ms/call | {via}"
+        f"book: {book.title} | {len(chunks)} chunks of <= 2048 tokens"
+        f" | latency {args.latency * 1000:.0f} ms/call | {via}"
     )
     for window in args.window:
         walls, warm_walls = [], []

@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         cache = "off" if not r["caching"] else "on" if r["warm_up"] else "on, no warm-up"
         print(f"{r['mode']:9} {r['api']:10} {cache:16} {r['calls']:6d} {r['sentences']:6d} "
-              f"{r['raw_input_per_sentence']:12.0f} {r['billed_input_per_sentence']:15.0f} {r['plan_over_actual']:12.3f}")
+              f"{r['raw_input_per_sentence']:12.0f} {r['billed_input_per_sentence']:15.0f} "
+              f"{r['plan_over_actual']:12.3f}")
     for mode, goal in GOALS.items():
         best = [r for r in rows if r["mode"] == mode and r["caching"] and r["warm_up"]]
         for r in best:

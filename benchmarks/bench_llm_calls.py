@@ -57,7 +57,8 @@ def main() -> None:
             median = statistics.median(times)
             base = base or median
             print(
-                f"  concurrency {concurrency:2d}: {median:6.2f} s  {args.calls / median:7.1f} calls/s  x{base / median:4.1f}"
+                f"  concurrency {concurrency:2d}: {median:6.2f} s  {args.calls / median:7.1f} calls/s"
+                f"  x{base / median:4.1f}"
             )
         with tempfile.TemporaryDirectory() as tmp:
             settings = LLMSettings(
@@ -72,7 +73,8 @@ def main() -> None:
                     replays.append(timed_many(client, batch))
             warm = statistics.median(replays)
             print(
-                f"  cache: first run {cold:.2f} s, rerun {warm:.3f} s ({args.calls / warm:,.0f} calls/s, x{cold / warm:.0f})"
+                f"  cache: first run {cold:.2f} s, rerun {warm:.3f} s"
+                f" ({args.calls / warm:,.0f} calls/s, x{cold / warm:.0f})"
             )
     overheads = []
     for _ in range(args.repeats):
@@ -88,7 +90,8 @@ def main() -> None:
             client.complete(request)
         overheads.append((time.perf_counter() - start - raw) / args.calls * 1e6)
     print(
-        f"call-layer overhead per uncached call (no cache, fake in-process backend): {statistics.median(overheads):.0f} us"
+        "call-layer overhead per uncached call (no cache, fake in-process backend): "
+        f"{statistics.median(overheads):.0f} us"
     )
 
 

@@ -62,7 +62,9 @@ def test_a_plugin_provider_is_built_and_used(tmp_path: Path, monkeypatch: pytest
     assert spec.provider_entry.distribution == ("booksum-echo", "1.0"), "from the package metadata"
     assert not spec.hosted
     client = get_model("echo:tiny", settings=settings, env={})
-    assert client.complete(Request(prompt="Mara bakes bread in Lisk every day", max_tokens=20)).text == "Mara bakes bread in Lisk."
+    assert client.complete(Request(prompt="Mara bakes bread in Lisk every day", max_tokens=20)).text == (
+        "Mara bakes bread in Lisk."
+    )
     assert client.concurrency == 2 and client.tokenizer_name == "estimate", "BackendBase members, read as attributes"
     before = EchoBackend.closed
     client.close()
@@ -99,7 +101,8 @@ def test_a_broken_plugin_is_one_clear_error_and_cannot_shadow_a_builtin(
         get_model("broken:x", settings=settings, env={})
     assert backends.BACKENDS.broken()["openai"].endswith("cannot replace the built-in 'openai'")
     assert backends.BACKENDS.provider("openai") is backends.BUILTIN["openai"]
-    with pytest.raises(ConfigError, match="built a object, not a backend: derive it from booksum_app.plugin.BackendBase"):
+    with pytest.raises(ConfigError,
+                       match="built a object, not a backend: derive it from booksum_app.plugin.BackendBase"):
         get_model("nothing:x", settings=settings, env={})
     assert installed_backends()["broken"] is False
     with pytest.raises(ConfigError, match="unknown model"):

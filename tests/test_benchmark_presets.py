@@ -21,7 +21,8 @@ CNNSUM_PROMPTS = {
     "ib": "下面是一个小说节选，请你阅读后写出相应的摘要，不要输出其他任何内容。\n小说节选如下：\n\n{}\n\n摘要：",
 }
 # CLongEval config/dataset2prompt.json "long_story_summarization"
-CLONGEVAL_PROMPT = "下面是一个小说节选，请你阅读后写出相应的摘要，不要输出其他任何内容。\n小说节选如下：\n\n{}\n\n摘要："
+CLONGEVAL_PROMPT = ("下面是一个小说节选，请你阅读后写出相应的摘要，不要输出其他任何内容。\n"
+                    "小说节选如下：\n\n{}\n\n摘要：")
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:

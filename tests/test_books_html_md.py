@@ -263,7 +263,8 @@ def test_a_book_on_stdin_is_sniffed_and_read(tmp_path: Path, monkeypatch: pytest
     inspected = CliRunner().invoke(cli, ["inspect", "-", "--json"], input=text.encode())
     assert inspected.exit_code == 0, inspected.output
     assert json.loads(inspected.stdout)["path"] == "stdin.txt"
-    md = CliRunner().invoke(cli, ["inspect", "-", "--json"], input=b"# The Baker\n\n## One\n\nMara bakes.\n\n## Two\n\nTom sells.\n")
+    md = CliRunner().invoke(cli, ["inspect", "-", "--json"],
+                            input=b"# The Baker\n\n## One\n\nMara bakes.\n\n## Two\n\nTom sells.\n")
     assert md.exit_code == 0 and json.loads(md.stdout)["format"] == "md"
     epub = book_path("time-machine")
     if epub.is_file():
@@ -272,7 +273,8 @@ def test_a_book_on_stdin_is_sniffed_and_read(tmp_path: Path, monkeypatch: pytest
         assert read.exit_code == 0 and json.loads(read.stdout)["format"] == "epub"
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     with FakeServer() as server:
-        done = CliRunner().invoke(cli, ["summarize", "-", "-m", "openai:gpt-4o-mini", "--base-url", server.openai_base_url,
+        done = CliRunner().invoke(cli, ["summarize", "-", "-m", "openai:gpt-4o-mini",
+                                        "--base-url", server.openai_base_url,
                                         "--cache-dir", str(tmp_path / "c"), "--strategy", "direct", "-o",
                                         str(tmp_path / "out")], input=text.encode())
     assert done.exit_code == 0, done.output

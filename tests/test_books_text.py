@@ -139,7 +139,8 @@ def test_prose_that_starts_like_a_heading_is_not_one(tmp_path: Path, line: str) 
 
 
 def test_chinese_one_paragraph_per_line_without_indentation(tmp_path: Path) -> None:
-    text = "第一回 甄士隐梦幻识通灵\n此开卷第一回也。\n作者自云：曾历过一番梦幻之后。\n第二回 贾夫人仙逝扬州城\n诗云。\n"
+    text = ("第一回 甄士隐梦幻识通灵\n此开卷第一回也。\n作者自云：曾历过一番梦幻之后。\n"
+            "第二回 贾夫人仙逝扬州城\n诗云。\n")
     path = tmp_path / "hlm.txt"
     path.write_text(text, encoding="utf-8")
     book = open_book(path)

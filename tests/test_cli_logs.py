@@ -225,7 +225,8 @@ def _old_cache(directory: Path, *, migrations: int) -> None:
         m(db)
         db.execute("INSERT INTO _migrations VALUES (?, ?)", (m.__name__.lstrip("_"), time.time()))
     db.execute("INSERT INTO calls (key, text, finish_reason, input_tokens, output_tokens, cached_input_tokens, "
-               "model, created, latency_s) VALUES ('k', 'An old [i]answer[/i].', 'stop', 1000, 100, 0, 'gpt-4o', ?, 2.5)",
+               "model, created, latency_s) "
+               "VALUES ('k', 'An old [i]answer[/i].', 'stop', 1000, 100, 0, 'gpt-4o', ?, 2.5)",
                (time.time() - 3600,))
     db.close()
 

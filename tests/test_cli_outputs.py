@@ -97,14 +97,17 @@ def test_compare_out_that_is_a_file_fails_before_any_call(tmp_path: Path) -> Non
     (tmp_path / "results").write_text("x", encoding="utf-8")
     with FakeServer() as server:
         result = CliRunner().invoke(cli, ["compare", str(_book(tmp_path)), "--models", "openai:fake",
-                                          "--base-url", server.openai_base_url, "--out", str(tmp_path / "results" / "run1"),
+                                          "--base-url", server.openai_base_url,
+                                          "--out", str(tmp_path / "results" / "run1"),
                                           "--yes", "--no-plots"])
         assert server.call_count == 0
     assert result.exit_code == 2 and "cannot write" in result.stderr, result.output
 
 
 @pytest.mark.parametrize(
-    "exc", [OSError(errno.ENOSPC, "No space left on device", "/x/out.md"), sqlite3.OperationalError("database or disk is full")]
+    "exc",
+    [OSError(errno.ENOSPC, "No space left on device", "/x/out.md"),
+     sqlite3.OperationalError("database or disk is full")],
 )
 def test_disk_errors_anywhere_are_one_line(exc: Exception) -> None:
     @click.command()

@@ -243,7 +243,9 @@ def test_no_plan_when_no_judge_runs(tmp_path: Path) -> None:
 # ---- issue 13: booksum models ----------------------------------------------------------------
 
 
-def test_models_lists_table_and_config_models_with_their_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_models_lists_table_and_config_models_with_their_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = tmp_path / "config.toml"
     config.write_text('[models."openai:my-finetune"]\ncontext_window = 32000\ninput_usd_per_mtok = 1.0\n'
                       'output_usd_per_mtok = 2.0\ntokenizer = "o200k_base"\n'

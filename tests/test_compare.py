@@ -353,13 +353,15 @@ def test_five_book_grid_with_the_release_in_one_table(tmp_path: Path, monkeypatc
 
 def test_model_option_is_spelled_as_on_every_command(books: list[Path], tmp_path: Path) -> None:
     args = ["compare", *map(str, books), "--strategies", "direct", "-m", "openai:gpt-4o-mini", "--model",
-            "openai:gpt-4o,openai:gpt-4o-mini", "--judge", "openai:gpt-4o", "--out", str(tmp_path / "out"), "--plan-only"]
+            "openai:gpt-4o,openai:gpt-4o-mini", "--judge", "openai:gpt-4o", "--out", str(tmp_path / "out"),
+            "--plan-only"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     # --plan-only: the plan is the output, on stdout (issue 28)
     assert "openai-gpt-4o-mini-direct" in result.stdout and "openai-gpt-4o-direct" in result.stdout
     assert result.stdout.count("openai-gpt-4o-mini-direct") == 1, "a model named twice runs once"
-    empty = CliRunner().invoke(cli, ["compare", *map(str, books), "-m", " , ", "--out", str(tmp_path / "o"), "--plan-only"])
+    empty = CliRunner().invoke(cli, ["compare", *map(str, books), "-m", " , ", "--out", str(tmp_path / "o"),
+                                     "--plan-only"])
     assert empty.exit_code == 2 and "names nothing" in empty.stderr
 
 
@@ -412,8 +414,10 @@ def test_the_run_takes_the_plans_cuts_instead_of_chunking_each_book_again(
 
     cuts: list[int] = []
     real_spans, real_chunk_book = memo_module.chunk_book_spans, summarize_module.chunk_book
-    monkeypatch.setattr(memo_module, "chunk_book_spans", lambda book, **kw: cuts.append(kw["chunk_size"]) or real_spans(book, **kw))
-    monkeypatch.setattr(summarize_module, "chunk_book", lambda book, **kw: cuts.append(-1) or real_chunk_book(book, **kw))
+    monkeypatch.setattr(memo_module, "chunk_book_spans",
+                        lambda book, **kw: cuts.append(kw["chunk_size"]) or real_spans(book, **kw))
+    monkeypatch.setattr(summarize_module, "chunk_book",
+                        lambda book, **kw: cuts.append(-1) or real_chunk_book(book, **kw))
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     with FakeServer() as server:
         args = grid_args(books, server, tmp_path / "out", tmp_path / "cache", "--no-plots", "--yes")

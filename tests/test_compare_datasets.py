@@ -105,7 +105,8 @@ def en_dataset(tmp_path: Path) -> Path:
 @pytest.fixture()
 def zh_dataset(tmp_path: Path) -> Path:
     """CNNSum-shaped Chinese L subset (context, summary; the line is the id)."""
-    rows = [{"context": zh_context(i, 8 + 3 * i), "summary": f"{ZH_PEOPLE[i % 6]}来到{ZH_PLACES[(2 * i) % 6]}，说起了大雪。"}
+    rows = [{"context": zh_context(i, 8 + 3 * i),
+             "summary": f"{ZH_PEOPLE[i % 6]}来到{ZH_PLACES[(2 * i) % 6]}，说起了大雪。"}
             for i in range(5)]
     return write_jsonl(tmp_path / "CNNSum_L.jsonl", rows)
 
@@ -267,8 +268,8 @@ def _references(*paths: Path) -> dict[str, tuple[str, str]]:
 def test_hier_and_direct_ib_ie_on_chinese_and_english(en_dataset: Path, zh_dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
     exp = Experiment(datasets=(DatasetSpec(en_dataset), DatasetSpec(zh_dataset)), strategies=("hier", "direct"),
-                     models=("fake",), chunk_sizes=(128,), max_summary_tokens=60, options=(("direct_template", ("ib", "ie")),),
-                     out=out, use_judge=False)
+                     models=("fake",), chunk_sizes=(128,), max_summary_tokens=60,
+                     options=(("direct_template", ("ib", "ie")),), out=out, use_judge=False)
     backend = FakeBackend()
     model = Client(backend, concurrency=4)
     result = run_compare(exp, models={"fake": model})
@@ -288,7 +289,8 @@ def test_hier_and_direct_ib_ie_on_chinese_and_english(en_dataset: Path, zh_datas
         assert [b["id"] for b in row["books"]][-5:] == ["1", "2", "3", "4", "5"], "the dataset's id (here: line)"
         en = row["datasets"][0]
         assert [b["bucket"] for b in en["buckets"]] == ["Q1", "Q2", "Q3", "Q4"]
-    for config in ("fake-model-direct-ib", "fake-model-direct-ie"):  # CNNSum's per-bucket limit: L -> 400, quartiles -> G
+    # CNNSum's per-bucket limit: L -> 400, quartiles -> G
+    for config in ("fake-model-direct-ib", "fake-model-direct-ie"):
         record = json.loads((out / "records" / config / "CNNSum_L--1.json").read_text(encoding="utf-8"))
         assert record["config"]["max_summary_tokens"] == 400
         assert record["config"]["direct_template"] == config[-2:]
@@ -307,7 +309,9 @@ def test_hier_and_direct_ib_ie_on_chinese_and_english(en_dataset: Path, zh_datas
     rows = list(csv.DictReader((out / "results_datasets.csv").read_text(encoding="utf-8").splitlines()))
     assert len(rows) == 3 * (1 + 4 + 1 + 1), "per configuration: each dataset overall plus its buckets"
     first = rows[0]
-    assert first["bucket"] == "all" and float(first["rouge_l"]) == pytest.approx(data["rows"][0]["datasets"][0]["rouge_l"])
+    assert first["bucket"] == "all" and float(first["rouge_l"]) == pytest.approx(
+        data["rows"][0]["datasets"][0]["rouge_l"]
+    )
     png = out / "plots" / "rouge_vs_length.png"
     assert png.read_bytes()[:8] == PNG_MAGIC and png in result.files
     assert "CNNSum_L (window 5)" in (out / "plots" / "rouge_vs_length.svg").read_text(encoding="utf-8")
@@ -347,7 +351,8 @@ def test_cli_dataset_run_against_the_fake_server(en_dataset: Path, zh_dataset: P
     with FakeServer() as server:
         args = ["compare", "--dataset", str(en_dataset), "--dataset", str(zh_dataset), "--strategies", "hier,direct",
                 "--direct-template", "both", "--models", "openai:gpt-4o-mini", "--chunk-sizes", "256",
-                "--bucket-max-tokens", "L=80,Q1=80,Q2=80,Q3=80,Q4=80", "--no-judge", "--base-url", server.openai_base_url,
+                "--bucket-max-tokens", "L=80,Q1=80,Q2=80,Q3=80,Q4=80", "--no-judge",
+                "--base-url", server.openai_base_url,
                 "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--no-plots"]
         result = CliRunner().invoke(cli, args, catch_exceptions=False)
         assert result.exit_code == 0, result.output
@@ -398,7 +403,8 @@ def shuihu_dataset(path: Path, *, chapters: int, per_window: int) -> Path:
             break
         end = window[-1].start() if len(window) > per_window else len(text)
         titles = ["，".join(h.group(1).split()) for h in window[:per_window]]
-        rows.append({"id": f"ch{start + 1}", "context": text[window[0].start():end], "answer": "。".join(titles) + "。"})
+        rows.append({"id": f"ch{start + 1}", "context": text[window[0].start():end],
+                     "answer": "。".join(titles) + "。"})
     return write_jsonl(path, rows)
 
 
@@ -411,7 +417,8 @@ def test_shuihuzhuan_chapter_windows(tmp_path: Path) -> None:
     assert [s.bucket for s in samples].count("Q1") == 8 and {s.bucket for s in samples} == {"Q1", "Q2", "Q3", "Q4"}
     assert samples[0].reference.startswith("王教头私走延安府，九纹龙大闹史家村。")
     exp = Experiment(datasets=(DatasetSpec(path),), strategies=("hier", "direct"), models=("fake",),
-                     chunk_sizes=(2048,), options=(("direct_template", ("ib", "ie")),), out=tmp_path / "o", use_judge=False)
+                     chunk_sizes=(2048,), options=(("direct_template", ("ib", "ie")),), out=tmp_path / "o",
+                     use_judge=False)
     result = run_compare(exp, models={"fake": Client(FakeBackend(), concurrency=4)})
     data = json.loads((tmp_path / "o" / "results.json").read_text(encoding="utf-8"))
     references = {s.key: (s.reference, s.lang) for s in samples}

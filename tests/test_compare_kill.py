@@ -75,7 +75,8 @@ def test_sigkill_then_rerun_repeats_no_answered_call(tmp_path: Path) -> None:
         finished = len(list((out / "records").glob("*/*.json")))
         assert 3 <= finished < 10, "killed mid-grid, after some records were written"
 
-        rerun = subprocess.run(command(books, server, out), cwd=REPO, env=env, capture_output=True, timeout=120, check=False)
+        rerun = subprocess.run(command(books, server, out), cwd=REPO, env=env, capture_output=True, timeout=120,
+                               check=False)
         assert rerun.returncode == 0, rerun.stderr.decode()
         assert f"({finished} from finished records)" in rerun.stderr.decode()
         total_calls = server.call_count

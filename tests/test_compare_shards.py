@@ -62,7 +62,9 @@ def test_the_fingerprint_changes_with_what_changes_a_score() -> None:
 
 
 @pytest.mark.slow
-def test_three_shard_processes_merged_equal_the_unsharded_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_three_shard_processes_merged_equal_the_unsharded_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     folder = tmp_path / "books"
     folder.mkdir()

@@ -40,7 +40,8 @@ COUNT = get_tokenizer("cl100k_base").count
 
 @pytest.mark.parametrize(
     ("levels", "expected"),
-    [(1, (900,)), (2, (585, 900)), (3, (380, 585, 900)), (5, (160, 247, 380, 585, 900)), (7, (128, 128, 160, 247, 380, 585, 900))],
+    [(1, (900,)), (2, (585, 900)), (3, (380, 585, 900)), (5, (160, 247, 380, 585, 900)),
+     (7, (128, 128, 160, 247, 380, 585, 900))],
 )
 def test_level_budgets_grow_geometrically_to_g(levels: int, expected: tuple[int, ...]) -> None:
     assert level_budgets(levels, max_summary_tokens=900) == expected
@@ -117,7 +118,8 @@ def test_truncate_keeps_whole_sentences_within_budget() -> None:
     assert truncate_at_sentence_end(text, max_tokens=COUNT(first) + 2, count_tokens=COUNT) == first
     cut = truncate_at_sentence_end("one two three four five six seven eight", max_tokens=4, count_tokens=COUNT)
     assert cut.endswith(".") and COUNT(cut) <= 4
-    assert truncate_at_sentence_end("他来了。她走了。然后", max_tokens=None, count_tokens=COUNT, lang="zh") == "他来了。她走了。"
+    assert (truncate_at_sentence_end("他来了。她走了。然后", max_tokens=None, count_tokens=COUNT, lang="zh")
+            == "他来了。她走了。")
 
 
 def _script(*replies: str | Completion):
@@ -176,12 +178,14 @@ def test_truncation_stops_where_a_looping_model_started_repeating_itself() -> No
     from booksum_app.compression.validity import cut_repetition_loop
 
     loop = "The traveller builds a machine. He visits the future. " + "The story is told from a new view. " * 30
-    assert cut_repetition_loop(loop) == "The traveller builds a machine. He visits the future. The story is told from a new view."
+    assert cut_repetition_loop(loop) == ("The traveller builds a machine. He visits the future. "
+                                         "The story is told from a new view.")
     assert cut_repetition_loop("Yes. No. Yes. He left the house at dawn.") == "Yes. No. Yes. He left the house at dawn."
     assert cut_repetition_loop("他走进了那座古老的城堡大门。" * 3, lang="zh") == "他走进了那座古老的城堡大门。"
     backend = FakeBackend(reply=_script(loop), finish_reason="length")
     regen = Regenerator(render=lambda w: f"Summarize within {w} words: text.", words=100, max_tokens=200,
-                        temperature=0.5, purpose="summarize", node="L0.0", count_tokens=COUNT, truncate_over_length=True)
+                        temperature=0.5, purpose="summarize", node="L0.0", count_tokens=COUNT,
+                        truncate_over_length=True)
     generation = generate_valid(Client(backend), regen)
     assert generation.text.endswith("He visits the future. The story is told from a new view.") and generation.truncated
 
@@ -194,7 +198,8 @@ def test_a_repeat_counts_once_the_next_sentence_has_begun() -> None:
     assert repeated_sentence_start(text, settled=True) is None, "the repeat may yet run on"
     assert repeated_sentence_start(text + " The", settled=True) == text.rindex("He builds")
     assert repeated_sentence_start("Yes. No. Yes. He left.", settled=True) is None, "short sentences repeat in dialogue"
-    assert repeated_sentence_start("他走进了那座古老的城堡大门。他走进了那座古老的城堡大门。然后", lang="zh", settled=True) == 14
+    assert repeated_sentence_start("他走进了那座古老的城堡大门。他走进了那座古老的城堡大门。然后",
+                                   lang="zh", settled=True) == 14
 
 
 def test_the_truncate_policy_cuts_a_repeat_even_when_the_model_stopped_by_itself() -> None:
@@ -277,7 +282,8 @@ def test_compression_that_keeps_failing_is_truncated() -> None:
         ("Darcy proposes. Then Elizabeth", "Darcy proposes."),
         ("In the next chapter, they talk.", "In the next chapter, they talk."),  # narrative, kept
         ("更新后的摘要（300字）：\n在这一片段中，阳旭得到了宝物。然后", "阳旭得到了宝物。"),
-        ("He travels.\n\nSummary 22:\n\nHe returns.\n\n**Summary 23:**\nHe leaves.", "He travels.\n\nHe returns.\n\nHe leaves."),
+        ("He travels.\n\nSummary 22:\n\nHe returns.\n\n**Summary 23:**\nHe leaves.",
+         "He travels.\n\nHe returns.\n\nHe leaves."),
         ("Summary 3: the third day dawns.", "Summary 3: the third day dawns."),  # text after the colon: kept
         ("She read the summary 3 times:\nonce, twice, thrice.", "She read the summary 3 times:\nonce, twice, thrice."),
     ],

@@ -167,7 +167,8 @@ def test_evidence_takes_its_room_from_the_merge_inputs() -> None:
 def test_plan_counts_the_evidence_tokens() -> None:
     the_job, _, result = evidence_run()
     tokens = [c.n_tokens for c in the_job.chunks]
-    hier = plan_strategy("hier", chunk_tokens=tokens, info=SMALL, count_tokens=TOK.count, config=the_job.config, clean=False)
+    hier = plan_strategy("hier", chunk_tokens=tokens, info=SMALL, count_tokens=TOK.count, config=the_job.config,
+                         clean=False)
     plan = plan_strategy("hier-evidence", chunk_tokens=tokens, info=SMALL, count_tokens=TOK.count,
                          config=the_job.config, clean=False)
     actual = sum(c.input_tokens for c in result.calls)
@@ -198,7 +199,8 @@ def test_a_chinese_book_gets_chinese_prompts_and_evidence_from_its_own_span() ->
     names = ["宋江", "武松", "林冲", "鲁智深", "李逵", "吴用", "花荣", "杨志"]
     places = ["梁山泊", "景阳冈", "沧州", "五台山", "江州", "东京", "清风寨", "大名府"]
     text = "\n\n".join(
-        "".join(f"{names[(p + k) % 8]}在{places[(p * 3 + k) % 8]}遇见了{names[(p + 2 * k + 1) % 8]}，两人谈起第{p}-{k}封书信。"
+        "".join(f"{names[(p + k) % 8]}在{places[(p * 3 + k) % 8]}遇见了{names[(p + 2 * k + 1) % 8]}，"
+                f"两人谈起第{p}-{k}封书信。"
                 for k in range(6))
         for p in range(120)
     )

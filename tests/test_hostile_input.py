@@ -93,7 +93,8 @@ def test_a_server_echoing_the_key_near_the_cut_leaks_none_of_it(api: str, echo_s
         env["BOOKSUM_OPENAI_TRANSPORT"] = "sdk"
     model = "anthropic:claude-haiku-4-5" if api == "anthropic" else "openai:gpt-4o"
     base = echo_server if api == "anthropic" else echo_server + "/v1"
-    client = get_model(model, settings=LLMSettings(base_url=base, use_cache=False, config_path=tmp_path / "none", max_attempts=1),
+    client = get_model(model, settings=LLMSettings(base_url=base, use_cache=False, config_path=tmp_path / "none",
+                                                   max_attempts=1),
                        env=env)
     try:
         with pytest.raises(ModelError) as caught:

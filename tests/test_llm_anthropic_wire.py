@@ -1,4 +1,5 @@
-"""The Anthropic backend against a raw-socket peer: a reply that is not a message is refused, never a traceback or a negative cost.
+"""The Anthropic backend against a raw-socket peer: a reply that is not a message is refused,
+never a traceback or a negative cost.
 
 The SDK builds its reply models without validating them; before ``anthropic_wire`` a reply
 whose content was not a list, or whose text block held a number, ended in a Python

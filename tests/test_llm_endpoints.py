@@ -44,8 +44,11 @@ def test_a_dead_replica_is_skipped_and_every_call_answered(tmp_path: Path, monke
     assert len(answers) == 30 and all(a.text for a in answers)
 
 
-def test_calls_to_one_endpoint_spread_over_lanes_of_bounded_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Through the SDK, many calls in flight to one URL open more SDK clients (connection pools), each holding at most LANE_CALLS."""
+def test_calls_to_one_endpoint_spread_over_lanes_of_bounded_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the SDK, many calls in flight to one URL open more SDK clients (connection pools),
+    each holding at most LANE_CALLS."""
     from booksum_app.llm import openai_backend
 
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")

@@ -88,7 +88,8 @@ class RawPeer:
                 body = json.loads(reader.read(length))
                 with self._lock:
                     self.bodies.append(body)
-                    action, data = self.script.pop(0) if self.script else ("send", http_reply(json.dumps(GOOD).encode()))
+                    action, data = (self.script.pop(0) if self.script
+                                    else ("send", http_reply(json.dumps(GOOD).encode())))
                 conn.sendall(data)
                 if action == "send_close":
                     return
@@ -216,7 +217,8 @@ def test_a_reply_over_the_size_limit_is_refused(
 ) -> None:
     monkeypatch.setattr(http_json, "MAX_BODY_BYTES", 1000)
     huge = json.dumps({**GOOD, "padding": "x" * 5000}).encode()
-    peer = RawPeer([("send", http_reply(huge)), ("send", http_reply(gzip.compress(huge), headers=("Content-Encoding: gzip",)))])
+    peer = RawPeer([("send", http_reply(huge)),
+                    ("send", http_reply(gzip.compress(huge), headers=("Content-Encoding: gzip",)))])
     client = client_for(peer, "direct", tmp_path, opened, max_attempts=2)
     with pytest.raises(TransientModelError, match="larger than"):
         client.complete(REQ)

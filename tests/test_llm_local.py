@@ -86,7 +86,8 @@ def test_a_regeneration_does_not_reread_its_chunk_after_other_calls() -> None:
     regeneration = evaluated(chunk + "Summarize the story above within 54 words.")
     assert first > 300 and regeneration < first / 5, (first, regeneration)
     backend.close()
-    truncating = LocalBackend(ModelInfo(name="local", context_window=2048, tokenizer="native", length_policy="truncate"))
+    truncating = LocalBackend(ModelInfo(name="local", context_window=2048, tokenizer="native",
+                                        length_policy="truncate"))
     assert truncating._llm.cache is None, "regenerations are rare under truncate: no state copies kept"
     truncating.close()
 
@@ -163,7 +164,8 @@ def test_a_looping_generation_stops_a_sentence_after_its_first_repeat() -> None:
 
     story = STORY.split("---\n\n")[1].split("\n\n---")[0]
     prompt = ("Below is a part of a story:\n\n---\n\n" + story * 3 + "\n\n---\n\nWe are creating one comprehensive "
-              "summary for the story. Write a summary for the excerpt provided above. The summary must be within 300 words.")
+              "summary for the story. Write a summary for the excerpt provided above. "
+              "The summary must be within 300 words.")
     backend = _truncating_backend()
     whole = backend.complete(Request(prompt=prompt, max_tokens=200, temperature=0.0))
     backend._llm.reset()

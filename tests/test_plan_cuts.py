@@ -1,4 +1,5 @@
-"""Compare's plan cuts many books on worker processes: the same plan, the run reuses the cuts, failures cost only time."""
+"""Compare's plan cuts many books on worker processes: the same plan, the run reuses the cuts,
+failures cost only time."""
 
 from __future__ import annotations
 
@@ -135,15 +136,20 @@ def test_a_worker_cuts_nothing_for_a_file_that_is_not_the_one_planned(many_books
     ctx = open_context(many_books[0], exp)
     good = CutOrder(ctx.path, ctx.sha256, (("cl100k_base", 256),))
     spans = cut_file(good, False, False)
-    assert [s.n_tokens for s in spans[("cl100k_base", 256)]] and all(s.n_tokens <= 256 for s in spans[("cl100k_base", 256)])
+    assert [s.n_tokens for s in spans[("cl100k_base", 256)]] and all(
+        s.n_tokens <= 256 for s in spans[("cl100k_base", 256)]
+    )
     assert cut_file(CutOrder(ctx.path, "0" * 64, good.cuts), False, False) == {}
 
 
-def test_the_run_takes_the_workers_cuts(many_books: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_run_takes_the_workers_cuts(
+    many_books: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cut_here: list[str] = []
     monkeypatch.setattr(memo_module, "chunk_book_spans", lambda *a, **k: cut_here.append("plan") or ())
     real_chunk_book = summarize_module.chunk_book
-    monkeypatch.setattr(summarize_module, "chunk_book", lambda *a, **k: cut_here.append("run") or real_chunk_book(*a, **k))
+    monkeypatch.setattr(summarize_module, "chunk_book",
+                        lambda *a, **k: cut_here.append("run") or real_chunk_book(*a, **k))
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     with FakeServer() as server:
         args = ["compare", *map(str, many_books), "--strategies", "hier", "--models", "openai:gpt-4o-mini",

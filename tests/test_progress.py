@@ -51,8 +51,8 @@ def test_compare_counts_summaries_per_configuration(tmp_path: Path, monkeypatch:
     tracker = GridProgress()
     tracker.listeners.append(seen.append)
     with FakeServer() as server:
-        exp = Experiment(books=tuple(books), strategies=("hier", "direct"), models=("openai:gpt-4o-mini",), chunk_sizes=(256,),
-                         max_summary_tokens=120, out=tmp_path / "out", use_judge=False)
+        exp = Experiment(books=tuple(books), strategies=("hier", "direct"), models=("openai:gpt-4o-mini",),
+                         chunk_sizes=(256,), max_summary_tokens=120, out=tmp_path / "out", use_judge=False)
         run_compare(exp, LLMSettings(base_url=server.openai_base_url, cache_dir=tmp_path / "cache"),
                     progress=tracker, plots=False)
     assert seen[0].configs == (("openai-gpt-4o-mini-256-hier", 0, 2), ("openai-gpt-4o-mini-direct", 0, 2))
@@ -71,7 +71,8 @@ def test_compare_with_empty_summaries_exits_non_zero(tmp_path: Path, monkeypatch
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     book = write_book(tmp_path / "book-1.txt", seed=1, chapters=1, paragraphs=2)
     with FakeServer(reply=lambda request: "Summary:") as server:  # cleaned away: nothing left
-        result = CliRunner().invoke(cli, ["compare", str(book), "--strategies", "direct", "--models", "openai:gpt-4o-mini",
+        result = CliRunner().invoke(cli, ["compare", str(book), "--strategies", "direct",
+                                          "--models", "openai:gpt-4o-mini",
                                           "--base-url", server.openai_base_url, "--cache-dir", str(tmp_path / "c"),
                                           "--out", str(tmp_path / "out"), "--no-judge", "--no-plots", "--yes"])
     assert result.exit_code == 1, result.output

@@ -22,7 +22,8 @@ def test_all_is_pinned_and_every_name_resolves() -> None:
 
 
 def test_importing_the_package_does_not_import_the_heavy_layers() -> None:
-    code = "import sys, booksum_app.errors; print(sorted(m for m in sys.modules if m.startswith(('openai', 'anthropic', 'nltk', 'booksum_app.runners'))))"
+    code = ("import sys, booksum_app.errors; print(sorted(m for m in sys.modules "
+            "if m.startswith(('openai', 'anthropic', 'nltk', 'booksum_app.runners'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

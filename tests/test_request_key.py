@@ -65,11 +65,15 @@ def test_a_request_that_may_stop_at_a_loop_has_a_key_of_its_own() -> None:
 
     whole = Request(prompt="Summarize: text.", max_tokens=100, system="You summarize.")
     hinted = dataclasses.replace(whole, stop_at_loop="en")
-    assert request_key(whole, backend=BACKEND).endswith("f53ad904ddebf92ffe003a695c91299d579064403aa662d5cd15bd1823645add")
+    assert request_key(whole, backend=BACKEND).endswith(
+        "f53ad904ddebf92ffe003a695c91299d579064403aa662d5cd15bd1823645add"
+    )
     assert request_key(hinted, backend=BACKEND) != request_key(whole, backend=BACKEND)
-    assert request_key(hinted, backend=BACKEND) != request_key(dataclasses.replace(whole, stop_at_loop="zh"), backend=BACKEND)
+    assert request_key(hinted, backend=BACKEND) != request_key(dataclasses.replace(whole, stop_at_loop="zh"),
+                                                               backend=BACKEND)
     for prefix_cut in (0, 6):
-        parted = dataclasses.replace(hinted, shared_prefix=hinted.prompt[:prefix_cut], prompt=hinted.prompt[prefix_cut:])
+        parted = dataclasses.replace(hinted, shared_prefix=hinted.prompt[:prefix_cut],
+                                     prompt=hinted.prompt[prefix_cut:])
         assert request_key(parted, backend=BACKEND) == whole_key(parted, BACKEND)
     assert "stop_at_loop" not in request_json(whole) and json.loads(request_json(hinted))["stop_at_loop"] == "en"
 

@@ -31,7 +31,8 @@ def client() -> Client:
         ({"lang": "fr"}, "--lang"),
         ({"strategy": "direct", "options": {"direct_template": "xx"}}, r"--set direct_template=xx: use one of ib, ie"),
         ({"strategy": "inc", "options": {"chapters": True}}, r"--set chapters: not an option of strategy 'inc'"),
-        ({"strategy": "hier", "options": {"evidence_tokens": 512}}, r"--set evidence_tokens: not an option of .*'hier'"),
+        ({"strategy": "hier", "options": {"evidence_tokens": 512}},
+         r"--set evidence_tokens: not an option of .*'hier'"),
         ({"strategy": "hier-evidence", "options": {"evidence_tokens": 50}}, r"evidence_tokens=50: use at least 128"),
         ({"strategy": "hier", "options": {"chapters": "maybe"}}, r"--set chapters=maybe: give true or false"),
         ({"prompts": "/no/such/dir"}, "--prompts"),
@@ -144,7 +145,9 @@ def test_a_config_is_frozen() -> None:
         RunConfig().strategy = "inc"  # type: ignore[misc]
 
 
-def test_the_cpu_gate_is_held_while_chunking_and_released_before_the_first_call(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cpu_gate_is_held_while_chunking_and_released_before_the_first_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """compare passes its one-book-per-core slots: chunking waits for one, the calls never hold it."""
     import threading
 

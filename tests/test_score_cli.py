@@ -18,7 +18,8 @@ from booksum_app.scoring.release import read_annotations
 from booksum_app.testing.fake_server import FakeServer
 
 SMALL = {
-    "lisk.epub": "Mara inherits a bakery in Lisk. Her cousin Teo wants to sell it. The bakery stays in the family for good.",
+    "lisk.epub": ("Mara inherits a bakery in Lisk. Her cousin Teo wants to sell it. "
+                  "The bakery stays in the family for good."),
     "north.epub": "An old pilot flies mail across the mountains. His engine fails one winter. He teaches her to fly.",
 }
 

@@ -113,7 +113,9 @@ def test_batch_answer_with_mixed_items() -> None:
 
 
 def test_batch_answer_positions_when_numbers_missing() -> None:
-    answers, errors = parse_batch_answer('[{"questions": null, "types": null}, {"questions": "Q?", "types": "salience"}]', 2)
+    answers, errors = parse_batch_answer(
+        '[{"questions": null, "types": null}, {"questions": "Q?", "types": "salience"}]', 2
+    )
     assert answers == {1: NO, 2: JudgeAnswer("Q?", ("salience",))}
     assert not errors
 

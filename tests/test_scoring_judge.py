@@ -24,7 +24,9 @@ def expected_score(text: str) -> float:
     return 1 - sum(is_fake_confusing(s) for s in sentences) / len(sentences)
 
 
-def fake_client(reply: Callable[[Request], str] | None = None, *, cache: CallCache | None = None) -> tuple[Client, FakeBackend]:
+def fake_client(
+    reply: Callable[[Request], str] | None = None, *, cache: CallCache | None = None
+) -> tuple[Client, FakeBackend]:
     backend = FakeBackend(reply=reply) if reply else FakeBackend()
     return Client(backend, concurrency=4, cache=cache), backend
 

@@ -16,7 +16,8 @@ from booksum_app.scoring import score_summary
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
 
-SUMMARY = "Nora finds a key in her late father's coat. She opens his old desk with it. Inside lies a letter to a brother she never knew."
+SUMMARY = ("Nora finds a key in her late father's coat. She opens his old desk with it. "
+           "Inside lies a letter to a brother she never knew.")
 
 
 def test_local_judge_scores_a_short_summary(tmp_path: Path) -> None:

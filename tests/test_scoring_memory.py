@@ -174,7 +174,8 @@ def test_score_cli_max_cost_stops_a_long_summary_before_memory_grows(tmp_path: P
     summary = long_summary(3000)
     path = tmp_path / "long-cleaned.json"
     path.write_text(json.dumps({"long.epub": summary}), encoding="utf-8")
-    args = ["score", str(path), "--judge", "openai:gpt-4o", "--no-cache", "--max-cost", "0.5", "--yes"]  # past the pre-flight plan: --max-cost is what is tested
+    # past the pre-flight plan: --max-cost is what is tested
+    args = ["score", str(path), "--judge", "openai:gpt-4o", "--no-cache", "--max-cost", "0.5", "--yes"]
     warm = tmp_path / "warm-cleaned.json"
     warm.write_text(json.dumps({"warm.epub": "Warm up. The judge."}), encoding="utf-8")
     with FakeServer() as server:

@@ -153,7 +153,9 @@ def test_nltk_patterns_run_on_the_stdlib_engine() -> None:
     tokenizer, lang_vars = _nltk_word_tokenizer(), punkt_english()._lang_vars
     tokenizer = getattr(tokenizer, "base", tokenizer)  # the prechecked tokenizer runs its base's patterns
     found = patterns([getattr(tokenizer, name) for name in dir(tokenizer) if name.isupper()])
-    found += patterns([lang_vars._word_tokenizer_re(), lang_vars.period_context_re(), lang_vars.re_boundary_realignment])
+    found += patterns(
+        [lang_vars._word_tokenizer_re(), lang_vars.period_context_re(), lang_vars.re_boundary_realignment]
+    )
     assert len(found) > 30
     assert all(isinstance(p, re.Pattern) for p in found), {type(p).__name__ for p in found}
 

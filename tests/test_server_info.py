@@ -70,7 +70,8 @@ def test_a_smaller_window_in_the_config_file_is_kept(tmp_path: Path) -> None:
         spec = choose_model("openai:big", settings=LLMSettings(base_url=server.openai_base_url, config_path=config),
                             env={})
     assert spec.info.context_window == 16_384
-    assert spec.server_note == "context 16,384 tokens from the config file (131,072 on the server), reported by the server"
+    assert spec.server_note == ("context 16,384 tokens from the config file (131,072 on the server), "
+                                "reported by the server")
 
 
 def test_replicas_give_their_smallest_window_and_their_slots_together(tmp_path: Path) -> None:

@@ -73,7 +73,9 @@ def test_hier_tree_follows_app_a_packing_and_budgets() -> None:
     assert [n.text for n in levels[top]] == [result.summary]
     assert levels[top][0].budget_tokens == 300
     assert result.level_budgets[-1] == 300 and list(result.level_budgets) == sorted(result.level_budgets)
-    overhead = TOK.count(load_prompts("paper", lang="en", names=("merge_with_context",))["merge_with_context"].skeleton())
+    overhead = TOK.count(
+        load_prompts("paper", lang="en", names=("merge_with_context",))["merge_with_context"].skeleton()
+    )
     for level in range(1, top + 1):
         below, nodes = levels[level - 1], levels[level]
         covered = [i for n in nodes for i in n.children]

@@ -194,7 +194,8 @@ def test_the_embedded_model_truncates_by_default_and_a_config_can_say_otherwise(
 
     none = tmp_path / "none.toml"
     assert choose_model("local", settings=LLMSettings(config_path=none), env={}).info.length_policy == "truncate"
-    assert choose_model("openai:gpt-4o", settings=LLMSettings(config_path=none), env={}).info.length_policy == "regenerate"
+    assert (choose_model("openai:gpt-4o", settings=LLMSettings(config_path=none), env={}).info.length_policy
+            == "regenerate")
     override = LLMSettings(config_path=none, length_policy="regenerate")
     assert choose_model("local", settings=override, env={}).info.length_policy == "regenerate"
     config = tmp_path / "config.toml"

@@ -134,7 +134,8 @@ def test_score_shows_a_bar_over_the_planned_calls_with_eta_and_cost(
     summaries = tmp_path / "small-cleaned.json"
     summaries.write_text(json.dumps({
         "lisk.epub": "Mara inherits a bakery in Lisk. Her cousin Teo wants to sell it. The bakery stays in the family.",
-        "north.epub": "An old pilot flies mail across the mountains. His engine fails one winter. He teaches her to fly.",
+        "north.epub": ("An old pilot flies mail across the mountains. His engine fails one winter. "
+                       "He teaches her to fly."),
     }), encoding="utf-8")
     with FakeServer() as server:
         result = CliRunner().invoke(cli, ["score", str(summaries), "--judge", "openai:gpt-4o-mini", "--base-url",

@@ -45,7 +45,9 @@ def test_a_server_that_under_reports_is_not_believed() -> None:
 
 
 @pytest.mark.slow
-def test_hier_with_an_unknown_server_model_makes_the_planned_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hier_with_an_unknown_server_model_makes_the_planned_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from booksum_app.books import open_book
     from booksum_app.chunking import CallableTokenizer, chunk_book, get_tokenizer
     from booksum_app.llm.registry import LLMSettings, choose_model

@@ -74,7 +74,9 @@ def sniff_format(path: Path, head: bytes) -> str:
 
 
 _MD_HEADING = re.compile(rb"(?m)^#{1,6}[ \t]+\S")
-_MD_FRONT_MATTER = re.compile(rb"\A(?:\xef\xbb\xbf)?---[ \t]*\r?\n(?:.*\r?\n){0,40}?(?:title|author)[ \t]*:", re.IGNORECASE)
+_MD_FRONT_MATTER = re.compile(
+    rb"\A(?:\xef\xbb\xbf)?---[ \t]*\r?\n(?:.*\r?\n){0,40}?(?:title|author)[ \t]*:", re.IGNORECASE
+)
 
 
 def sniff_suffix(head: bytes) -> str:

@@ -25,7 +25,8 @@ Web copies: lines of a site's furniture (navigation words only, "后一页 前�
 chapter appears once: a heading with no text whose chapter (same ordinal and unit,
 "第38回" = "第三十八回", else the same title) comes again with text is dropped (a page
 title above its own heading, a contents list line by line), and so is a chapter that
-repeats an earlier one's heading and text word for word (a page saved twice). A block of several heading lines is a table of contents, not a
+repeats an earlier one's heading and text word for word (a page saved twice). A block of
+several heading lines is a table of contents, not a
 heading. Front/back matter titles on their own line (Contents, Preface, 目录, ...)
 open a non-narrative section. Text before the first heading is front matter when it
 looks like a title page or contents (short lines); otherwise it is kept.

@@ -146,7 +146,9 @@ def chunks_at(book: Book, spans: Sequence[ChunkSpan], *, include_front_matter: b
             on whitespace, which a cut never does).
     """
     text = book.text(include_front_matter=include_front_matter)
-    chunks = [Chunk(i, text[sp.start : sp.end], sp.n_tokens, sp.chapter_indices, sp.start) for i, sp in enumerate(spans)]
+    chunks = [
+        Chunk(i, text[sp.start : sp.end], sp.n_tokens, sp.chapter_indices, sp.start) for i, sp in enumerate(spans)
+    ]
     for sp, chunk in zip(spans, chunks, strict=True):
         if sp.end > len(text) or not chunk.text or chunk.text[0].isspace() or chunk.text[-1].isspace():
             raise ValueError("chunk spans of another text")

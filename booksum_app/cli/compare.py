@@ -91,8 +91,10 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @click.option("--models", default=None, help="Comma-separated model strings [default: configured or local].")
 @click.option("--model", "-m", "model_opts", multiple=True,
               help="A model string, as on every other command; repeatable, or comma-separated; adds to --models.")
-@click.option("--chunk-sizes", default=None, help=f"Comma-separated tokens per chunk, e.g. 2048,4096 [default: {DEFAULT_CHUNK_SIZE}].")
-@click.option("--judge", default=None, help="BooookScore judge model [default: BOOKSUM_JUDGE, else config judge_model; none: no BooookScore, "
+@click.option("--chunk-sizes", default=None,
+              help=f"Comma-separated tokens per chunk, e.g. 2048,4096 [default: {DEFAULT_CHUNK_SIZE}].")
+@click.option("--judge", default=None,
+              help="BooookScore judge model [default: BOOKSUM_JUDGE, else config judge_model; none: no BooookScore, "
                    "n-gram statistics only; booksum never picks one].")
 @click.option("--no-judge", is_flag=True, default=None, help="Skip BooookScore; n-gram statistics only.")
 @click.option("--judge-base-url", default=None, metavar="URL|api",
@@ -100,10 +102,12 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
                    "[default: --base-url; an Anthropic judge: Anthropic].")
 @click.option("--judge-mode", type=click.Choice(["sentence", "batched"]), default=None,
               help="sentence: one judge call per sentence (the paper) [default]; batched: several per call.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Sentences per judge call in batched mode.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Sentences per judge call in batched mode.")
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory [default: booksum-compare]; rerun with the same one to resume.")
-@click.option("--max-summary-len", type=click.IntRange(min=16), default=None, help=f"G [default: {DEFAULT_MAX_SUMMARY_TOKENS}].")
+@click.option("--max-summary-len", type=click.IntRange(min=16), default=None,
+              help=f"G [default: {DEFAULT_MAX_SUMMARY_TOKENS}].")
 @click.option("--prompts", default=None, help="Prompt set: paper, simple, or a directory [default: paper].")
 @click.option("--lang", type=click.Choice(LANG_CHOICES), default=None,
               help="Language of the prompts and the sentence splitter; auto: each book's declared language, "
@@ -128,7 +132,8 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
               help="Benchmark JSONL (one sample a line), scored with ROUGE-L (repeatable).")
 @click.option("--dataset-preset", type=click.Choice(["auto", "cnnsum", "clongeval", "custom"]), default="auto",
               show_default=True, help="--dataset format and protocol: cnnsum (context, summary), clongeval (context, "
-                                      "answer, id), each run and scored as the benchmark does; custom: booksum's settings.")
+                                      "answer, id), each run and scored as the benchmark does; "
+                                      "custom: booksum's settings.")
 @click.option("--context-field", default=None, help="--dataset field holding the text to summarize.")
 @click.option("--reference-field", default=None, help="--dataset field holding the reference summary.")
 @click.option("--id-field", default=None, help="--dataset field naming each sample ('' : the line number).")
@@ -137,7 +142,8 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
               help="G per length bucket of --dataset samples [default: the preset's: CNNSum L=400,XL=400,2XL=500,"
                    "3XL=500; CLongEval 400].")
 @click.option("--rouge-variant", type=click.Choice(["clongeval", "cnnsum", "rouge-score"]), default=None,
-              help="ROUGE-L of --dataset samples [default: the preset's own (cnnsum, clongeval); rouge-score for custom].")
+              help="ROUGE-L of --dataset samples [default: the preset's own (cnnsum, clongeval); "
+                   "rouge-score for custom].")
 @plan_options
 @click.option("--plan-only", is_flag=True, help="Print the pre-flight plan on stdout and stop (without it the plan "
               "goes to stderr, before the run).")
@@ -155,14 +161,16 @@ def compare_command(
     model_opts: tuple[str, ...], chunk_sizes: str | None, judge: str | None, no_judge: bool | None,
     judge_base_url: str | None, judge_mode: str | None,
     batch_size: int | None, out: Path | None, max_summary_len: int | None, prompts: str | None,
-    lang: str | None, set_opts: tuple[str, ...], direct_template: str | None, no_clean: bool | None, chapter_aware: bool | None,
+    lang: str | None, set_opts: tuple[str, ...], direct_template: str | None, no_clean: bool | None,
+    chapter_aware: bool | None,
     include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
     jobs: int | None, datasets: tuple[Path, ...], dataset_preset: str, context_field: str | None,
     reference_field: str | None, id_field: str | None, bucket_field: str | None, bucket_max_tokens: str | None,
     rouge_variant: str | None, max_plan_cost: float, yes: bool, plan_only: bool, json_out: Path | None,
     no_plots: bool, shard: str | None, merge_dirs: tuple[Path, ...], **llm: Any,
 ) -> None:
-    """Run a grid (strategies x models x chunk sizes) over BOOKS and --dataset samples, score every summary, print the tables."""
+    """Run a grid (strategies x models x chunk sizes) over BOOKS and --dataset samples, score every summary,
+    print the tables."""
     from booksum_app.chunking.memo import ChunkMemo
     from booksum_app.errors import ConfigError
     from booksum_app.files import check_writable_dir
@@ -295,7 +303,9 @@ def _refuse_empty_summaries(result: CompareResult) -> None:
     """A grid that produced empty summaries is not a success (as in summarize): say where, exit 1."""
     empty = [(row.name, b) for row in result.rows if row.kind == "run" for b in row.books if not b.summary.strip()]
     if empty:
-        where = ", ".join(f"{name}: {b.book}" for name, b in empty[:3]) + (f" (+{len(empty) - 3})" if len(empty) > 3 else "")
+        where = ", ".join(f"{name}: {b.book}" for name, b in empty[:3]) + (
+            f" (+{len(empty) - 3})" if len(empty) > 3 else ""
+        )
         raise BooksumError(
             f"{len(empty)} final summaries are empty (the model returned nothing usable after cleaning): {where}; "
             f"their records (raw summaries, every call) are under {result.out}/records/; their rows count them as "

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 @click.option("--base-url", default=None,
               help="Server to plan for (Ollama reports the model's context; OpenAI-compatible servers) "
                    "[default: OPENAI_BASE_URL / OLLAMA_HOST].")
-@click.option("--timeout", "timeout_s", type=FiniteFloat(min=1, max=MAX_TIMEOUT_S), default=DEFAULT_TIMEOUT_S, show_default=True,
+@click.option("--timeout", "timeout_s", type=FiniteFloat(min=1, max=MAX_TIMEOUT_S), default=DEFAULT_TIMEOUT_S,
+              show_default=True,
               help="Seconds to wait for the server's model information.")
 @handle_errors
 def inspect_command(
@@ -57,7 +58,8 @@ def inspect_command(
     include_front_matter: bool,
     json_out: Path | None,
 ) -> None:
-    """Show a book's sections, tokens, chunks and what each strategy would cost; calls no LLM (- reads BOOK from stdin)."""
+    """Show a book's sections, tokens, chunks and what each strategy would cost; calls no LLM
+    (- reads BOOK from stdin)."""
     from booksum_app.llm.registry import LLMSettings
     from booksum_app.runners.inspect import inspect_book
 
@@ -85,7 +87,8 @@ def _render_inspect(report: InspectReport) -> None:
     if report.model_notice:
         err_console.print(f"[yellow]note:[/] {esc(report.model_notice)}", highlight=False, soft_wrap=True)
     authors = ", ".join(report.authors) or "unknown author"
-    console.print(f"[bold]{esc(report.title)}[/] by {esc(authors)}  ({esc(report.format)}, language {esc(report.language)}"
+    console.print(f"[bold]{esc(report.title)}[/] by {esc(authors)}  "
+                  f"({esc(report.format)}, language {esc(report.language)}"
                   f"{', encoding ' + esc(report.encoding) if report.encoding else ''})",
                   highlight=False)
     sections = Table(title="Sections", show_lines=False)

@@ -180,10 +180,12 @@ def logs_command(count: int, model: str | None, purpose: str | None, run_id: str
     # the result itself on stdout, unless stdout carries the JSON
     say = (console if json_out is None else err_console).print
     if log is None or log.total == 0:
-        say(printable(f"no calls logged yet in {Path(directory) / CACHE_FILENAME}"), highlight=False, markup=False, soft_wrap=True)
+        say(printable(f"no calls logged yet in {Path(directory) / CACHE_FILENAME}"),
+            highlight=False, markup=False, soft_wrap=True)
         return
     if not calls:
-        say(printable(f"no calls match (the cache holds {log.total:,}: {log.path})"), highlight=False, markup=False, soft_wrap=True)
+        say(printable(f"no calls match (the cache holds {log.total:,}: {log.path})"),
+            highlight=False, markup=False, soft_wrap=True)
         return
     if json_out is None:
         if prompts or responses:

@@ -47,7 +47,8 @@ def models_command(json_out: Path | None) -> None:
         return
     table = Table(title="Known models (USD per million tokens)", title_justify="left")
     for column in ("model", "aliases", "context", "tokenizer", "input", "cached input", "output", "from"):
-        table.add_column(column, justify="right" if column in ("context", "input", "cached input", "output") else "left")
+        table.add_column(column,
+                         justify="right" if column in ("context", "input", "cached input", "output") else "left")
     for r in rows:
         table.add_row(esc(r.name), esc(", ".join(r.aliases)), f"{r.context_window:,}", esc(r.tokenizer),
                       _price(r.input_usd_per_mtok), _price(r.cached_input_usd_per_mtok), _price(r.output_usd_per_mtok),

@@ -45,7 +45,9 @@ def _score_modes() -> list[str]:
 
 @click.command("score")
 @click.argument("summaries", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--judge", "judge_name", default=None, help="Judge model string, e.g. openai:gpt-4o (default: BOOKSUM_JUDGE, then config judge_model; none: no BooookScore).")
+@click.option("--judge", "judge_name", default=None,
+              help="Judge model string, e.g. openai:gpt-4o (default: BOOKSUM_JUDGE, then config judge_model; "
+                   "none: no BooookScore).")
 @click.option("--mode", type=click.Choice(_score_modes()), default="sentence", show_default=True,
               help="sentence: one judge call per sentence (the paper); batched: several numbered sentences per call.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH_SIZE, show_default=True,
@@ -53,7 +55,8 @@ def _score_modes() -> list[str]:
 @click.option("--annotations", "annotations", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Score from existing annotations (release format), no LLM call; one per SUMMARIES, in order.")
 @click.option("--allow-partial", is_flag=True,
-              help="Score --annotations that cover only part of the summaries (refused otherwise; a note says what is missing).")
+              help="Score --annotations that cover only part of the summaries "
+                   "(refused otherwise; a note says what is missing).")
 @click.option("--no-judge", is_flag=True, help="Skip BooookScore; n-gram statistics (and ROUGE-L) only.")
 @click.option("--judge-base-url", default=None, metavar="URL|api",
               help="The judge's server, over --base-url and its config entry (api: its provider's own API).")
@@ -64,22 +67,27 @@ def _score_modes() -> list[str]:
 @click.option("--rouge-variant", type=click.Choice(["rouge-score", "clongeval", "cnnsum"]), default="rouge-score",
               show_default=True, help="ROUGE-L as rouge-score computes it, or as CLongEval / CNNSum score it "
                                       "(rouge 1.0.1 on jieba words; docs/scoring.md).")
-@click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write a standalone HTML report.")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write a standalone HTML report.")
 @json_option("all scores")
-@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write one CSV row per system.")
+@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write one CSV row per system.")
 @click.option("--annotations-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the judge's annotations in the release format.")
 @plan_options
-@click.option("--seed", type=int, default=None, help="Bootstrap seed of the 95% CI (default: fixed, printed in the JSON).")
+@click.option("--seed", type=int, default=None,
+              help="Bootstrap seed of the 95% CI (default: fixed, printed in the JSON).")
 @llm_options
 @handle_errors
 def score_command(
     summaries: tuple[Path, ...], judge_name: str | None, mode: str, batch_size: int, annotations: tuple[Path,
-    ...], allow_partial: bool, no_judge: bool, source: Path | None, references: Path | None, rouge_variant: str, report: Path | None,
+    ...], allow_partial: bool, no_judge: bool, source: Path | None, references: Path | None, rouge_variant: str,
+    report: Path | None,
     json_out: Path | None, csv_out: Path | None, annotations_out: Path | None, seed: int | None,
     max_plan_cost: float, yes: bool, judge_base_url: str | None, **llm: Any,
 ) -> None:
-    """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram statistics."""
+    """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram
+    statistics."""
 
     from booksum_app.files import check_writable
     from booksum_app.runners.progress import RunProgress
@@ -245,7 +253,8 @@ def _render_scores(run: ScoreRun) -> None:
     _render_error_types(run)
     for s in run.systems:
         if s.booookscore:
-            console.print(printable(f"{s.name}: {s.booookscore.signature}"), highlight=False, soft_wrap=True, markup=False)
+            console.print(printable(f"{s.name}: {s.booookscore.signature}"),
+                          highlight=False, soft_wrap=True, markup=False)
         console.print(printable(f"{s.name}: {s.ngrams.signature}"), highlight=False, soft_wrap=True, markup=False)
         if s.rouge_signature:
             console.print(printable(f"{s.name}: {s.rouge_signature}"), highlight=False, soft_wrap=True, markup=False)

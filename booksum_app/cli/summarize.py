@@ -49,11 +49,14 @@ def _strategies_help() -> str:
 @click.command("summarize")
 @click.argument("book", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path))
 @click.option("--strategy", default="hier", show_default=True, help=_strategies_help())
-@click.option("--model", "-m", "model_name", default=None, help="Model string, e.g. openai:gpt-4o (default: configured or local).")
-@click.option("--chunk-size", type=click.IntRange(min=64), default=DEFAULT_CHUNK_SIZE, show_default=True, help="Tokens per chunk.")
+@click.option("--model", "-m", "model_name", default=None,
+              help="Model string, e.g. openai:gpt-4o (default: configured or local).")
+@click.option("--chunk-size", type=click.IntRange(min=64), default=DEFAULT_CHUNK_SIZE, show_default=True,
+              help="Tokens per chunk.")
 @click.option("--max-summary-len", type=click.IntRange(min=16), default=DEFAULT_MAX_SUMMARY_TOKENS, show_default=True,
               help="G: token budget of the final summary.")
-@click.option("--prompts", default="paper", show_default=True, help="Prompt set: paper, simple, or a directory of templates.")
+@click.option("--prompts", default="paper", show_default=True,
+              help="Prompt set: paper, simple, or a directory of templates.")
 @click.option("--lang", type=click.Choice(LANG_CHOICES), default="auto", show_default=True,
               help="Language of the prompts and the sentence splitter; auto: the book's declared language, "
                    "else detected from its text.")
@@ -86,7 +89,8 @@ def summarize_command(
     no_clean: bool, include_front_matter: bool, chapter_aware: bool, per_chapter: bool, length_policy: str | None,
     output: Path | None, max_plan_cost: float, yes: bool, **llm: Any,
 ) -> None:
-    """Summarize BOOK (.epub, .txt, .html, .md; - reads it from standard input) and write the summary and its full record."""
+    """Summarize BOOK (.epub, .txt, .html, .md; - reads it from standard input) and write the summary and its
+    full record."""
 
     from booksum_app.files import atomic_write_texts, check_writable, is_stream, json_text
     from booksum_app.llm.registry import choose_model

@@ -183,4 +183,7 @@ def score_columns(headers: Sequence[str]) -> list[Col]:
                 {"System": 28, "Failure modes (summaries)": 24}.get(h)) for h in headers]
 
 
-__all__ = ["COMPARE_PRIORITY", "SCORE_PRIORITY", "WIDE_TABLE", "Col", "FittedTable", "GridDisplay", "compare_columns", "fit_table", "print_fitted", "score_columns"]
+__all__ = [
+    "COMPARE_PRIORITY", "SCORE_PRIORITY", "WIDE_TABLE", "Col", "FittedTable", "GridDisplay", "compare_columns",
+    "fit_table", "print_fitted", "score_columns",
+]

@@ -21,7 +21,9 @@ from booksum_app.llm.wire import gateway_error, json_object, malformed, reported
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
 
-def completion_from_message(body: bytes, *, name: str, model_id: str, latency_s: float, secret: str | None) -> Completion:
+def completion_from_message(
+    body: bytes, *, name: str, model_id: str, latency_s: float, secret: str | None
+) -> Completion:
     """The completion in a 2xx Messages reply's body, or :class:`TransientModelError` if it is not one."""
     reply = json_object(body, name)
     content = reply.get("content")

@@ -76,7 +76,8 @@ def priced(
                 "completion tokens for one call, more than the call can hold; such calls are counted with "
                 "the tokenizer (estimated)")
     elif not completion.usage_reported:
-        note = f"{info.name}: the server's replies carry no token usage; tokens are counted with the tokenizer (estimated)"
+        note = (f"{info.name}: the server's replies carry no token usage; tokens are counted with "
+                "the tokenizer (estimated)")
     if not trusted:
         usage = Usage(count_prompt(request), count(completion.text))
     return dataclasses.replace(completion, usage=usage, usage_reported=trusted, cost_usd=info.cost_usd(usage)), note

@@ -194,7 +194,9 @@ def read_log(directory: Path | str, f: LogFilter = LogFilter(), *, prices: Price
         view = f"WITH c AS (SELECT {select} FROM calls) "  # old rows read like new ones
         last_run = None
         if f.run == LAST_RUN:  # looked up once: as a subquery it ran once per row (4 s at 100k rows)
-            found = db.execute(f"{view}SELECT run FROM c WHERE run IS NOT NULL ORDER BY created DESC LIMIT 1").fetchone()
+            found = db.execute(
+                f"{view}SELECT run FROM c WHERE run IS NOT NULL ORDER BY created DESC LIMIT 1"
+            ).fetchone()
             last_run = found[0] if found else None
         where, args = _where(f, prices, last_run)
         total = int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])

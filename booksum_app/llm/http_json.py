@@ -51,7 +51,8 @@ class HttpReply:
 
 
 def is_plain_http(url: str) -> bool:
-    """Whether ``url`` is an ``http://`` URL with a host and no credentials or query (what :class:`JsonPoster` reaches)."""
+    """Whether ``url`` is an ``http://`` URL with a host and no credentials or query
+    (what :class:`JsonPoster` reaches)."""
     parts = urlsplit(url)
     return parts.scheme == "http" and bool(parts.hostname) and parts.username is None and not parts.query
 

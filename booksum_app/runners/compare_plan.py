@@ -199,7 +199,8 @@ class _SummaryPlanner:
         self.remaining = 0
         self.written: list[str] = []  # summaries of finished records: the judge judges them too
         self.cut_options = {"chapter_aware": exp.chapter_aware, "include_front_matter": exp.include_front_matter}
-        self.cutters = PlanCutters.for_grid(len(exp.books), tokenizers_named=all(map(is_named, self.tokenizers.values())),
+        self.cutters = PlanCutters.for_grid(len(exp.books),
+                                            tokenizers_named=all(map(is_named, self.tokenizers.values())),
                                             **self.cut_options)
         self.ordered: dict[str, tuple[Path, set[tuple[str, int]]]] = {}  # by sha256: identical copies cut once
         self.deferred: list[tuple[str, list[_Todo]]] = []  # priced once the workers have cut their books

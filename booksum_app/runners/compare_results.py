@@ -260,8 +260,9 @@ def row_to_dict(row: ConfigResult) -> dict[str, Any]:
         out["datasets"] = [_dataset_dict(d) for d in row.datasets]
         for entry, r in zip(out["books"], row.books, strict=True):
             if r.rouge is not None:
-                entry.update(id=r.rouge.sample_id, rouge_l=round(100 * r.rouge.rouge_l, 4), length_tokens=r.rouge.length_tokens,
-                             bucket=r.rouge.bucket, lang=r.rouge.lang, summary_tokens=r.rouge.summary_tokens)
+                entry.update(id=r.rouge.sample_id, rouge_l=round(100 * r.rouge.rouge_l, 4),
+                             length_tokens=r.rouge.length_tokens, bucket=r.rouge.bucket, lang=r.rouge.lang,
+                             summary_tokens=r.rouge.summary_tokens)
     return out
 
 

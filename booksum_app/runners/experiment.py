@@ -158,12 +158,15 @@ class Experiment:
 
     def _check_options(self) -> None:
         """Every option belongs to a strategy of the grid and each of its values parses there."""
-        object.__setattr__(self, "options", tuple((name, tuple(values) if isinstance(values, tuple | list) else (values,))
-                                                  for name, values in self.options))
+        object.__setattr__(self, "options",
+                           tuple((name, tuple(values) if isinstance(values, tuple | list) else (values,))
+                                 for name, values in self.options))
         for name, values in self.options:
             declared = [o for s in self.strategies for o in get_strategy(s).options if o.name == name]
             if not declared:
-                raise ConfigError(f"--set {name}: not an option of the grid's strategies ({', '.join(self.strategies)})")
+                raise ConfigError(
+                    f"--set {name}: not an option of the grid's strategies ({', '.join(self.strategies)})"
+                )
             for option in declared:
                 for value in values:
                     option.parse(value)
@@ -401,7 +404,8 @@ def _option_values(table: Mapping[str, Any]) -> tuple[tuple[str, tuple[object, .
     """``[options]`` / ``--set`` values: a list (or comma-separated string) is several values."""
     out = []
     for name, value in table.items():
-        items = value if isinstance(value, list) else [v for v in value.split(",")] if isinstance(value, str) else [value]
+        items = (value if isinstance(value, list)
+                 else [v for v in value.split(",")] if isinstance(value, str) else [value])
         out.append((str(name).replace("-", "_"), tuple(items)))
     return tuple(out)
 

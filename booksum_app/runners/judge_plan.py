@@ -187,7 +187,9 @@ def priced(info: ModelInfo, estimate: JudgeEstimate) -> JudgePlan:
         output_tokens=estimate.output_tokens, cost_usd=info.cost_usd(usage),
         cached_input_tokens=estimate.cached_input_tokens, cache_write_input_tokens=estimate.cache_write_input_tokens,
         billed_input_tokens=info.billed_input_tokens(usage), sentences=estimate.sentences,
-        uncached_cost_usd=info.cost_usd(Usage(usage.input_tokens, usage.output_tokens, 0, usage.cache_write_input_tokens)),
+        uncached_cost_usd=info.cost_usd(
+            Usage(usage.input_tokens, usage.output_tokens, 0, usage.cache_write_input_tokens)
+        ),
     )
 
 

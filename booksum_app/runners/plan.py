@@ -64,7 +64,9 @@ def plan_strategy(
         ConfigError: no such strategy installed.
     """
     impl = get_strategy(strategy)
-    plan = impl.plan(PlanInput(tuple(chunk_tokens), info.context_window, _overheads(impl, config, count_tokens), config))
+    plan = impl.plan(
+        PlanInput(tuple(chunk_tokens), info.context_window, _overheads(impl, config, count_tokens), config)
+    )
     calls, input_tokens, output_tokens = plan.calls, plan.input_tokens, plan.output_tokens
     if clean and impl.calls_model:
         g = config.max_summary_tokens

@@ -82,7 +82,8 @@ class PlanCutters:
         cores = available_cores()
         if n_books < MIN_BOOKS or cores < 2 or not tokenizers_named:
             return None
-        cutters = cls(workers=min(cores, n_books), chapter_aware=chapter_aware, include_front_matter=include_front_matter)
+        cutters = cls(workers=min(cores, n_books), chapter_aware=chapter_aware,
+                      include_front_matter=include_front_matter)
         cutters._n_books = n_books
         cutters._min_chars = SERIAL_CHARS_PER_S * BOOT_S * cores / (cores - 1) * MARGIN
         return cutters

@@ -57,7 +57,9 @@ def assess(summary: str, *, source: str | None, lang: str, requested_tokens: int
 def _details(label: str, quality: SummaryQuality) -> str:
     r = quality.report
     if label == "repetitive":
-        parts = [f"{quality.repeated_3gram_pct:.0f}% repeated 3-grams"] if quality.repeated_3gram_pct is not None else []
+        parts = (
+            [f"{quality.repeated_3gram_pct:.0f}% repeated 3-grams"] if quality.repeated_3gram_pct is not None else []
+        )
         if r.repeated_sentences:
             parts.append(f"{r.repeated_sentences} repeated sentence{'s' * (r.repeated_sentences != 1)}")
         if r.tail_repeats:
@@ -92,7 +94,9 @@ def quality_line(quality: SummaryQuality) -> str:
     return "quality: " + " · ".join(flagged + ([ok_part] if ok_part else []))
 
 
-def record_quality(record: SummaryRecord, source: str | os.PathLike[str] | Book) -> tuple[SummaryRecord, SummaryQuality]:
+def record_quality(
+    record: SummaryRecord, source: str | os.PathLike[str] | Book
+) -> tuple[SummaryRecord, SummaryQuality]:
     """The record with ``extra["quality"]`` added, and the quality; ``source`` is the book summarized."""
     include_front = bool(record.config.get("include_front_matter", False))
     book = source if isinstance(source, Book) else open_book(source, include_front_matter=include_front)

@@ -412,7 +412,8 @@ def score_texts(
     path = None if isinstance(summaries, Mapping) else Path(summaries)
     texts = dict(summaries) if isinstance(summaries, Mapping) else load_summaries(Path(summaries))
     settings = ScoreSettings(mode=mode, batch_size=batch_size, llm=llm_settings or LLMSettings(), seed=seed)
-    refs = dict(references) if isinstance(references, Mapping) else _references(Path(references)) if references else None
+    refs = (dict(references) if isinstance(references, Mapping)
+            else _references(Path(references)) if references else None)
     index = _source_index(Path(sources)) if sources is not None else None
     built = get_model(judge, settings=settings.llm) if isinstance(judge, str) else None
     judge_model = built if built is not None else judge if not isinstance(judge, str) else None
@@ -471,7 +472,8 @@ def _statistics(
                 rouge = rouge_l(text, reference, variant=rouge_variant)
                 rouge_scores.append(rouge)
         failures = detect_failures(text, source=copy_index, lang=lang)
-        rows.append(SummaryRow(book=book, summary=text, judgement=judged.get(book), ngrams=ngram_stats(text, source=source), rouge=rouge, failures=failures))
+        rows.append(SummaryRow(book=book, summary=text, judgement=judged.get(book),
+                               ngrams=ngram_stats(text, source=source), rouge=rouge, failures=failures))
     if unmatched:
         notes.append(
             f"{name}: no source book for {len(unmatched)} of {len(summaries)} summaries "

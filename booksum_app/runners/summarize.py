@@ -155,7 +155,8 @@ def run_summary(
 
     ``chat`` is a ready model to use instead of building ``run.model``'s client (compare shares
     one client per model); the caller then closes it. ``spec`` is ``run.model`` already resolved
-    (:func:`~booksum_app.llm.registry.choose_model`), so the model string is resolved once. ``cpu_gate`` is held while the book is
+    (:func:`~booksum_app.llm.registry.choose_model`), so the model string is resolved once.
+    ``cpu_gate`` is held while the book is
     chunked (compare: one book per core, so the first books' calls start while others chunk).
     ``chunk_memo`` is a memo and the book's id in it (its file's sha256): compare's plan has
     already cut the book, and the run takes those cuts.

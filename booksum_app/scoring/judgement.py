@@ -1,7 +1,8 @@
 """BooookScore's values: the 8 confusion types (§3, Table 3) and per-sentence / per-summary judgements.
 
 A :class:`SentenceJudgement` is one sentence's verdict: confusing (questions and types), no
-confusion, or unparseable (the judge never gave an answer we could read, after retries). A :class:`SummaryJudgement` holds the verdicts of one summary and how many sentences it
+confusion, or unparseable (the judge never gave an answer we could read, after retries). A
+:class:`SummaryJudgement` holds the verdicts of one summary and how many sentences it
 has; :func:`normalise_type` maps the spellings judges use ("Entity Omissions", "omission of
 entity", "causal-omission") onto the 8 canonical names and rejects anything else.
 """

@@ -80,7 +80,8 @@ def _aggregate_table(systems: Sequence[SystemScores]) -> str:
     for s in systems:
         b = s.booookscore.system if s.booookscore else None
         score = _fmt(b.percent()) if b else "–"
-        ci = f"{_fmt(100 * b.ci_low)}–{_fmt(100 * b.ci_high)}" if b and b.ci_low is not None and b.ci_high is not None else "–"
+        ci = (f"{_fmt(100 * b.ci_low)}–{_fmt(100 * b.ci_high)}"
+              if b and b.ci_low is not None and b.ci_high is not None else "–")
         rouge = _fmt(100 * s.rouge_l.fmeasure) if s.rouge_l else "–"
         rows.append(
             f"<tr><td>{_e(s.name)}</td><td>{score}</td><td>{ci}</td><td>{len(s.rows)}</td>"
@@ -155,7 +156,8 @@ def _mark(sentence: str, judgement: SentenceJudgement | None, ref: int | None) -
     if judgement is None or not (judgement.confusing or judgement.unparseable) or ref is None:
         return _e(sentence)
     if judgement.unparseable:
-        return f'<span class="sent unparseable" data-unparseable="true">{_e(sentence)}</span><sup class="ref">{ref}</sup>'
+        return (f'<span class="sent unparseable" data-unparseable="true">{_e(sentence)}</span>'
+                f'<sup class="ref">{ref}</sup>')
     kinds = judgement.types or ("other",)
     first = kinds[0]
     style = "" if first in TYPE_COLOURS else f' style="background:{OTHER_COLOUR}"'
@@ -174,7 +176,8 @@ def _note(ref: int, judgement: SentenceJudgement) -> str:
         shown = answer if len(answer) <= 200 else answer[:197] + "..."
         return f'<li value="{ref}"><span class="types">unparseable</span> – judge answered: <q>{_e(shown)}</q></li>'
     kinds = ", ".join(judgement.types) or "(no type)"
-    return f'<li value="{ref}"><span class="types">{_e(kinds)}</span> – <span class="question">{_e(judgement.questions or "")}</span></li>'
+    return (f'<li value="{ref}"><span class="types">{_e(kinds)}</span> – '
+            f'<span class="question">{_e(judgement.questions or "")}</span></li>')
 
 
 def _marked_segments(row: SummaryRow) -> list[tuple[str, list[tuple[int, str]]]]:
@@ -252,7 +255,8 @@ def _side_by_side(systems: Sequence[SystemScores]) -> str:
            "the summaries in columns, with the judge's questions under each.</p>")]
     for m, (book, rows) in enumerate(shared):
         scores = " · ".join(
-            f"{_e(systems[n].name)} {_fmt(100 * r.judgement.score) if r.judgement and r.judgement.score is not None else '–'}"
+            f"{_e(systems[n].name)} "
+            f"{_fmt(100 * r.judgement.score) if r.judgement and r.judgement.score is not None else '–'}"
             for n, r in rows)
         columns = []
         for n, row in rows:

@@ -40,7 +40,8 @@ class BookInfo:
 
 @dataclass(frozen=True)
 class Totals(Tally):
-    """The run's calls as a :class:`Tally` (list price in ``cost_usd``, paid in ``spent_usd``) and what the strategy did."""
+    """The run's calls as a :class:`Tally` (list price in ``cost_usd``, paid in ``spent_usd``) and what the
+    strategy did."""
 
     wall_s: float = 0.0
     retries: int = 0

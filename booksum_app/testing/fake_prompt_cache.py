@@ -49,7 +49,9 @@ def encode(text: str) -> Sequence[int]:
     """cl100k_base token ids of ``text`` (4-character pieces when tiktoken is unavailable)."""
     tokenizer = _tokenizer()
     if tokenizer is None:
-        return [int.from_bytes(hashlib.sha1(text[i : i + 4].encode()).digest()[:4], "big") for i in range(0, len(text), 4)]
+        return [
+            int.from_bytes(hashlib.sha1(text[i : i + 4].encode()).digest()[:4], "big") for i in range(0, len(text), 4)
+        ]
     return list(tokenizer.encode(text))  # type: ignore[attr-defined]
 
 
