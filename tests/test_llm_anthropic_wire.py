@@ -36,16 +36,29 @@ def client_for(peer: RawPeer, tmp_path: Path, **settings: object) -> Client:
     return client
 
 
+@pytest.mark.parametrize("usage", [
+    {"input_tokens": -50, "output_tokens": 3},
+    {"input_tokens": "12", "output_tokens": 3},
+    {"input_tokens": 12, "output_tokens": 3, "cache_read_input_tokens": -7},
+    "none",
+])
+def test_an_answer_whose_usage_is_not_counts_is_kept_and_estimated(usage: object, tmp_path: Path) -> None:
+    """The answer was paid for: resending it over its usage would pay again (docs/guarantees.md)."""
+    peer = RawPeer([("send", http_reply(json.dumps({**GOOD, "usage": usage}).encode()))])
+    client = client_for(peer, tmp_path)
+    completion = client.complete(REQ)
+    assert completion.text and not completion.usage_reported and len(peer.bodies) == 1
+    assert client.tally.estimated_tokens > 0 and any("estimated" in note for note in client.notes)
+    client.close()
+    peer.close()
+
+
 @pytest.mark.parametrize("reply", [
     {**GOOD, "content": None},
     {**GOOD, "content": "just a string"},
     {**GOOD, "content": [{"type": "text", "text": 5}]},
     {**GOOD, "content": [{"text": "a block without a type"}]},
     {**GOOD, "stop_reason": 3},
-    {**GOOD, "usage": {"input_tokens": -50, "output_tokens": 3}},
-    {**GOOD, "usage": {"input_tokens": "12", "output_tokens": 3}},
-    {**GOOD, "usage": {"input_tokens": 12, "output_tokens": 3, "cache_read_input_tokens": -7}},
-    {**GOOD, "usage": "none"},
     [1, 2],
     {"type": "error", "error": {"type": "overloaded_error", "message": f"Overloaded; your key {SECRET}"}},
 ])

@@ -158,8 +158,9 @@ def test_annotations_must_be_sentences_of_the_summaries() -> None:
     wrong = {"first.epub": {"Teo buys a boat.": {"questions": "Why?", "types": ["causal omission"]}}}
     with pytest.raises(InputError, match="1 of 1 annotated sentences do not occur"):
         judgements_from_release(wrong, summaries=summaries)
-    v2 = {"first.epub": {"Mara bakes bread.": {"sentence_num": 1, "questions": None, "types": None}}}
-    assert judgements_from_release(v2, summaries=summaries)[0].n_sentences == 1
+    v2 = {"first.epub": {s: {"sentence_num": i, "questions": None, "types": None}  # v2 lists every sentence
+                         for i, s in enumerate(("Mara bakes bread.", "Teo sells the shop.", "They argue."), 1)}}
+    assert judgements_from_release(v2, summaries=summaries)[0].n_sentences == 3
     v2_wrong = {"first.epub": {"Teo buys a boat.": {"sentence_num": 1, "questions": None, "types": None}}}
-    with pytest.raises(InputError, match="1 of 1"):
+    with pytest.raises(InputError, match="1 of 1|2 of 3 summary sentences .* have no entry"):
         judgements_from_release(v2_wrong, summaries=summaries)

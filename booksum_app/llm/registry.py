@@ -117,10 +117,10 @@ class ModelSpec:
         if self.source == "default" and self.provider == "local":
             lines.append(FALLBACK_NOTICE)
         # vLLM and Ollama report their context; hosted prices and a server's 8,192 tokens are assumed
+        elif self.server_note:  # the server said what it holds: nothing is assumed
+            lines.append(f"{self.info.name}: {self.server_note}")
         elif self.note and self.hosted:
             lines.append(f"{self.info.name}: {self.note}")
-        if self.server_note:
-            lines.append(f"{self.info.name}: {self.server_note}")
         return "; ".join(lines) or None
 
 

@@ -21,7 +21,6 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from booksum_app.errors import BooksumError, InputError
 from booksum_app.llm.base import ChatModel
@@ -36,8 +35,15 @@ from booksum_app.llm.registry import (
     get_model,
     is_demo_model,
 )
+from booksum_app.runners import score_inputs as inputs
 from booksum_app.runners.judge_plan import JudgePlan, plan_judge
 from booksum_app.runners.notes import cut_answers_note
+from booksum_app.runners.score_inputs import (
+    load_summaries,
+    source_index,
+    stem,
+    system_name,
+)
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
 from booksum_app.scoring.booookscore import (
     DEFAULT_BATCH_SIZE,
@@ -50,9 +56,6 @@ from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngr
 from booksum_app.scoring.release import (
     PartialAnnotationsWarning,
     carries_annotations,
-    load_json,
-    parse_summaries,
-    summaries_in,
 )
 from booksum_app.scoring.results import (
     BooookScoreResult,
@@ -70,8 +73,6 @@ from booksum_app.scoring.rouge import (
 )
 
 SCHEMA_VERSION = 1
-TEXT_SUFFIXES = (".txt", ".md")
-BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
 
 
 @dataclass(frozen=True)
@@ -103,148 +104,6 @@ class ScoreRun:
 
 
 # ---- inputs ------------------------------------------------------------------------------
-
-
-def _record_summary(data: Any, *, where: str) -> tuple[str | None, str] | None:
-    """``(book key, text)`` of a booksum summary record, or None if ``data`` is not one."""
-    if not isinstance(data, dict):
-        return None
-    text = data.get("final_summary", data.get("summary"))
-    if not isinstance(text, str):
-        return None
-    book = data.get("book")
-    key = None
-    if isinstance(book, dict):
-        source = book.get("source_path")
-        title = book.get("title")
-        if isinstance(source, str) and source:
-            key = Path(source).name
-        elif isinstance(title, str) and title:
-            key = title
-    return key, text
-
-
-def _add(out: dict[str, str], key: str, text: str, *, where: str) -> None:
-    if key in out:
-        raise InputError(f"two summaries of {key!r} in {where}; keep one summary per book")
-    out[key] = text
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not UTF-8 text; convert it or pass a JSON file") from exc
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-
-
-def _files_in(directory: Path, suffixes: tuple[str, ...]) -> list[Path]:
-    """The files of ``directory`` with these suffixes, sorted. A link out of it is an InputError:
-    its files go into judge prompts, and ``passwd.txt -> /etc/passwd`` must not."""
-    root = directory.resolve()
-    files = []
-    for entry in sorted(directory.iterdir()):
-        if entry.suffix.lower() not in suffixes:
-            continue
-        if entry.is_symlink() and not entry.resolve().is_relative_to(root):
-            raise InputError(
-                f"{entry} is a link to a file outside {directory}; a scored directory's links are not "
-                "followed out of it: copy the file in, or remove the link"
-            )
-        if entry.is_file():
-            files.append(entry)
-    return files
-
-
-def _load_directory(path: Path) -> dict[str, str]:
-    """One summary per file stem: ``book.json`` + ``book.md`` written by one run are one summary.
-
-    ``summarize -o out/book`` writes both files; counting them twice would double n and the
-    judge's bill, so files sharing a stem must hold the same text (else it is an input error).
-    """
-    out: dict[str, str] = {}
-    by_stem: dict[str, list[Path]] = {}
-    for file in _files_in(path, (".json", *TEXT_SUFFIXES)):
-        by_stem.setdefault(file.stem, []).append(file)
-    for files in by_stem.values():
-        found: list[tuple[Path, str, str]] = []  # (file, book key, text)
-        for file in files:
-            if file.suffix.lower() == ".json":
-                record = _record_summary(load_json(file, what="summary record"), where=str(file))
-                if record is None:
-                    raise InputError(
-                        f"{file} is not a summary record (a JSON object with a 'summary' string); "
-                        "move it out of the directory"
-                    )
-                found.append((file, record[0] or file.stem, record[1]))
-            else:
-                found.append((file, file.name, _read_text(file)))
-        found.sort(key=lambda f: f[0].suffix.lower() != ".json")  # the record names the book best
-        first_file, key, text = found[0]
-        for other, _, other_text in found[1:]:
-            if other_text.strip() != text.strip():
-                raise InputError(
-                    f"{first_file.name} and {other.name} in {path} are two different summaries of one book; "
-                    "keep one of them"
-                )
-        _add(out, key, text, where=str(path))
-    if not out:
-        raise InputError(f"{path} holds no summaries (*.json records, *.txt or *.md files)")
-    return out
-
-
-def load_summaries(path: Path) -> dict[str, str]:
-    """Read SUMMARIES: a release JSON, a summary record, a directory, or a text file.
-
-    Raises:
-        InputError: nothing readable as summaries at ``path``.
-    """
-    path = Path(path)
-    if path.is_dir():
-        return _load_directory(path)
-    if not path.exists():
-        raise InputError(f"summaries file {path} does not exist; check the path")
-    if path.suffix.lower() in TEXT_SUFFIXES:
-        return {path.name: _read_text(path)}
-    data = load_json(path, what="summaries")
-    record = _record_summary(data, where=str(path))
-    if record is not None:
-        return {record[0] or path.stem: record[1]}
-    carried = summaries_in(data)  # an annotations file that carries its summaries (human format)
-    return carried if carried is not None else parse_summaries(data, source=str(path))
-
-
-def _stem(name: str) -> str:
-    p = Path(name)
-    return (p.stem if p.suffix.lower() in BOOK_SUFFIXES else p.name).lower()
-
-
-def _source_index(source: Path) -> dict[str, Path]:
-    if source.is_file():
-        return {_stem(source.name): source}
-    if not source.is_dir():
-        raise InputError(f"--source {source} does not exist; give a directory of books or one book file")
-    return {_stem(p.name): p for p in sorted(source.iterdir()) if p.is_file() and p.suffix.lower() in BOOK_SUFFIXES}
-
-
-def _source_text(path: Path) -> str:
-    from booksum_app.books import open_book
-
-    return open_book(path).text()
-
-
-def _references(path: Path) -> dict[str, str]:
-    data = load_json(path, what="references")
-    return parse_summaries(data, source=f"references {path}")
-
-
-# ---- running -----------------------------------------------------------------------------
-
-
-def _system_name(path: Path) -> str:
-    name = path.stem if path.is_file() else path.name
-    return name.removesuffix("-cleaned") if name.endswith("-cleaned") else name
 
 
 def _score_sources(
@@ -301,9 +160,9 @@ def run_score(
     notes: list[str] = []
     loaded = [(Path(p), load_summaries(Path(p))) for p in paths]
     annotations, judge_name = _score_sources(settings, loaded)
-    references = _references(settings.references) if settings.references else None
+    references = inputs.references(settings.references) if settings.references else None
     check_variant(settings.rouge_variant)
-    index = _source_index(settings.source) if settings.source else None
+    index = source_index(settings.source) if settings.source else None
     built: Client | None = None  # a judge we build, and so close
     notice = None
     demo_judge = False
@@ -319,7 +178,7 @@ def run_score(
         with default_context():  # one run id for every judge call, in ``booksum logs``
             systems = []
             for n, (path, summaries) in enumerate(loaded):
-                name = _system_name(path)
+                name = system_name(path)
                 booookscore: BooookScoreResult | None = None
                 totals = CallTotals()
                 if annotations:
@@ -413,8 +272,8 @@ def score_texts(
     texts = dict(summaries) if isinstance(summaries, Mapping) else load_summaries(Path(summaries))
     settings = ScoreSettings(mode=mode, batch_size=batch_size, llm=llm_settings or LLMSettings(), seed=seed)
     refs = (dict(references) if isinstance(references, Mapping)
-            else _references(Path(references)) if references else None)
-    index = _source_index(Path(sources)) if sources is not None else None
+            else inputs.references(Path(references)) if references else None)
+    index = source_index(Path(sources)) if sources is not None else None
     built = get_model(judge, settings=settings.llm) if isinstance(judge, str) else None
     judge_model = built if built is not None else judge if not isinstance(judge, str) else None
     booookscore, totals = None, CallTotals()
@@ -447,7 +306,7 @@ def _statistics(
     """One system's statistics, and the notes for the user (sources skipped or unmatched, no references)."""
     notes: list[str] = []
     judged = {j.book: j for j in booookscore.summaries} if booookscore else {}
-    refs_by_stem = {_stem(k): v for k, v in references.items()} if references else {}
+    refs_by_stem = {stem(k): v for k, v in references.items()} if references else {}
     rows = []
     unmatched = []
     rouge_scores: list[RougeScore] = []
@@ -455,19 +314,19 @@ def _statistics(
         source = copy_index = None
         lang = _lang_of({book: text})
         if index is not None:
-            match = index.get(_stem(book))
+            match = index.get(stem(book))
             if match is None:
                 unmatched.append(book)
             else:
                 try:
-                    source_text = _source_text(match)
+                    source_text = inputs.source_text(match)
                     source = source_ngrams(source_text)
                     copy_index = SourceIndex.build(source_text, lang=lang)
                 except BooksumError as exc:
                     notes.append(f"{name}: source of {book!r} skipped: {exc}")
         rouge = None
         if references is not None:
-            reference = references.get(book, refs_by_stem.get(_stem(book)))
+            reference = references.get(book, refs_by_stem.get(stem(book)))
             if reference is not None:
                 rouge = rouge_l(text, reference, variant=rouge_variant)
                 rouge_scores.append(rouge)
