@@ -280,3 +280,31 @@ def test_wasted_replies_are_in_the_call_log_with_their_money(server: FakeServer,
     assert sum("(wasted)" in c.purpose for c in log.calls) == 2
     assert sum(c.usage.input_tokens for c in log.calls) == server.billed.input_tokens
     assert stats is not None and stats.calls == 1  # the cache holds one answer
+
+
+# ---- numbers from outside that are not numbers -------------------------------------------
+
+
+@pytest.mark.parametrize("price", ["nan", "inf", "-1.0", '"free"'])
+def test_a_config_price_that_is_not_a_price_is_refused(price: str, tmp_path: Any) -> None:
+    from booksum_app.errors import ConfigError
+    from booksum_app.llm.registry import LLMSettings, choose_model
+
+    config = tmp_path / "config.toml"
+    config.write_text(f'[models."openai:mine"]\ninput_usd_per_mtok = {price}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="input_usd_per_mtok must be a finite number of at least 0"):
+        choose_model("openai:mine", settings=LLMSettings(config_path=config), env={})
+
+
+def test_a_runaway_answer_is_cut_where_it_can_end_not_searched_whole() -> None:
+    """An answer of megabytes (under the 64 MB reply cap) is cut as its head would be."""
+    from booksum_app.chunking import get_tokenizer
+    from booksum_app.compression.validity import truncate_at_sentence_end
+
+    count = get_tokenizer("cl100k_base").count
+    head = "The crew left port at dawn. They sailed north for a week. The storm came on the eighth day. "
+    runaway = head + "and then the sea was grey " * 400_000  # 10 MB, no sentence end after the head
+    cut = bounded(lambda: truncate_at_sentence_end(runaway, max_tokens=40, count_tokens=count))
+    assert cut == truncate_at_sentence_end(head + "and then the sea was grey " * 10, max_tokens=40,
+                                           count_tokens=count)
+    assert cut.endswith("eighth day.")

@@ -8,7 +8,7 @@ retries, concurrency bound, call cache and cost accounting that every call gets.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, fields
 from itertools import pairwise
@@ -229,12 +229,20 @@ class BackendBase(ABC):
       ``tokenizer="native"`` (the model's own tokenizer): a named tokenizer is what ``inspect``
       and compare's plan count with, so the run counts with it too.
     - ``close``: release connections or weights (nothing by default).
+    - ``extra_output_tokens``: room the backend adds to each request's ``max_tokens`` (a
+      reasoning model's hidden tokens); the cost ceiling counts it.
+    - ``reasoning_effort``: a setting that changes the answer without changing the request;
+      part of the cache key when set.
+    - ``expect_callers``: told how many callers may be waiting for a slot (a backend that
+      gathers calls into batches waits for them); ignored by default.
     """
 
     info: ModelInfo
     kind: str = ""
     default_concurrency: int = FIXED_CONCURRENCY
     base_url: str | None = None
+    extra_output_tokens: int = 0
+    reasoning_effort: str | None = None
     # a plugin's planning defaults (context_window, tokenizer, prices, note) for models that
     # neither booksum's table nor the user's config lists; None: 8192 tokens, estimated, unpriced
     model_defaults: ClassVar[Mapping[str, Any] | None] = None
@@ -267,6 +275,9 @@ class BackendBase(ABC):
 
     def close(self) -> None:
         """Release what the backend holds (connections, weights); nothing by default."""
+
+    def expect_callers(self, callers: Callable[[], int]) -> None:
+        """``callers()`` tells how many calls hold or wait for a slot now; a batching backend uses it."""
 
     @property
     def cache_kind(self) -> str:

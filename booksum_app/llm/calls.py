@@ -106,18 +106,18 @@ class Client:
             "model": backend.info.name,
             "base_url": backend.base_url,
         }
-        effort = getattr(backend, "reasoning_effort", None)
+        effort = backend.reasoning_effort
         if effort:  # absent otherwise: every other model's keys stay as they were
             self._identity["reasoning_effort"] = str(effort)
         # calls in flight: a fixed cap, or (adaptive) AIMD under it from initial_concurrency, as TCP does
         start = self.concurrency if initial_concurrency is None else min(initial_concurrency, self.concurrency)
         self._limit = AdaptiveLimit(initial=start, maximum=self.concurrency, adaptive=adaptive)
-        getattr(backend, "expect_callers", lambda _: None)(self._limit.callers)  # vLLM gathers callers
+        backend.expect_callers(self._limit.callers)  # vLLM gathers the callers' calls into batches
         self._lock = threading.Lock()
         self._reserved_usd = 0.0
         self._batch_in_flight = 0  # a batch backend's calls bypass the limit's send gate
         # room a backend adds to each request's max_tokens (a reasoning model's hidden tokens)
-        self._extra_output_tokens = int(getattr(backend, "extra_output_tokens", 0))
+        self._extra_output_tokens = backend.extra_output_tokens
         self._executor: PriorityPool | None = None
         self.spec: Any = spec  # the registry's ModelSpec when built by get_model
         self.notice = notice  # one line for the CLI (e.g. fell back to the demo model)
