@@ -76,7 +76,8 @@ def test_direct_runs_the_benchmarks_decoding_prompts_and_no_cleanup(tmp_path: Pa
     bundle = run.prompt_bundle()
     assert bundle.signature.startswith("benchmark-")
     assert bundle["ib"].render(text=CONTEXT) == CNNSUM_PROMPTS["ib"].format(CONTEXT)
-    ie = sample_run(RunConfig(strategy="direct", lang="zh", options={"direct_template": "ie"}), cnnsum).prompt_bundle()["ie"]
+    ie_run = RunConfig(strategy="direct", lang="zh", options={"direct_template": "ie"})
+    ie = sample_run(ie_run, cnnsum).prompt_bundle()["ie"]
     assert ie.render(text=CONTEXT) == CNNSUM_PROMPTS["ie"].format(CONTEXT)
     assert CNNSUM_PROMPTS["ib"] == CLONGEVAL_PROMPT, "one template serves both benchmarks"
 

@@ -24,7 +24,8 @@ VOLATILE = {"wall_s", "record", "reused", "cache_hits", "spent_usd"}  # time, pa
 
 
 def grid(books: list[Path], server: FakeServer, out: Path, cache: Path, *extra: str) -> list[str]:
-    return ["compare", *map(str, books), "--strategies", "hier,direct", "--models", "openai:gpt-4o-mini", "--judge", "openai:gpt-4o-mini",
+    return ["compare", *map(str, books), "--strategies", "hier,direct", "--models", "openai:gpt-4o-mini",
+            "--judge", "openai:gpt-4o-mini",
             "--chunk-sizes", "256", "--max-summary-len", "120", "--base-url", server.openai_base_url,
             "--cache-dir", str(cache), "--out", str(out), "--no-plots", "--yes", *extra]
 

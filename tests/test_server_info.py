@@ -114,7 +114,8 @@ def test_a_server_that_cannot_describe_itself_leaves_the_defaults(tmp_path: Path
     assert server_info.describe(junk_url, "m") is None
     spec = choose_model("openai:m", settings=settings(tmp_path, junk_url), env={})
     assert spec.info.context_window == 8192 and spec.server_slots is None
-    assert spec.notice is not None and "assuming an 8192-token context" in spec.notice  # said, as docs/models.md promises
+    # said, as docs/models.md promises
+    assert spec.notice is not None and "assuming an 8192-token context" in spec.notice
     # nothing listening there: the same, at once
     with FakeServer() as gone:
         url = gone.openai_base_url
