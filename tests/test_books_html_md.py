@@ -260,16 +260,16 @@ def test_a_book_on_stdin_is_sniffed_and_read(tmp_path: Path, monkeypatch: pytest
     from booksum_app.testing.fake_server import FakeServer
 
     text = "Chapter 1\n\n" + "Mara bakes bread in Lisk every morning before dawn. " * 40 + "\n"
-    inspected = CliRunner().invoke(cli, ["inspect", "-", "--json"], input=text.encode())
+    inspected = CliRunner().invoke(cli, ["inspect", "-", "--json", "-m", "openai:gpt-4o"], input=text.encode())
     assert inspected.exit_code == 0, inspected.output
     assert json.loads(inspected.stdout)["path"] == "stdin.txt"
-    md = CliRunner().invoke(cli, ["inspect", "-", "--json"],
+    md = CliRunner().invoke(cli, ["inspect", "-", "--json", "-m", "openai:gpt-4o"],
                             input=b"# The Baker\n\n## One\n\nMara bakes.\n\n## Two\n\nTom sells.\n")
     assert md.exit_code == 0 and json.loads(md.stdout)["format"] == "md"
     epub = book_path("time-machine")
     if epub.is_file():
         shutil.copy(epub, tmp_path / "b.epub")
-        read = CliRunner().invoke(cli, ["inspect", "-", "--json"], input=(tmp_path / "b.epub").read_bytes())
+        read = CliRunner().invoke(cli, ["inspect", "-", "--json", "-m", "openai:gpt-4o"], input=(tmp_path / "b.epub").read_bytes())
         assert read.exit_code == 0 and json.loads(read.stdout)["format"] == "epub"
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     with FakeServer() as server:
@@ -280,6 +280,6 @@ def test_a_book_on_stdin_is_sniffed_and_read(tmp_path: Path, monkeypatch: pytest
     assert done.exit_code == 0, done.output
     assert json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["book"]["source_path"] == "stdin.txt"
     for bad, why in ((b"", "no book on standard input"), (b"\x00\x01\x02garbage\xff" * 50, "")):
-        refused = CliRunner().invoke(cli, ["inspect", "-"], input=bad)
+        refused = CliRunner().invoke(cli, ["inspect", "-", "-m", "openai:gpt-4o"], input=bad)
         assert refused.exit_code in (2, 3) and refused.stderr.count("\n") == 1 and why in refused.stderr
         assert "Traceback" not in refused.stderr

@@ -70,7 +70,7 @@ def test_verbose_after_the_command_name_prints_each_call(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("command", ["inspect", "models", "cache"])
 def test_json_dash_and_json_file_on_every_command(tmp_path: Path, command: str) -> None:
-    extra = [str(_book(tmp_path))] if command == "inspect" else []
+    extra = [str(_book(tmp_path)), "-m", "openai:gpt-4o"] if command == "inspect" else []
     for spelling in (["--json", "-"], ["--json"]):
         result = run(command, *extra, *spelling)
         assert result.exit_code == 0, result.output
@@ -226,7 +226,7 @@ def test_empty_default_model_is_refused_and_a_typo_key_is_named(tmp_path: Path,
     result = run("inspect", str(_book(tmp_path)))
     assert result.exit_code == 2 and "default_model must be a model string" in result.stderr
     config.write_text('default_modle = "openai:gpt-4o"\n', encoding="utf-8")
-    result = run("inspect", str(_book(tmp_path)))
+    result = run("inspect", str(_book(tmp_path)), "-m", "openai:gpt-4o")
     assert result.exit_code == 0, result.output
     assert "unknown key 'default_modle' is ignored; did you mean 'default_model'?" in result.stderr
 

@@ -47,7 +47,7 @@ def _nasty_epub(tmp_path: Path, nasty: str) -> Path:
 
 @pytest.mark.parametrize("nasty", NASTY)
 def test_inspect_prints_titles_and_authors_verbatim(tmp_path: Path, nasty: str) -> None:
-    code, stdout, stderr = invoke("inspect", str(_nasty_epub(tmp_path, nasty)))
+    code, stdout, stderr = invoke("inspect", str(_nasty_epub(tmp_path, nasty)), "-m", "openai:gpt-4o")
     assert code == 0, stderr
     assert f"{nasty} by {nasty}" in stdout
 

@@ -165,7 +165,7 @@ def test_inspect_prints_no_escape_sequence_from_a_title_or_a_heading(tmp_path: P
         f"<html><head><title>The {CLEAR}Title{OSC52}</title></head><body>"
         f"<h1>Chapter{CLEAR} One{OSC52}</h1>" + "<p>Mara bakes bread in Lisk every morning.</p>" * 40
         + "</body></html>", encoding="utf-8")
-    result = CliRunner().invoke(cli, ["inspect", str(book)])
+    result = CliRunner().invoke(cli, ["inspect", str(book), "-m", "openai:gpt-4o"])
     assert result.exit_code == 0, result.output
     assert "The Title" in result.output and "Chapter One" in result.output
     assert "\x1b" not in result.output and "\x07" not in result.output
@@ -359,7 +359,7 @@ def test_on_a_pty_inspect_writes_no_clear_screen_or_clipboard_sequence(tmp_path:
     leader, follower = pty.openpty()
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}
     env.pop("NO_COLOR", None)
-    proc = subprocess.Popen([sys.executable, "-m", "booksum_app", "inspect", str(book)], stdin=follower,
+    proc = subprocess.Popen([sys.executable, "-m", "booksum_app", "inspect", str(book), "-m", "openai:gpt-4o"], stdin=follower,
                             stdout=follower, stderr=follower, env=env, cwd=Path(__file__).parent.parent)
     os.close(follower)
     chunks = []
