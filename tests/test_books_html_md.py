@@ -269,7 +269,8 @@ def test_a_book_on_stdin_is_sniffed_and_read(tmp_path: Path, monkeypatch: pytest
     epub = book_path("time-machine")
     if epub.is_file():
         shutil.copy(epub, tmp_path / "b.epub")
-        read = CliRunner().invoke(cli, ["inspect", "-", "--json", "-m", "openai:gpt-4o"], input=(tmp_path / "b.epub").read_bytes())
+        read = CliRunner().invoke(cli, ["inspect", "-", "--json", "-m", "openai:gpt-4o"],
+                                  input=(tmp_path / "b.epub").read_bytes())
         assert read.exit_code == 0 and json.loads(read.stdout)["format"] == "epub"
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     with FakeServer() as server:
