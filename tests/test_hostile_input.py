@@ -360,7 +360,8 @@ def test_on_a_pty_inspect_writes_no_clear_screen_or_clipboard_sequence(tmp_path:
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}
     env.pop("NO_COLOR", None)
     command = [sys.executable, "-m", "booksum_app", "inspect", str(book), "-m", "openai:gpt-4o"]
-    proc = subprocess.Popen(command, stdin=follower, stdout=follower, stderr=follower, env=env, cwd=Path(__file__).parent.parent)
+    proc = subprocess.Popen(command, stdin=follower, stdout=follower, stderr=follower, env=env,
+                            cwd=Path(__file__).parent.parent)
     os.close(follower)
     chunks = []
     while True:
