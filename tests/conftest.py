@@ -2,7 +2,7 @@
 where ``booksum data`` puts them.
 
 Data: ``BOOKSUM_DATA_DIR`` (a local copy laid out as ``books/`` and ``data/booookscore-release/``;
-scripts/test sets it when ``../shared`` exists), else the user cache after ``booksum data fetch
+CI's .ci/run sets it to the copy beside its clone), else the user cache after ``booksum data fetch
 sample-books`` / ``booksum data fetch booookscore-release``; tests that need missing data skip and
 say which command fetches it.
 """

@@ -1,4 +1,4 @@
-"""The shape DESIGN.md asks for: no module over 500 lines, no function over 80 (click commands aside)."""
+"""The code's shape: no module over 500 lines, no function over 80 (click commands aside)."""
 
 from __future__ import annotations
 
