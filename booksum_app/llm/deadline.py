@@ -133,7 +133,8 @@ def _http_modules() -> tuple[Any, Any]:
 def deadline_transport(**pool_options: Any) -> Any:
     """An ``httpx.HTTPTransport`` whose socket operations stop at the attempt's deadline.
 
-    ``pool_options`` go to ``httpcore.ConnectionPool`` (``ssl_context``, ``max_connections``, ...).
+    ``pool_options`` go to ``httpcore.ConnectionPool`` (``ssl_context``, ``max_connections``, ...);
+    give the pool limits the client would have had: httpcore's own default is 10 connections.
     """
     httpcore, httpx = _http_modules()
 

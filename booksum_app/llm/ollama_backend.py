@@ -125,7 +125,9 @@ class OllamaBackend(BackendBase):
         self._name = info.name
         self.timeout_s = timeout_s
         # --timeout bounds each attempt in all, not one socket read (deadline.py)
-        self._client = httpx.Client(base_url=self.host, timeout=timeout_s, transport=deadline_transport())
+        # httpx's own pool limits (a transport given to httpx.Client does not get them)
+        transport = deadline_transport(max_connections=100, max_keepalive_connections=20)
+        self._client = httpx.Client(base_url=self.host, timeout=timeout_s, transport=transport)
         self._count = count_tokens or _estimate_counter()
         self._lock = threading.Lock()
         self._num_ctx = 0  # never shrinks: a new num_ctx makes Ollama reload the model
