@@ -308,3 +308,33 @@ def test_a_runaway_answer_is_cut_where_it_can_end_not_searched_whole() -> None:
     assert cut == truncate_at_sentence_end(head + "and then the sea was grey " * 10, max_tokens=40,
                                            count_tokens=count)
     assert cut.endswith("eighth day.")
+
+
+# ---- Ollama's native API ------------------------------------------------------------------
+
+
+def test_ollama_a_dripping_reply_is_cut_at_the_attempts_deadline() -> None:
+    from booksum_app.llm.ollama_backend import OllamaBackend
+    from booksum_app.testing.fake_ollama import FakeOllama
+
+    info = ModelInfo(name="ollama:llama3.1:8b", context_window=8192, tokenizer="estimate")
+    with FakeOllama(script=["drip", "drip"]) as fake:
+        client = client_for(OllamaBackend(info, model_id="llama3.1:8b", host=fake.url, timeout_s=1.0), max_attempts=2)
+        with pytest.raises(TransientModelError, match="failed 2 times.*timed out"):
+            bounded(lambda: client.complete(REQ))
+        client.close()
+        assert len(fake.requests) == 2
+
+
+def test_ollama_a_reply_without_counts_is_estimated() -> None:
+    from booksum_app.llm.ollama_backend import OllamaBackend
+    from booksum_app.testing.fake_ollama import FakeOllama
+
+    info = ModelInfo(name="ollama:llama3.1:8b", context_window=8192, tokenizer="estimate")
+    with FakeOllama(script=["nousage"]) as fake:
+        client = client_for(OllamaBackend(info, model_id="llama3.1:8b", host=fake.url, timeout_s=5.0))
+        with metering() as meter:
+            answer = bounded(lambda: client.complete(REQ))
+        client.close()
+    assert answer.text and not answer.usage_reported
+    assert meter.tally.estimated_tokens == meter.tally.input_tokens + meter.tally.output_tokens > 0

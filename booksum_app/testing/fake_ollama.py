@@ -8,7 +8,9 @@ logged with whether it was cut (:attr:`FakeOllama.requests`). Tokens are cl100k_
 
 Unknown models get 404 ``{"error": "model 'x' not found"}``. Faults for the next calls come
 from a ``script``: ``500``, ``notjson`` (a 200 whose body is HTML), ``drop`` (close the
-socket without a reply). Replies come from :func:`booksum_app.testing.fake_replies.default_reply`
+socket without a reply), ``drip`` (a normal reply, its body a byte every 0.2 s) and
+``nousage`` (a normal reply without ``prompt_eval_count``/``eval_count``, as Ollama answers
+when the prompt came from its KV cache). Replies come from :func:`booksum_app.testing.fake_replies.default_reply`
 applied to the text the model would really have seen.
 
 By hand: ``python -m booksum_app.testing.fake_ollama --port 11434 --model llama3.1:8b``.
@@ -29,7 +31,8 @@ from booksum_app.chunking import ReversibleTokenizer, get_tokenizer
 from booksum_app.llm.base import Request
 from booksum_app.testing.fake_replies import default_reply
 
-FAULTS = ("500", "notjson", "drop")
+FAULTS = ("500", "notjson", "drop", "drip", "nousage")
+DRIP_S = 0.2
 DEFAULT_NUM_CTX = 2048
 ReplyFn = Callable[[Request], str]
 
@@ -103,7 +106,29 @@ class _Handler(BaseHTTPRequestHandler):
             fake.log_fault(model, payload, fault)
             self._raw(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
             return
-        self._json(200, fake.chat(model, payload))
+        if fault == "drip":  # logged by chat() below, as a normal reply
+            self._drip(json.dumps(fake.chat(model, payload)).encode("utf-8"))
+            return
+        reply = fake.chat(model, payload)
+        if fault == "nousage":
+            reply = {k: v for k, v in reply.items() if k not in ("prompt_eval_count", "eval_count")}
+        self._json(200, reply)
+
+    def _drip(self, data: bytes) -> None:
+        """Headers at once, then the body a byte at a time: no single read ever times out."""
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "application/json; charset=utf-8")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(len(data)):
+                time.sleep(DRIP_S)
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+        except OSError:
+            return  # the client gave up, as a bounded attempt does
 
     def _json(self, status: int, body: Mapping[str, Any]) -> None:
         self._raw(status, json.dumps(body).encode("utf-8"), "application/json; charset=utf-8")
