@@ -43,8 +43,10 @@ from booksum_app.llm.cache_fallback import WriteFallback, rollback
 from booksum_app.llm.cache_schema import MIGRATIONS, migrate
 from booksum_app.llm.netfs import refusal
 
-__all__ = ["CACHE_FILENAME", "EXPORT_COLUMNS", "MIGRATIONS", "WASTED_PREFIX", "CacheStats", "CallCache", "CallMeta",
-           "CallStore", "Lease", "migrate"]
+__all__ = [
+    "ANSWERS_ONLY", "CACHE_FILENAME", "EXPORT_COLUMNS", "MIGRATIONS", "WASTED_PREFIX", "CacheStats", "CallCache",
+    "CallMeta", "CallStore", "Lease", "migrate",
+]
 
 CACHE_FILENAME = "calls.sqlite3"
 WAIT_FIRST_S = 0.02  # first poll interval of a waiter; grows by half each time ...
@@ -90,6 +92,7 @@ class CallStore(Protocol):
 
 
 WASTED_PREFIX = "wasted:"  # the key of a logged reply that was paid for and not used
+ANSWERS_ONLY = f"key NOT LIKE '{WASTED_PREFIX}%'"  # SQL: rows that are answers, not wasted replies
 
 
 @dataclass(frozen=True)
@@ -406,12 +409,12 @@ class CallCache:
     def __len__(self) -> int:
         """Stored answers (logged wasted replies are not answers)."""
         with self._db() as db:
-            return int(db.execute(f"SELECT COUNT(*) FROM calls WHERE key NOT LIKE '{WASTED_PREFIX}%'").fetchone()[0])
+            return int(db.execute(f"SELECT COUNT(*) FROM calls WHERE {ANSWERS_ONLY}").fetchone()[0])
 
     def stats(self) -> CacheStats:
         """Size, rows, age range and tokens per model of this cache."""
         with self._db() as db:
-            answers = f"FROM calls WHERE key NOT LIKE '{WASTED_PREFIX}%'"  # wasted replies are no answers
+            answers = f"FROM calls WHERE {ANSWERS_ONLY}"
             n, oldest, newest = db.execute(f"SELECT COUNT(*), MIN(created), MAX(created) {answers}").fetchone()
             leases = db.execute("SELECT COUNT(*) FROM leases").fetchone()[0]
             rows = db.execute(

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from booksum_app.errors import ConfigError
 from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
 from booksum_app.llm.backends import BUILTIN
 from booksum_app.llm.base import ModelInfo, Usage
-from booksum_app.llm.cache import CACHE_FILENAME, WASTED_PREFIX
+from booksum_app.llm.cache import ANSWERS_ONLY, CACHE_FILENAME
 from booksum_app.llm.registry import ModelEntry, choose_model, list_models
 
 LAST_RUN = "last"  # --run last: the newest run that has an id
@@ -169,6 +170,23 @@ def _row(row: tuple[Any, ...], prices: PriceBook) -> LoggedCall:
     )
 
 
+@contextmanager
+def _read_only(path: Path) -> Iterator[sqlite3.Connection]:
+    """The cache file opened read-only; a file SQLite cannot open or read is one ConfigError line."""
+    try:
+        db = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=30.0)
+    except sqlite3.Error as exc:
+        raise ConfigError(f"cannot open the call cache {path}: {exc}; pass --cache-dir DIR") from exc
+    try:
+        yield db
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(
+            f"cannot read the call cache {path}: {exc}; move the file aside or pass --cache-dir DIR"
+        ) from exc
+    finally:
+        db.close()
+
+
 def read_log(directory: Path | str, f: LogFilter = LogFilter(), *, prices: PriceBook | None = None) -> CallLog | None:
     """The calls stored in the cache in ``directory`` that match ``f``, newest first.
 
@@ -182,11 +200,7 @@ def read_log(directory: Path | str, f: LogFilter = LogFilter(), *, prices: Price
     if not path.is_file():
         return None
     prices = prices or PriceBook.from_registry()
-    try:
-        db = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=30.0)
-    except sqlite3.Error as exc:
-        raise ConfigError(f"cannot open the call cache {path}: {exc}; pass --cache-dir DIR") from exc
-    try:
+    with _read_only(path) as db:
         have = {r[1] for r in db.execute("PRAGMA table_info(calls)")}
         if not have:
             return CallLog(path, 0, 0, ())  # created but never written to
@@ -203,12 +217,6 @@ def read_log(directory: Path | str, f: LogFilter = LogFilter(), *, prices: Price
         matched = int(db.execute(f"{view}SELECT COUNT(*) FROM c{where}", args).fetchone()[0])
         limit = f" LIMIT {int(f.count)}" if f.count > 0 else ""
         rows = db.execute(f"{view}SELECT * FROM c{where} ORDER BY created DESC{limit}", args).fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise ConfigError(
-            f"cannot read the call cache {path}: {exc}; move the file aside or pass --cache-dir DIR"
-        ) from exc
-    finally:
-        db.close()
     return CallLog(path, total, matched, tuple(_row(r, prices) for r in rows))
 
 
@@ -236,28 +244,18 @@ def model_totals(directory: Path | str, *, before: float | None = None,
     if not path.is_file():
         return ()
     prices = prices or PriceBook.from_registry()
-    try:
-        db = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=30.0)
-    except sqlite3.Error as exc:
-        raise ConfigError(f"cannot open the call cache {path}: {exc}; pass --cache-dir DIR") from exc
-    try:
+    with _read_only(path) as db:
         have = {r[1] for r in db.execute("PRAGMA table_info(calls)")}
         if not have:
             return ()
         name = "COALESCE(model_string, model)" if "model_string" in have else "model"
         writes = "cache_write_input_tokens" if "cache_write_input_tokens" in have else "0"
-        # answers only: a logged wasted reply (llm/cache.py, WASTED_PREFIX) is money, not an answer
-        where = f" WHERE key NOT LIKE '{WASTED_PREFIX}%'" + (" AND created < ?" if before is not None else "")
+        # answers only: a logged wasted reply is money, not an answer
+        where = f" WHERE {ANSWERS_ONLY}" + (" AND created < ?" if before is not None else "")
         args = [before] if before is not None else []
         rows = db.execute(
             f"SELECT {name}, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cached_input_tokens), "
             f"SUM({writes}) FROM calls{where} GROUP BY 1 ORDER BY 2 DESC, 1", args).fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise ConfigError(
-            f"cannot read the call cache {path}: {exc}; move the file aside or pass --cache-dir DIR"
-        ) from exc
-    finally:
-        db.close()
     totals = []
     for model, calls, inp, out, cached, written in rows:
         usage = Usage(int(inp or 0), int(out or 0), int(cached or 0), int(written or 0))
