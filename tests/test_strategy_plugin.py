@@ -10,22 +10,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from test_example_plugins import _book  # the same five-chapter book the plugins summarize
 
 from booksum_app.errors import ConfigError
 from booksum_app.strategies import STRATEGIES, StrategyConfig, StrategyJob
 from booksum_app.strategies import registry as registry_module
 from booksum_app.strategies.registry import StrategyRegistry
-
-
-def _book(tmp_path: Path) -> Path:
-    chapters = [
-        f"Chapter {n}\n\nThe {n}th morning began in Lisk. Mara baked bread before dawn. "
-        "Teo counted the coins twice. The baker's cat slept in the flour bin.\n"
-        for n in range(1, 6)
-    ]
-    book = tmp_path / "lisk.txt"
-    book.write_text("\n".join(chapters), encoding="utf-8")
-    return book
 
 
 def test_without_the_plugin_lead_is_refused_in_one_line(tmp_path: Path) -> None:
