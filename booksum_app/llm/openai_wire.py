@@ -32,6 +32,7 @@ from booksum_app.llm.wire import (
     reported_usage,
     token_count,
 )
+from booksum_app.textsafe import printable
 
 
 def chat_body(
@@ -133,11 +134,6 @@ def _header(headers: Mapping[str, str] | Any, name: str) -> str:
     except AttributeError:
         return ""
     return value if isinstance(value, str) else ""
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters (escape sequences included) dropped: it came from a server."""
-    return "".join(ch for ch in text if ch.isprintable())
 
 
 def error_detail(body: bytes) -> str:
