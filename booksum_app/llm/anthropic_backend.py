@@ -34,12 +34,9 @@ from booksum_app.errors import (
 )
 from booksum_app.llm.anthropic_wire import completion_from_message
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
-from booksum_app.llm.deadline import attempt_deadline, deadline_transport
+from booksum_app.llm.deadline import SDK_POOL, attempt_deadline, deadline_transport
 from booksum_app.llm.retry_policy import retry_after_seconds
 from booksum_app.llm.wire import sdk_error_detail
-
-SDK_MAX_CONNECTIONS = 1000  # the anthropic SDK's own pool limits (DefaultHttpxClient)
-SDK_MAX_KEEPALIVE = 100
 
 
 class AnthropicBackend(BackendBase):
@@ -71,8 +68,7 @@ class AnthropicBackend(BackendBase):
         self._client = anthropic.Anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0,
             # --timeout bounds each attempt in all, not one socket read (deadline.py)
-            http_client=anthropic.DefaultHttpxClient(transport=deadline_transport(
-                max_connections=SDK_MAX_CONNECTIONS, max_keepalive_connections=SDK_MAX_KEEPALIVE)),
+            http_client=anthropic.DefaultHttpxClient(transport=deadline_transport(**SDK_POOL)),
         )
 
     def complete(self, request: Request) -> Completion:

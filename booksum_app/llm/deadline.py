@@ -130,11 +130,17 @@ def _http_modules() -> tuple[Any, Any]:
     return httpcore2, httpx2
 
 
+# the pool limits a client would have had: a transport handed to an httpx client brings its own
+# pool, and httpcore's default is 10 connections
+SDK_POOL: dict[str, Any] = {"max_connections": 1000, "max_keepalive_connections": 100}  # openai/anthropic SDKs'
+HTTPX_POOL: dict[str, Any] = {"max_connections": 100, "max_keepalive_connections": 20}  # httpx.Client's
+
+
 def deadline_transport(**pool_options: Any) -> Any:
     """An ``httpx.HTTPTransport`` whose socket operations stop at the attempt's deadline.
 
-    ``pool_options`` go to ``httpcore.ConnectionPool`` (``ssl_context``, ``max_connections``, ...);
-    give the pool limits the client would have had: httpcore's own default is 10 connections.
+    ``pool_options`` go to ``httpcore.ConnectionPool`` (``ssl_context``, ``max_connections``, ...):
+    pass :data:`SDK_POOL` or :data:`HTTPX_POOL`, the limits the client would have had.
     """
     httpcore, httpx = _http_modules()
 
@@ -180,4 +186,7 @@ def deadline_transport(**pool_options: Any) -> Any:
     return transport
 
 
-__all__ = ["WATCHDOG", "Watchdog", "attempt_deadline", "deadline_transport", "shut_down", "time_left"]
+__all__ = [
+    "HTTPX_POOL", "SDK_POOL", "WATCHDOG", "Watchdog", "attempt_deadline", "deadline_transport", "shut_down",
+    "time_left",
+]

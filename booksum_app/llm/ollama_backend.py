@@ -42,7 +42,7 @@ from booksum_app.errors import (
     server_message,
 )
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
-from booksum_app.llm.deadline import attempt_deadline, deadline_transport
+from booksum_app.llm.deadline import HTTPX_POOL, attempt_deadline, deadline_transport
 from booksum_app.llm.retry_policy import retry_after_seconds
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -125,9 +125,7 @@ class OllamaBackend(BackendBase):
         self._name = info.name
         self.timeout_s = timeout_s
         # --timeout bounds each attempt in all, not one socket read (deadline.py)
-        # httpx's own pool limits (a transport given to httpx.Client does not get them)
-        transport = deadline_transport(max_connections=100, max_keepalive_connections=20)
-        self._client = httpx.Client(base_url=self.host, timeout=timeout_s, transport=transport)
+        self._client = httpx.Client(base_url=self.host, timeout=timeout_s, transport=deadline_transport(**HTTPX_POOL))
         self._count = count_tokens or _estimate_counter()
         self._lock = threading.Lock()
         self._num_ctx = 0  # never shrinks: a new num_ctx makes Ollama reload the model

@@ -45,7 +45,7 @@ import openai
 
 from booksum_app.errors import MissingAPIKey, TransientModelError, server_message
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
-from booksum_app.llm.deadline import attempt_deadline, deadline_transport
+from booksum_app.llm.deadline import SDK_POOL, attempt_deadline, deadline_transport
 from booksum_app.llm.endpoints import PROBE_TIMEOUT_S, Balancer, Endpoint, http_probe
 from booksum_app.llm.http_json import HttpFailure, JsonPoster, is_plain_http
 from booksum_app.llm.openai_wire import chat_body, completion_from_reply, error_detail, status_error
@@ -58,8 +58,6 @@ Transport = Literal["auto", "sdk"]
 # needs far less, and a budget spent on reasoning fails with a line that says to lower it
 REASONING_ROOM = {"minimal": 1024, "low": 4096, "medium": 12288, "high": 32768}
 DEFAULT_REASONING_EFFORT = "low"
-SDK_MAX_CONNECTIONS = 1000  # the openai SDK's own pool limits (DefaultHttpxClient)
-SDK_MAX_KEEPALIVE = 100
 
 
 class OpenAIBackend(BackendBase):
@@ -113,8 +111,7 @@ class OpenAIBackend(BackendBase):
             return _SdkSender(
                 lambda: openai.OpenAI(
                     api_key=api_key, base_url=url, timeout=timeout_s, max_retries=0,
-                    http_client=openai.DefaultHttpxClient(transport=deadline_transport(
-                        max_connections=SDK_MAX_CONNECTIONS, max_keepalive_connections=SDK_MAX_KEEPALIVE)),
+                    http_client=openai.DefaultHttpxClient(transport=deadline_transport(**SDK_POOL)),
                 ),
                 info.name, api_key,
             )
