@@ -54,7 +54,6 @@ from booksum_app.llm.retry_policy import (
     DEFAULT_MAX_ATTEMPTS,
     CutEmpty,
     EmptyReply,
-    ServerAskedToWait,
     cut_empty_error,
     retry_wait,
     too_long_a_wait,
@@ -401,8 +400,6 @@ class Client:
             return exc.completion  # every attempt empty: the strategy's own validation resamples
         except CutEmpty as exc:
             return exc.completion  # likewise, once: the same request would be cut the same way
-        except ServerAskedToWait:
-            raise
         except RateLimited as exc:
             raise RateLimited(
                 f"{self.info.name}: still rate limited after {spent.attempts} attempts ({exc}); "
