@@ -92,6 +92,7 @@ def summarize_command(
     """Summarize BOOK (.epub, .txt, .html, .md; - reads it from standard input) and write the summary and its
     full record."""
 
+    from booksum_app.books import Book, open_book
     from booksum_app.files import atomic_write_texts, check_writable, is_stream, json_text
     from booksum_app.llm.registry import choose_model
     from booksum_app.runners.progress import RunProgress
@@ -126,6 +127,8 @@ def summarize_command(
             summary_path = check_writable(output if output.suffix == ".md" else output.with_suffix(".md"))
     record_path = check_writable(default_record_path("stdin" if str(book) == "-" else str(book), strategy, output))
     source = book_from_arg(book, include_front_matter=include_front_matter)  # "-": read stdin now, before any call
+    if not isinstance(source, Book):  # opened once: the run and the quality line read the same book
+        source = open_book(source, include_front_matter=include_front_matter)
     print_model_notes(spec)
     tracker = RunProgress()
     bar = progress_bar("{task.description}", "{task.fields[count]}")
