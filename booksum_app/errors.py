@@ -10,6 +10,7 @@
     ├── PromptError                   exit 2   missing or malformed prompt template
     ├── JudgeParseError               exit 1   a judge answer that cannot be parsed (after retries)
     ├── CostLimitExceeded             exit 5   the next call would pass --max-cost
+    ├── PlanDeclined                  exit 6   the user answered no to a plan: nothing was spent
     └── ModelError                    exit 4   a backend failed
         ├── AuthError                 exit 4   missing or rejected API key
         ├── RateLimited               exit 4   still rate limited after all retries
@@ -122,6 +123,15 @@ class CostLimitExceeded(BooksumError):
     exit_code = 5
 
 
+class PlanDeclined(BooksumError):
+    """The user answered no when asked to run a plan (or to delete cached answers): nothing was done.
+
+    Its own exit code, so that a script tells "the user said no" from a failure.
+    """
+
+    exit_code = 6
+
+
 class ModelError(BooksumError):
     """A model backend failed."""
 
@@ -181,6 +191,7 @@ __all__ = [
     "JudgeParseError",
     "ModelError",
     "ModelUnavailable",
+    "PlanDeclined",
     "PromptError",
     "RateLimited",
     "TransientModelError",

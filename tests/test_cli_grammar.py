@@ -174,7 +174,8 @@ def test_summarize_asks_in_a_terminal(tmp_path: Path, monkeypatch: pytest.Monkey
     with FakeServer() as server:
         result = _priced_summarize(server, tmp_path, "--max-plan-cost", "0", input="n\n")
         assert server.call_count == 0
-    assert result.exit_code == 1 and "This summary could cost up to $" in result.stderr
+    assert result.exit_code == 6 and "This summary could cost up to $" in result.stderr
+    assert "Aborted" not in result.output and "declined: nothing was spent" in result.stderr
     with FakeServer() as server:
         result = _priced_summarize(server, tmp_path, "--max-plan-cost", "0", input="y\n")
     assert result.exit_code == 0, result.output
@@ -196,6 +197,28 @@ def test_score_and_compare_refuse_the_same_way(tmp_path: Path) -> None:
         assert result.exit_code == 2 and "above --max-plan-cost $0.00; pass --yes" in result.stderr
 
 
+@pytest.mark.parametrize("answer", ["n\n", "\n", ""])  # no, the default (no), end of input
+def test_a_declined_plan_is_one_line_and_exit_6_on_every_command_that_asks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str) -> None:
+    monkeypatch.setattr(base, "stdin_is_terminal", lambda: True)
+    summary = tmp_path / "s.txt"
+    summary.write_text("Mara bakes bread. Teo sells it. The bakery stays.", encoding="utf-8")
+    with FakeServer() as server:
+        url = server.openai_base_url
+        results = {
+            "summarize": _priced_summarize(server, tmp_path, "--max-plan-cost", "0", input=answer),
+            "score": run("score", str(summary), "--judge", "openai:gpt-4o", "--base-url", url,
+                         "--max-plan-cost", "0", input=answer),
+            "compare": run("compare", str(_book(tmp_path)), "-m", "openai:gpt-4o", "--base-url", url,
+                           "--max-plan-cost", "0", "--out", str(tmp_path / "g"), "--no-plots", input=answer),
+        }
+        assert server.call_count == 0
+    for command, result in results.items():
+        assert result.exit_code == 6, (command, result.output)
+        assert "Aborted" not in result.output, command
+        assert result.stderr.rstrip("\n").splitlines()[-1] == "declined: nothing was spent", command
+
+
 def test_cache_clear_asks_in_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeServer() as server:
         assert run("summarize", str(_book(tmp_path)), "-m", "openai:gpt-4o", "--base-url", server.openai_base_url,
@@ -203,7 +226,8 @@ def test_cache_clear_asks_in_a_terminal(tmp_path: Path, monkeypatch: pytest.Monk
                    ).exit_code == 0
     monkeypatch.setattr(base, "stdin_is_terminal", lambda: True)
     result = run("cache", "--cache-dir", str(tmp_path / "c"), "--clear", input="n\n")
-    assert result.exit_code == 1 and "Delete 2 stored answers ($" in result.stderr
+    assert result.exit_code == 6 and "Delete 2 stored answers ($" in result.stderr
+    assert "Aborted" not in result.output and "declined: nothing was deleted" in result.stderr
     assert json.loads(run("cache", "--cache-dir", str(tmp_path / "c"), "--json").stdout)["answers"] == 2
     result = run("cache", "--cache-dir", str(tmp_path / "c"), "--clear", input="y\n")
     assert result.exit_code == 0 and "removed 2" in result.stderr

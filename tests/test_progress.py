@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -80,8 +81,10 @@ def test_compare_with_empty_summaries_exits_non_zero(tmp_path: Path, monkeypatch
     assert (tmp_path / "out" / "results.json").is_file(), "the table and records are still written"
 
 
-@pytest.mark.parametrize("width", [60, 80, 200])
-def test_every_progress_figure_is_visible_from_60_columns(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("width", [60, 80, 120, 200])
+def test_the_progress_line_is_one_line_of_whole_figures(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One line at any width: the figures that fit, each whole (calls and dollars first), never a
+    figure broken onto a second line; at 200 columns every figure."""
     import io
 
     from rich.console import Console
@@ -92,12 +95,14 @@ def test_every_progress_figure_is_visible_from_60_columns(width: int, monkeypatc
     out = io.StringIO()
     monkeypatch.setattr(base, "err_console", Console(file=out, width=width, force_terminal=True, color_system=None))
     bar = base.progress_bar("{task.description}", "{task.fields[count]}")
-    task = bar.add_task("merges", total=7, count="3/7", stats=stats_text(snap))
+    task = bar.add_task("merges", total=7, count="3/7", stats=base.fitted_stats(snap, label="merges", count="3/7"))
     bar.update(task, completed=3)
     base.err_console.print(bar.get_renderable())
     lines = out.getvalue().splitlines()
-    text = " ".join(" ".join(lines).split())
-    assert all(len(line) <= width for line in lines)
-    for figure in ("merges", "3/7", "calls 120 (4 cached)", "8 in flight (limit 16)", "1,234,567+23,456 tok", "$1.2345",
-                   "ETA"):
-        assert figure in text, (figure, lines)
+    assert len(lines) == 1 and len(lines[0]) <= width, lines
+    figures = ("calls 120 (4 cached)", "8 in flight (limit 16)", "1,234,567+23,456 tok", "$1.2345", "ETA 0:43")
+    shown = re.split(r"\d:\d\d:\d\d", lines[0], maxsplit=1)[1].strip()  # what follows the elapsed time
+    assert all(part in figures for part in shown.split(" · ")), shown  # every figure shown is whole
+    assert "merges" in lines[0] and "3/7" in lines[0] and "calls 120 (4 cached)" in shown and "$1.2345" in shown
+    if width >= 120:
+        assert shown.split(" · ") == list(figures)

@@ -91,7 +91,7 @@ def test_compare_prints_a_table_that_fits_80_columns_and_says_what_it_left_out(
     book.write_text("Chapter 1\n\n" + "Mara bakes bread in Lisk every morning, and Teo sells it. " * 40,
                     encoding="utf-8")
     console = Console(width=80, record=True, file=io.StringIO(), force_terminal=True)
-    monkeypatch.setattr("booksum_app.cli.compare.console", console)
+    monkeypatch.setattr("booksum_app.cli.compare_render.console", console)
     with FakeServer() as server:
         result = CliRunner().invoke(cli, [
             "compare", str(book), "--strategies", "direct", "--models", "openai:gpt-4o-mini", "--judge",
@@ -103,7 +103,9 @@ def test_compare_prints_a_table_that_fits_80_columns_and_says_what_it_left_out(
     assert all(len(line) <= 80 for line in table.splitlines())
     assert "Mod…" not in table and "…" not in table
     assert "Model" in table and "BooookScore" in table
-    assert f"every column is in {tmp_path / 'out'}/results.csv and results.json" in text
+    # the footnote wraps at spaces: the path in it stays whole on one line
+    assert f"{tmp_path / 'out'}/results.csv" in text
+    assert f"every column is in {tmp_path / 'out'}/results.csv and results.json" in " ".join(text.split())
 
 
 def test_score_shows_a_bar_over_the_planned_calls_with_eta_and_cost(

@@ -24,6 +24,7 @@ _EXTENSIONS = {
     ".md": "md",
     ".markdown": "md",
 }
+BOOK_SUFFIXES = tuple(_EXTENSIONS)  # what a folder of books is read for (books/folder.py)
 _UNSUPPORTED = {
     ".pdf": "PDF",
     ".mobi": "Kindle MOBI",

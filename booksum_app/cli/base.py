@@ -55,10 +55,21 @@ def quiet_broken_pipe() -> None:
 
 
 class _Console(Console):
-    """A rich console that ends a closed pipe as every command does (rich's own exits 1)."""
+    """A rich console that ends a closed pipe as every command does (rich's own exits 1), and
+    wraps its lines at spaces in a terminal.
+
+    ``soft_wrap=True`` keeps a line whole for a pipe or a log (grep finds it); in a terminal it
+    would leave the wrapping to the terminal, which cuts at the last column, mid-word and
+    mid-number (``$0.4`` / ``020``). There rich wraps it at spaces instead.
+    """
 
     def on_broken_pipe(self) -> None:
         quiet_broken_pipe()
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
+        if soft_wrap and self.is_terminal:
+            soft_wrap = False
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
 
 
 console = _Console()
@@ -70,7 +81,8 @@ PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 colum
 EXIT_CODES = (
     "Exit codes: 0 success; 1 other failure (disk, judge); 2 bad option, config, input or output path; "
     "3 unreadable book (format, corruption, DRM); 4 model or server failed after retries; "
-    "5 --max-cost would be passed; 130 interrupted (rerun to resume from the cache). "
+    "5 --max-cost would be passed; 6 you answered no to a plan (nothing was spent); "
+    "130 interrupted (rerun to resume from the cache). "
     "See docs/guarantees.md."
 )
 
@@ -133,8 +145,8 @@ def call_printer() -> Callable[[CallRecord], None] | None:
     return show
 
 
-def _fail(message: str, exit_code: int) -> None:
-    _error_console.print(f"[bold red]error:[/] {esc(message)}", highlight=False, soft_wrap=True)
+def _fail(message: str, exit_code: int, *, label: str = "[bold red]error:[/] ") -> None:
+    _error_console.print(f"{label}{esc(message)}", highlight=False, soft_wrap=True)
     sys.exit(exit_code)
 
 
@@ -198,20 +210,39 @@ def stats_text(snap: Snapshot) -> str:
             f"{snap.input_tokens:,}+{snap.output_tokens:,} tok · ${snap.cost_usd:.4f}{eta_text}")
 
 
-def progress_bar(label: str, count: str, *, running: bool = False) -> Progress:
-    """The live display: label, bar, done/total, elapsed, then the figures of :func:`stats_text`.
+def stat_parts(snap: Snapshot) -> list[tuple[int, str]]:
+    """The figures of :func:`stats_text` as ``(priority, text)`` parts: calls and dollars first."""
+    eta = _eta_s(snap)
+    in_flight_limit = getattr(snap, "limit", 0)  # summarize's adaptive limit; compare shows none
+    limit = f" (limit {in_flight_limit})" if in_flight_limit else ""
+    parts = [(0, f"calls {snap.calls} ({snap.cache_hits} cached)"), (4, f"{snap.in_flight} in flight{limit}"),
+             (3, f"{snap.input_tokens:,}+{snap.output_tokens:,} tok"), (1, f"${snap.cost_usd:.4f}")]
+    if eta is not None:
+        parts.append((2, f"ETA {int(eta) // 60}:{int(eta) % 60:02d}"))
+    return parts
 
-    The figures wrap under themselves instead of being cut: at 60 columns every figure (calls,
-    in flight, tokens, dollars, ETA) stays visible on two to four lines.
-    """
+
+_LABEL_WIDTH, _BAR_WIDTH, _ELAPSED_WIDTH, _GAPS = 28, 10, 7, 4  # the progress line's fixed columns and spaces
+
+
+def fitted_stats(snap: Snapshot, *, label: str, count: str) -> str:
+    """The figures that fit on the progress line beside ``label`` and ``count``, whole: a figure
+    that does not fit is left out, never cut (the heartbeat and the record carry them all)."""
+    from booksum_app.runners.progress import fit_parts
+
+    room = err_console.width - min(len(label), _LABEL_WIDTH) - _BAR_WIDTH - len(count) - _ELAPSED_WIDTH - _GAPS
+    return fit_parts(stat_parts(snap), max(12, room))
+
+
+def progress_bar(label: str, count: str) -> Progress:
+    """The live display, one line: label, bar, done/total, elapsed, then the figures of
+    :func:`fitted_stats` (those that fit the terminal's width, whole)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Column
 
-    wrapping = Column(ratio=1, no_wrap=False, overflow="fold")
-    columns = [TextColumn(label, table_column=Column(no_wrap=True, max_width=28)), BarColumn(bar_width=10),
-               TextColumn(count), TimeElapsedColumn(), TextColumn("{task.fields[stats]}", table_column=wrapping)]
-    if running:  # compare: what the workers are doing, also wrapped
-        columns.append(TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=False, overflow="fold")))
+    columns = [TextColumn(label, table_column=Column(no_wrap=True, max_width=_LABEL_WIDTH, overflow="ellipsis")),
+               BarColumn(bar_width=_BAR_WIDTH), TextColumn(count), TimeElapsedColumn(),
+               TextColumn("{task.fields[stats]}", table_column=Column(ratio=1, no_wrap=True, overflow="crop"))]
     return Progress(*columns, console=err_console, transient=True, expand=True)
 
 
@@ -238,8 +269,12 @@ def handle_errors(func: F) -> F:
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from booksum_app.errors import PlanDeclined
+
         try:
             return func(*args, **kwargs)
+        except PlanDeclined as exc:  # an answer, not an error: the line says what happened, no "error:"
+            _fail(str(exc), exc.exit_code, label="")
         except BooksumError as exc:
             _fail(str(exc) + _spent_before(exc), exc.exit_code)
         except KeyboardInterrupt:
@@ -292,6 +327,20 @@ _LLM_OPTIONS = (
 )
 
 
+LLM_OPTION_NAMES = ("base_url", "cache_dir", "no_cache", "concurrency", "timeout_s", "max_cost", "reasoning_effort",
+                    "engine_args")  # the parameters :data:`_LLM_OPTIONS` add, as :func:`llm_settings` takes them
+
+
+def judge_mode(value: str | None, alias: str | None, name: str, alias_name: str) -> str | None:
+    """The judge mode from its option and its hidden alias (score's ``--mode``, compare's ``--mode``):
+    one name in the help, both accepted, a contradiction refused."""
+    from booksum_app.errors import ConfigError
+
+    if value is not None and alias is not None and value != alias:
+        raise ConfigError(f"{name} {value} and {alias_name} {alias} contradict each other; give one of them")
+    return value if value is not None else alias
+
+
 def _engine_args(items: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
     from booksum_app.errors import ConfigError
 
@@ -319,7 +368,6 @@ def plan_options(func: F) -> F:
     )(func)
 
 
-BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
 
 
 def json_option(what: str) -> Callable[[F], F]:
@@ -335,10 +383,11 @@ def json_file(json_out: Path | None) -> Path | None:
     """The file ``--json`` names (checked writable now, before any work), or None for stdout or none."""
     if json_out is None or str(json_out) == "-":
         return None
+    # --json takes an optional FILE: "compare --json a.txt b.txt" must not write results over a book
+    from booksum_app.books.folder import BOOK_SUFFIXES
     from booksum_app.errors import ConfigError
     from booksum_app.files import check_writable
 
-    # --json takes an optional FILE: "compare --json a.txt b.txt" must not write results over a book
     if json_out.suffix.lower() in BOOK_SUFFIXES and json_out.is_file():
         raise ConfigError(f"--json {json_out} would overwrite a book: --json takes the output file that follows "
                           "it; put --json last, or give it - (stdout) or a .json file")
@@ -370,7 +419,7 @@ def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str,
 
     Raises:
         ConfigError: above the threshold, no --yes, not a terminal.
-        click.Abort: the user said no.
+        PlanDeclined: the user said no (exit 6).
     """
     from booksum_app.runners.judge_plan import check_cost
 
@@ -378,10 +427,24 @@ def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str,
         return
     if live is not None:
         live.stop()
-    click.confirm(f"{what} could cost up to ${cost_usd:.2f} (above --max-plan-cost ${max_plan_cost:.2f}). "
-                  "Run it?", abort=True, err=True)
+    ask_or_decline(f"{what} could cost up to ${cost_usd:.2f} (above --max-plan-cost ${max_plan_cost:.2f}). "
+                   "Run it?", declined="declined: nothing was spent")
     if live is not None:
         live.start()
+
+
+def ask_or_decline(question: str, *, declined: str) -> None:
+    """Ask a yes/no question on the terminal; a no (or end of input, or Ctrl-C at the prompt) is
+    :class:`~booksum_app.errors.PlanDeclined`: one line, exit 6, never click's ``Aborted!``."""
+    from booksum_app.errors import PlanDeclined
+
+    try:
+        agreed = click.confirm(question, default=False, err=True)
+    except click.Abort:  # click's answer to end of input or Ctrl-C at its prompt
+        click.echo(err=True)  # the prompt's line has no end of its own
+        agreed = False
+    if not agreed:
+        raise PlanDeclined(declined)
 
 
 def llm_options(func: F) -> F:
@@ -406,17 +469,21 @@ def llm_settings(
 
 __all__ = [
     "EXIT_CODES",
+    "LLM_OPTION_NAMES",
     "Heartbeat",
     "Verbosity",
+    "ask_or_decline",
     "call_printer",
     "confirm_plan",
     "console",
     "emit_json",
     "err_console",
     "esc",
+    "fitted_stats",
     "handle_errors",
     "json_file",
     "json_option",
+    "judge_mode",
     "llm_options",
     "llm_settings",
     "progress_bar",

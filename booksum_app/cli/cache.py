@@ -75,7 +75,8 @@ def cache_command(cache_dir: Path | None, clear: bool, older_than_days: float | 
         if doomed and not yes:
             if not base.stdin_is_terminal():  # nobody to ask: deleting paid answers needs a word
                 raise ConfigError(f"--clear would delete {what}; pass --yes to delete them")
-            click.confirm(f"Delete {what}? Reruns will pay for them again", abort=True, err=True)
+            base.ask_or_decline(f"Delete {what}? Reruns will pay for them again",
+                                declined="declined: nothing was deleted")
     cache = CallCache(directory)
     try:
         _transfer(cache, export_to, import_from)

@@ -15,6 +15,7 @@ from booksum_app.cli.base import (
     confirm_plan,
     console,
     err_console,
+    fitted_stats,
     handle_errors,
     json_option,
     llm_options,
@@ -22,7 +23,9 @@ from booksum_app.cli.base import (
     plan_options,
     progress_bar,
     snapshot_line,
-    stats_text,
+)
+from booksum_app.cli.base import (
+    judge_mode as choose_judge_mode,
 )
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
@@ -31,8 +34,10 @@ from booksum_app.textsafe import printable
 
 if TYPE_CHECKING:
     from booksum_app.llm.calls import CallRecord
+    from booksum_app.llm.registry import LLMSettings
+    from booksum_app.runners.judge_plan import JudgePlan
     from booksum_app.runners.progress import ProgressSnapshot
-    from booksum_app.runners.score import ScoreRun
+    from booksum_app.runners.score import ScoreRun, ScoreSettings
     from booksum_app.scoring.aggregate import SystemScore
     from booksum_app.scoring.results import SystemScores
 
@@ -43,13 +48,24 @@ def _score_modes() -> list[str]:
     return list(JUDGE_MODES)
 
 
+def _no_model(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """``score --model X``: the model score calls is the judge; say which option that is."""
+    if value is not None:
+        raise click.UsageError(f"score has no --model: the model that scores is the judge, --judge {value}")
+
+
 @click.command("score")
 @click.argument("summaries", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--judge", "judge_name", default=None,
               help="Judge model string, e.g. openai:gpt-4o (default: BOOKSUM_JUDGE, then config judge_model; "
                    "none: no BooookScore).")
-@click.option("--mode", type=click.Choice(_score_modes()), default="sentence", show_default=True,
-              help="sentence: one judge call per sentence (the paper); batched: several numbered sentences per call.")
+@click.option("--judge-mode", type=click.Choice(_score_modes()), default=None,
+              help="sentence: one judge call per sentence (the paper) [default]; batched: several numbered "
+                   "sentences per call.")
+@click.option("--mode", "mode_alias", type=click.Choice(_score_modes()), default=None, hidden=True,
+              help="Another spelling of --judge-mode.")
+@click.option("--model", "-m", "model_trap", default=None, hidden=True, expose_value=False, callback=_no_model,
+              help="score calls no summarizer: the judge is --judge.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULT_BATCH_SIZE, show_default=True,
               help="Sentences per call in batched mode.")
 @click.option("--annotations", "annotations", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -80,35 +96,23 @@ def _score_modes() -> list[str]:
 @llm_options
 @handle_errors
 def score_command(
-    summaries: tuple[Path, ...], judge_name: str | None, mode: str, batch_size: int, annotations: tuple[Path,
-    ...], allow_partial: bool, no_judge: bool, source: Path | None, references: Path | None, rouge_variant: str,
-    report: Path | None,
-    json_out: Path | None, csv_out: Path | None, annotations_out: Path | None, seed: int | None,
-    max_plan_cost: float, yes: bool, judge_base_url: str | None, **llm: Any,
+    summaries: tuple[Path, ...], judge_name: str | None, judge_mode: str | None, mode_alias: str | None,
+    batch_size: int, annotations: tuple[Path, ...], allow_partial: bool, no_judge: bool, source: Path | None,
+    references: Path | None, rouge_variant: str, report: Path | None, json_out: Path | None, csv_out: Path | None,
+    annotations_out: Path | None, seed: int | None, max_plan_cost: float, yes: bool, judge_base_url: str | None,
+    **llm: Any,
 ) -> None:
     """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram
     statistics."""
-
     from booksum_app.files import check_writable
-    from booksum_app.runners.progress import RunProgress
-    from booksum_app.runners.score import ScoreSettings, plan_score, run_score
-    from booksum_app.runners.score_outputs import run_to_dict, write_outputs
+    from booksum_app.runners.score import ScoreSettings, plan_score
     from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED
 
     for path in (report, json_out, csv_out, annotations_out):
         if path is not None and str(path) != "-":
             check_writable(path)  # before the judge is paid
-    settings_llm = llm_settings(**llm)
-    if judge_base_url is not None and not no_judge:
-        from booksum_app.llm.registry import choose_judge
-        from booksum_app.runners.servers import judge_server
-
-        settings_llm = judge_server(settings_llm, choose_judge(judge_name, settings=settings_llm), judge_base_url)
-    if judge_name:
-        from booksum_app.llm.registry import choose_model
-
-        # a typo'd judge would be priced conservatively: say so before paying
-        print_model_notes(choose_model(judge_name, settings=settings_llm))
+    settings_llm = _judge_settings(judge_name, judge_base_url, no_judge=no_judge, llm=llm)
+    mode = choose_judge_mode(judge_mode, mode_alias, "--judge-mode", "--mode") or "sentence"
     settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
                              annotations=annotations, source=source, references=references,
                              rouge_variant=rouge_variant, allow_partial=allow_partial, llm=settings_llm,
@@ -116,26 +120,57 @@ def score_command(
     summaries = _expand_summary_sets(summaries, annotations)
     plan = plan_score(list(summaries), settings)
     if plan is not None:  # the judge is paid: say how much at most, and ask above the threshold
-        cached = (f" ({plan.cached_input_tokens:,} read from the prompt cache; "
-                  f"${plan.uncached_cost_usd:.2f} if it misses)") if plan.cached_input_tokens else ""
-        per = plan.billed_input_per_sentence
-        err_console.print(
-            f"judge plan ({esc(plan.judge)}, upper bound): {plan.calls:,} calls, {plan.input_tokens:,} in + "
+        err_console.print(_judge_plan_line(plan), highlight=False, soft_wrap=True)
+        confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="Judging")
+    run = _score_with_progress(summaries, settings, planned_calls=None if plan is None else
+                               plan.calls + plan.replayed_calls)
+    _print_outputs(run, json_out=json_out, csv_out=csv_out, annotations_out=annotations_out, report=report)
+
+
+def _judge_settings(judge_name: str | None, judge_base_url: str | None, *, no_judge: bool,
+                    llm: dict[str, Any]) -> LLMSettings:
+    """The call settings, with the judge's own server; a judge's notes (typo, unknown price) printed."""
+    settings = llm_settings(**llm)
+    if judge_base_url is not None and not no_judge:
+        from booksum_app.llm.registry import choose_judge
+        from booksum_app.runners.servers import judge_server
+
+        settings = judge_server(settings, choose_judge(judge_name, settings=settings), judge_base_url)
+    if judge_name:
+        from booksum_app.llm.registry import choose_model
+
+        # a typo'd judge would be priced conservatively: say so before paying
+        print_model_notes(choose_model(judge_name, settings=settings))
+    return settings
+
+
+def _judge_plan_line(plan: JudgePlan) -> str:
+    cached = (f" ({plan.cached_input_tokens:,} read from the prompt cache; "
+              f"${plan.uncached_cost_usd:.2f} if it misses)") if plan.cached_input_tokens else ""
+    per = plan.billed_input_per_sentence
+    return (f"judge plan ({esc(plan.judge)}, upper bound): {plan.calls:,} calls, {plan.input_tokens:,} in + "
             f"{plan.output_tokens:,} out tokens, ${plan.cost_usd:.2f}{cached}"
             + ("" if per is None else f"; {per:,.0f} billed input tokens per sentence")
-            + (f"; {plan.replayed_calls:,} calls answered from the call cache, free" if plan.replayed_calls else ""),
-            highlight=False, soft_wrap=True)
-        confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="Judging")
-    tracker = RunProgress()  # a bar over the plan's calls (cached ones included), with ETA and dollars
-    if plan is not None:
-        tracker.set_planned_calls(plan.calls + plan.replayed_calls)
+            + (f"; {plan.replayed_calls:,} calls answered from the call cache, free" if plan.replayed_calls else ""))
+
+
+def _score_with_progress(summaries: tuple[Path, ...], settings: ScoreSettings, *,
+                         planned_calls: int | None) -> ScoreRun:
+    """The scoring run under a bar over the plan's calls (cached ones included), with ETA and dollars."""
+    from booksum_app.runners.progress import RunProgress
+    from booksum_app.runners.score import run_score
+
+    tracker = RunProgress()
+    if planned_calls is not None:
+        tracker.set_planned_calls(planned_calls)
     bar = progress_bar("{task.description}", "{task.fields[count]}")
     task = bar.add_task("scoring", total=None, count="", stats="")
 
     def draw(snap: ProgressSnapshot) -> None:
         total = snap.planned_calls or None
+        count = f"{snap.calls}/{total}" if total else f"{snap.calls} calls"
         bar.update(task, description=esc(snap.stage), completed=min(snap.calls, total or snap.calls), total=total,
-                   count=f"{snap.calls}/{total}" if total else f"{snap.calls} calls", stats=stats_text(snap))
+                   count=count, stats=fitted_stats(snap, label=snap.stage, count=count))
 
     tracker.listeners.append(draw)
     printer = call_printer()
@@ -151,9 +186,16 @@ def score_command(
         err_console.print(f"[yellow]note:[/] {esc(run.judge_notice)}", highlight=False, soft_wrap=True)
     for note in run.notes:
         err_console.print(f"[yellow]warning:[/] {esc(note)}", highlight=False, soft_wrap=True)
+    return run
+
+
+def _print_outputs(run: ScoreRun, *, json_out: Path | None, csv_out: Path | None, annotations_out: Path | None,
+                   report: Path | None) -> None:
+    """The files first (a reader that closes stdout early, ``| head -3``, must not cost them), then
+    the tables on stdout, or the JSON there for ``--json -``."""
+    from booksum_app.runners.score_outputs import run_to_dict, write_outputs
 
     to_stdout = json_out is not None and str(json_out) == "-"  # machine output instead of the tables
-    # the files first: a reader that closes stdout early (| head -3) must not cost them
     for path in write_outputs(run, json_path=None if to_stdout else json_out, csv_path=csv_out,
                               annotations_path=annotations_out, report_path=report):
         err_console.print(printable(f"wrote {path}"), highlight=False, markup=False, soft_wrap=True)

@@ -9,24 +9,26 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from booksum_app.cli.base import (
+    FiniteFloat,
     Heartbeat,
     call_printer,
     confirm_plan,
     console,
     err_console,
+    fitted_stats,
     handle_errors,
     llm_options,
     llm_settings,
     plan_options,
     progress_bar,
     snapshot_line,
-    stats_text,
 )
 from booksum_app.cli.book_input import book_from_arg
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_SUMMARY_TOKENS,
+    DEFAULT_TEMPERATURE,
     LANG_CHOICES,
     LENGTH_POLICIES,
 )
@@ -36,8 +38,15 @@ from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, 
 from booksum_app.textsafe import printable
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from booksum_app.books import Book
+    from booksum_app.llm.registry import LLMSettings, ModelSpec
     from booksum_app.runners.plan import CallPlan
-    from booksum_app.runners.progress import ProgressSnapshot
+    from booksum_app.runners.progress import ProgressSnapshot, RunProgress
+    from booksum_app.runners.run_config import RunConfig
+    from booksum_app.runners.summarize_outputs import OutputPaths
+    from booksum_app.strategies.record import SummaryRecord
 
 
 def _strategies_help() -> str:
@@ -57,6 +66,8 @@ def _strategies_help() -> str:
               help="G: token budget of the final summary.")
 @click.option("--prompts", default="paper", show_default=True,
               help="Prompt set: paper, simple, or a directory of templates.")
+@click.option("--temperature", type=FiniteFloat(min=0, max=2), default=DEFAULT_TEMPERATURE, show_default=True,
+              help="Sampling temperature of the summary calls, 0-2 (recorded in the record and its signature).")
 @click.option("--lang", type=click.Choice(LANG_CHOICES), default="auto", show_default=True,
               help="Language of the prompts and the sentence splitter; auto: the book's declared language, "
                    "else detected from its text.")
@@ -81,94 +92,106 @@ def _strategies_help() -> str:
               help="Write the summary to OUT.md and the record to OUT.json [default: the summary to stdout, the "
                    "record to booksum-out/]. - (stdout), a FIFO or a device get the summary only.")
 @plan_options
+@click.option("--plan-only", is_flag=True,
+              help="Print the pre-flight plan (calls, tokens, dollars: upper bounds) on stdout and stop; no call.")
 @llm_options
 @handle_errors
 def summarize_command(
     book: Path, strategy: str, model_name: str | None, chunk_size: int, max_summary_len: int, prompts: str,
-    lang: str, set_options: tuple[str, ...], direct_template: str | None, evidence_tokens: int | None,
-    no_clean: bool, include_front_matter: bool, chapter_aware: bool, per_chapter: bool, length_policy: str | None,
-    output: Path | None, max_plan_cost: float, yes: bool, **llm: Any,
+    temperature: float, lang: str, set_options: tuple[str, ...], direct_template: str | None,
+    evidence_tokens: int | None, no_clean: bool, include_front_matter: bool, chapter_aware: bool, per_chapter: bool,
+    length_policy: str | None, output: Path | None, max_plan_cost: float, yes: bool, plan_only: bool, **llm: Any,
 ) -> None:
     """Summarize BOOK (.epub, .txt, .html, .md; - reads it from standard input) and write the summary and its
     full record."""
-
     from booksum_app.books import Book, open_book
-    from booksum_app.files import atomic_write_texts, check_writable, is_stream, json_text
     from booksum_app.llm.registry import choose_model
-    from booksum_app.runners.progress import RunProgress
-    from booksum_app.runners.quality import quality_line, record_quality
-    from booksum_app.runners.run_config import option_aliases, parse_set
-    from booksum_app.runners.summarize import (
-        RunConfig,
-        cut_note,
-        default_record_path,
-        run_summary,
-        write_failed_record,
-    )
+    from booksum_app.runners.run_config import RunConfig, option_aliases, parse_set
+    from booksum_app.runners.summarize_outputs import output_paths
 
     aliases = option_aliases(direct_template=direct_template, chapters=per_chapter or None,
                              evidence_tokens=evidence_tokens)
     run = RunConfig(  # every option validated once, before any file is read or written
         strategy=strategy, model=model_name, chunk_size=chunk_size, max_summary_tokens=max_summary_len,
-        prompts=prompts, lang=lang, clean=not no_clean, chapter_aware=chapter_aware,
+        temperature=temperature, prompts=prompts, lang=lang, clean=not no_clean, chapter_aware=chapter_aware,
         include_front_matter=include_front_matter, options={**aliases, **parse_set(set_options)},
     )
     settings = dataclasses.replace(llm_settings(**llm), length_policy=length_policy)
     spec = choose_model(model_name, settings=settings)  # resolved once; a bad model fails here, before any output
-    # where the outputs go is checked before the first paid call, not after the last one.
-    # -o - is stdout; -o FIFO or device (/dev/stdout, a pipe) gets the summary as a stream and
-    # the record goes where it goes without -o: no "-.md", no "/dev/null.json"
-    if output is not None and (str(output) == "-" or is_stream(output)):
-        summary_path = None if str(output) == "-" else check_writable(output)
-        output = None
-    else:
-        summary_path = None
-        if output is not None:
-            summary_path = check_writable(output if output.suffix == ".md" else output.with_suffix(".md"))
-    record_path = check_writable(default_record_path("stdin" if str(book) == "-" else str(book), strategy, output))
+    paths = None if plan_only else output_paths(book, strategy, output)  # checked before the first paid call
     source = book_from_arg(book, include_front_matter=include_front_matter)  # "-": read stdin now, before any call
     if not isinstance(source, Book):  # opened once: the run and the quality line read the same book
         source = open_book(source, include_front_matter=include_front_matter)
     print_model_notes(spec)
+    if paths is None:
+        _print_plan_only(source, run, settings)
+        return
+    record = _run_with_progress(source, run, settings, spec, paths, max_plan_cost=max_plan_cost, yes=yes,
+                                book_arg=str(book))
+    _write_and_report(record, source, run, paths)
+
+
+def plan_line(model: str, plan: CallPlan) -> str:
+    """One plan as one line: ``plan (MODEL, STRATEGY, upper bound): calls, tokens, dollars``."""
+    return (f"plan ({model}, {plan.strategy}, upper bound): {plan.calls:,} calls, "
+            f"{plan.input_tokens:,} in + {plan.output_tokens:,} out tokens, ${plan.cost_usd:.2f}")
+
+
+def _print_plan_only(source: Book, run: RunConfig, settings: LLMSettings) -> None:
+    """``--plan-only``: the plan the run would ask about, on stdout; no model call, nothing written."""
+    from booksum_app.runners.inspect import plan_summary
+
+    plan, model = plan_summary(source, run, llm_settings=settings)
+    console.print(printable(plan_line(model, plan)), highlight=False, markup=False)
+
+
+def _run_with_progress(source: Book, run: RunConfig, settings: LLMSettings, spec: ModelSpec, paths: OutputPaths,
+                       *, max_plan_cost: float, yes: bool, book_arg: str) -> SummaryRecord:
+    """The run under a live progress line (the phase, then the strategy's stages) that asks about a paid plan."""
+    from booksum_app.runners.progress import RunProgress
+    from booksum_app.runners.summarize import run_summary, write_failed_record
+
     tracker = RunProgress()
     bar = progress_bar("{task.description}", "{task.fields[count]}")
-    task = bar.add_task("starting", total=None, count="", stats="")
-
-    def draw(snap: ProgressSnapshot) -> None:
-        stats = stats_text(snap)
-        count = f"{snap.done}/{snap.total}" if snap.total else ""
-        bar.update(task, description=esc(snap.stage), completed=snap.done, total=snap.total or None,
-                   count=count, stats=stats)
+    tracker.listeners.append(_drawer(bar, tracker))
 
     def before_run(plan: CallPlan) -> None:  # the book is chunked, nothing is spent yet
         if plan.cost_usd <= 0:  # a free model (local, your own server): nothing to ask
             return
-        err_console.print(
-            f"plan ({esc(spec.info.name)}, {esc(plan.strategy)}, upper bound): {plan.calls:,} calls, "
-            f"{plan.input_tokens:,} in + {plan.output_tokens:,} out tokens, ${plan.cost_usd:.2f}",
-            highlight=False, soft_wrap=True)
+        err_console.print(printable(plan_line(spec.info.name, plan)), highlight=False, markup=False, soft_wrap=True)
         confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="This summary", live=bar)
 
-    tracker.listeners.append(draw)
     try:
         with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
-            record = run_summary(source, run, llm_settings=settings, progress=tracker, on_call=call_printer(),
-                                 spec=spec, before_run=before_run)
+            return run_summary(source, run, llm_settings=settings, progress=tracker, on_call=call_printer(),
+                               spec=spec, before_run=before_run)
     except BooksumError as exc:  # what it paid is recorded before the one line goes out
-        exc.spent_record = write_failed_record(record_path, exc, run=run, model=spec.info.name, book=str(book))
+        exc.spent_record = write_failed_record(paths.record, exc, run=run, model=spec.info.name, book=book_arg)
         raise
-    markdown = record.summary + "\n"
-    if run.per_chapter:
-        from booksum_app.runners.chapters import chapters_markdown_from_record
 
-        markdown = chapters_markdown_from_record(record)
-    record, quality = record_quality(record, source)  # the detectors' flags, recorded and printed below
-    outputs = {record_path: json_text(record.to_dict())}
-    if summary_path is not None:
-        outputs = {summary_path: markdown, **outputs}
-    atomic_write_texts(outputs)  # the .md and the .json of one run appear together or not at all
-    if summary_path is not None:
-        err_console.print(printable(f"summary: {summary_path}"), highlight=False, markup=False, soft_wrap=True)
+
+def _drawer(bar: Progress, tracker: RunProgress) -> Any:
+    """The progress line's listener: the phase or stage, done/total, and the figures that fit the width."""
+    task = bar.add_task(esc(tracker.snapshot().stage), total=None, count="", stats="")
+
+    def draw(snap: ProgressSnapshot) -> None:
+        count = f"{snap.done}/{snap.total}" if snap.total else ""
+        bar.update(task, description=esc(snap.stage), completed=snap.done, total=snap.total or None,
+                   count=count, stats=fitted_stats(snap, label=snap.stage, count=count))
+
+    return draw
+
+
+def _write_and_report(record: SummaryRecord, source: Book, run: RunConfig, paths: OutputPaths) -> None:
+    """Write the summary and the record, then the after-run lines on stderr (the summary itself on stdout
+    when there is no -o)."""
+    from booksum_app.runners.quality import quality_line
+    from booksum_app.runners.summarize import cut_note
+    from booksum_app.runners.summarize_outputs import write_outputs
+
+    record, quality, markdown = write_outputs(record, source, paths, per_chapter=run.per_chapter)
+    if paths.summary is not None:
+        err_console.print(printable(f"summary: {paths.summary}"), highlight=False, markup=False, soft_wrap=True)
     else:
         console.print(printable(markdown.rstrip("\n"), newlines=True), highlight=False, markup=False, soft_wrap=True)
     t = record.totals
@@ -178,7 +201,7 @@ def summarize_command(
             f"kept {record.truncation.head_tokens:,} head + {record.truncation.tail_tokens:,} tail tokens, "
             f"cut {record.truncation.cut_tokens:,}", highlight=False)  # numbers only
     err_console.print(printable(
-        f"record: {record_path}  |  {t.calls} calls ({t.cache_hits} cached), "
+        f"record: {paths.record}  |  {t.calls} calls ({t.cache_hits} cached), "
         f"{t.input_tokens:,} in{f' ({t.cached_input_tokens:,} cached)' if t.cached_input_tokens else ''} + "
         f"{t.output_tokens:,} out tokens, ${t.spent_usd:.4f}, {t.wall_s:.1f}s  |  "
         f"{record.signature}"), highlight=False, soft_wrap=True, markup=False)
@@ -191,5 +214,5 @@ def summarize_command(
     if not record.summary.strip():  # a run that produced nothing is not a success, even if it was paid for
         raise BooksumError(
             f"the final summary is empty (the model returned nothing usable after cleaning); the raw summary "
-            f"and every call are in {record_path}; try another model or --no-clean"
+            f"and every call are in {paths.record}; try another model or --no-clean"
         )

@@ -26,39 +26,57 @@ _PER_COLUMN = 3  # one space of padding each side and a border
 
 @dataclass(frozen=True)
 class Col:
-    """One column: its header, alignment, priority (0 first) and an optional width cap (long names fold)."""
+    """One column: its header, alignment, priority (0 first), and whether its cells are prose.
+
+    Identifiers (ids, model names, paths) and numbers are never cut or broken: the column is as
+    wide as its widest cell, or it is left out. A prose column (``wrap=True``: failure modes, a
+    note) may wrap, at spaces only: it is at least as wide as its longest word, and at most
+    ``max_width`` when the cells' full width is more.
+    """
 
     header: str
     priority: int
     justify: str = "right"
     max_width: int | None = None
+    wrap: bool = False
 
 
 @dataclass
 class FittedTable:
-    table: Table
+    table: Table | None  # None: not even the first column fits; ``records`` holds the rows instead
     dropped: list[str] = field(default_factory=list)
+    records: list[str] = field(default_factory=list)
+
+
+def _words(text: str) -> list[str]:
+    return text.split() or [""]
 
 
 def _need(col: Col, cells: Sequence[str]) -> int:
     header_word = max((cell_len(w) for w in col.header.split()), default=1)  # headers wrap at spaces only
     widest = max((cell_len(c) for c in cells), default=1)
-    need = max(header_word, widest)
-    return min(need, max(col.max_width, header_word)) if col.max_width else need
+    if not col.wrap:  # an identifier or a number: whole, on one line
+        return max(header_word, widest)
+    longest_word = max((cell_len(w) for c in cells for w in _words(c)), default=1)
+    cap = col.max_width if col.max_width else widest
+    return max(header_word, longest_word, min(widest, cap))
 
 
 def fit_table(title: str, columns: Sequence[Col], rows: Sequence[Sequence[str]], width: int) -> FittedTable:
     """A table with the columns that fit ``width`` at full width, taken in priority order.
 
-    Cells are plain text (escape markup first). The highest-priority column is always kept.
+    Cells are plain text (escape markup first). When even the highest-priority column does not
+    fit, the rows are folded into ``records`` (one ``header: value`` line per cell) instead.
     """
     needs = [_need(col, [row[i] for row in rows]) for i, col in enumerate(columns)]
     kept: set[int] = set()
     used = _EDGE
     for i in sorted(range(len(columns)), key=lambda i: columns[i].priority):
-        if not kept or used + needs[i] + _PER_COLUMN <= width:
+        if used + needs[i] + _PER_COLUMN <= width:
             kept.add(i)
             used += needs[i] + _PER_COLUMN
+        elif not kept:  # the first column alone is wider than the terminal: fold the rows
+            return FittedTable(None, [], _records(title, columns, rows))
     # room left over lets headers stand on one line, highest priority first
     widths = {i: needs[i] for i in kept}
     for i in sorted(kept, key=lambda i: columns[i].priority):
@@ -69,6 +87,8 @@ def fit_table(title: str, columns: Sequence[Col], rows: Sequence[Sequence[str]],
     table = Table(title=title, title_justify="left")
     for i, col in enumerate(columns):
         if i in kept:  # a fixed width: rich never shrinks it below what was measured here
+            # no_wrap stays off so that headers wrap at spaces; an identifier or number cell is never
+            # wrapped all the same, its column being as wide as its widest cell
             table.add_column(col.header, justify=col.justify, width=widths[i],  # type: ignore[arg-type]
                              overflow="fold")
     for row in rows:
@@ -76,14 +96,28 @@ def fit_table(title: str, columns: Sequence[Col], rows: Sequence[Sequence[str]],
     return FittedTable(table, [col.header for i, col in enumerate(columns) if i not in kept])
 
 
+def _records(title: str, columns: Sequence[Col], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows too wide for any table: each a block of ``header: value`` lines, in priority order."""
+    order = sorted(range(len(columns)), key=lambda i: columns[i].priority)
+    lines = [title]
+    for row in rows:
+        lines.append("")
+        lines.extend(f"{columns[i].header}: {row[i]}" for i in order)
+    return lines
+
+
 def print_fitted(console: Console, title: str, columns: Sequence[Col], rows: Sequence[Sequence[str]],
                  *, where: str) -> None:
     """Print the fitted table and, when columns were left out, one footnote line saying where they are."""
     fitted = fit_table(title, columns, rows, console.width)
+    if fitted.table is None:
+        for line in fitted.records:
+            console.print(Text(line), soft_wrap=True)
+        return
     console.print(fitted.table)
     if fitted.dropped:
         console.print(f"Not shown at {console.width} columns: {', '.join(fitted.dropped)}; every column is in "
-                      f"{where} (or widen the terminal).", highlight=False, markup=False, soft_wrap=True)
+                      f"{where} (or widen the terminal).", highlight=False, markup=False)
 
 
 # ---- compare's live display -----------------------------------------------------------------
@@ -161,13 +195,14 @@ COMPARE_PRIORITY = ("Model", "Strategy", "BooookScore (95% CI)", "Avg. len", "% 
                     "Failure modes", "Books", "% novel 3-g", "Calls (cached)", "Judge $", "Wall s", "In tok",
                     "Out tok", "Judge in/sent.")
 _LEFT = ("Model", "Strategy", "Failure modes")
-_CAPPED = {"Model": 28, "Failure modes": 24}  # names fold onto a second line past this
+_PROSE = {"Failure modes": 24, "Failure modes (summaries)": 24}  # wraps at spaces past this width
 
 
 def compare_columns(headers: Sequence[str]) -> list[Col]:
     """compare's headers as :class:`Col` in their display order, with COMPARE_PRIORITY's priorities."""
     rank: Mapping[str, int] = {h: i for i, h in enumerate(COMPARE_PRIORITY)}
-    return [Col(h, rank.get(h, len(rank)), "left" if h in _LEFT else "right", _CAPPED.get(h)) for h in headers]
+    return [Col(h, rank.get(h, len(rank)), "left" if h in _LEFT else "right", _PROSE.get(h), h in _PROSE)
+            for h in headers]
 
 
 # score's table, the same way (its columns already depend on what the run has)
@@ -179,8 +214,8 @@ WIDE_TABLE = 260  # piped or redirected: wide enough for every column of either 
 def score_columns(headers: Sequence[str]) -> list[Col]:
     """score's headers as :class:`Col`, with SCORE_PRIORITY's priorities."""
     rank: Mapping[str, int] = {h: i for i, h in enumerate(SCORE_PRIORITY)}
-    return [Col(h, rank.get(h, len(rank)), "left" if h == "System" else "right",
-                {"System": 28, "Failure modes (summaries)": 24}.get(h)) for h in headers]
+    return [Col(h, rank.get(h, len(rank)), "left" if h == "System" else "right", _PROSE.get(h), h in _PROSE)
+            for h in headers]
 
 
 __all__ = [

@@ -83,6 +83,7 @@ def run_config(config: GridConfig, job: Experiment, lang: str) -> RunConfig:
         chapter_aware=job.chapter_aware,
         include_front_matter=job.include_front_matter,
         options=job.options_for(config),
+        **({} if job.temperature is None else {"temperature": job.temperature}),
     )
 
 

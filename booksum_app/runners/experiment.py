@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from booksum_app.books.folder import BOOK_SUFFIXES, books_in, skipped_note
 from booksum_app.config import (
     ADAPTIVE_INITIAL_CONCURRENCY,
     DEFAULT_CHUNK_SIZE,
@@ -46,7 +47,6 @@ from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE, JUDGE_MODES
 from booksum_app.strategies import get_strategy
 from booksum_app.strategies.base import OptionValue
 
-BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
 DEFAULT_STRATEGIES = ("hier", "inc")
 DEFAULT_OUT = Path("booksum-compare")
 DEFAULT_JOBS = 4
@@ -133,8 +133,11 @@ class Experiment:
     datasets: tuple[DatasetSpec, ...] = ()  # benchmark samples summarized like books, scored with ROUGE-L
     bucket_max_tokens: tuple[tuple[str, int], ...] = DEFAULT_BUCKET_MAX_TOKENS  # G per length bucket
     extra: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # what reading BOOKS skipped (a folder's README, records): one line each
+    temperature: float | None = None  # the summarizers' sampling temperature; None: booksum's default
 
     def __post_init__(self) -> None:
+        self._paths_as_paths()
         for strategy in self.strategies:
             get_strategy(strategy)  # ConfigError naming the installed ones (or why a plugin failed)
         if not self.strategies and self.books:
@@ -155,6 +158,21 @@ class Experiment:
         dupes = {n for n in names if names.count(n) > 1}
         if dupes:
             raise ConfigError(f"two precomputed sets named {min(dupes)!r}; give each its own NAME")
+
+    def _paths_as_paths(self) -> None:
+        """The library takes ``str`` or ``Path`` wherever it takes a path: books (a directory is its
+        books), ``out``, datasets and precomputed sets given as strings become what they name."""
+        if any(isinstance(b, str) or Path(b).is_dir() for b in self.books):
+            books, notes = book_sources(self.books)
+            object.__setattr__(self, "books", books)
+            object.__setattr__(self, "notes", (*self.notes, *notes))
+        object.__setattr__(self, "out", Path(self.out))
+        object.__setattr__(self, "datasets", tuple(
+            DatasetSpec(Path(d)) if isinstance(d, str | os.PathLike) else d for d in self.datasets))
+        object.__setattr__(self, "precomputed", tuple(
+            parse_precomputed(p) if isinstance(p, str) else p for p in self.precomputed))
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise ConfigError(f"--temperature {self.temperature}: give a number from 0 to 2")
 
     def _check_options(self) -> None:
         """Every option belongs to a strategy of the grid and each of its values parses there."""
@@ -218,20 +236,32 @@ def jobs_for(concurrency: int | None, *, hosted: bool) -> int:
     return max(DEFAULT_JOBS, min(MAX_AUTO_JOBS, concurrency // CALLS_PER_JOB))
 
 
-def book_files(paths: Sequence[Path]) -> tuple[Path, ...]:
-    """Expand BOOKS (files and directories of books) into book files, in a stable order.
+def book_files(paths: Sequence[str | os.PathLike[str]]) -> tuple[Path, ...]:
+    """Expand BOOKS (files and directories of books) into book files, in a stable order."""
+    return book_sources(paths)[0]
+
+
+def book_sources(paths: Sequence[str | os.PathLike[str]]) -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """BOOKS (files and directories of books) as book files in a stable order, and one note per
+    directory naming the files that are not books (README.md, LICENSE, records, hidden files:
+    :mod:`booksum_app.books.folder`'s rule). A file named on its own is always taken.
 
     Raises:
-        ConfigError: a path does not exist, a directory holds no book, or two books share a stem.
+        ConfigError: a path does not exist, a directory holds no book, a link leads out of its
+            directory, or two books share a stem.
     """
     files: list[Path] = []
+    notes: list[str] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in BOOK_SUFFIXES)
-            if not found:
+            folder = books_in(path)
+            if not folder.books:
                 raise ConfigError(f"{path} holds no books ({', '.join(BOOK_SUFFIXES)})")
-            files.extend(found)
+            files.extend(folder.books)
+            note = skipped_note(folder)
+            if note is not None:
+                notes.append(note)
         elif path.is_file():
             files.append(path)
         else:
@@ -244,7 +274,7 @@ def book_files(paths: Sequence[Path]) -> tuple[Path, ...]:
                 f"two books named {file.stem!r} ({other} and {file}); records are kept per file "
                 "name, so rename one"
             )
-    return tuple(dict.fromkeys(files))
+    return tuple(dict.fromkeys(files)), tuple(notes)
 
 
 def parse_precomputed(text: str, *, base: Path | None = None) -> PrecomputedSet:
@@ -326,7 +356,7 @@ def load_experiment(path: Path) -> dict[str, Any]:
         raise ConfigError(f"experiment file {path} is not valid TOML: {exc}") from exc
     base = path.parent
     where = str(path)
-    allowed = {f.name for f in fields(Experiment)} - {"extra", "max_summary_tokens"}
+    allowed = {f.name for f in fields(Experiment)} - {"extra", "max_summary_tokens", "notes"}
     allowed |= {"max_summary_len", "with_release", "direct_template"}
     unknown = sorted(set(data) - allowed)
     if unknown:
@@ -445,7 +475,7 @@ def build_experiment(file_values: Mapping[str, Any], overrides: Mapping[str, Any
         else:
             values[key] = value
     if "books" in values:
-        values["books"] = book_files(values["books"])
+        values["books"], values["notes"] = book_sources(values["books"])
     return replace(Experiment(), **values)
 
 
@@ -457,6 +487,7 @@ __all__ = [
     "GridConfig",
     "PrecomputedSet",
     "book_files",
+    "book_sources",
     "build_experiment",
     "direct_template_option",
     "load_experiment",

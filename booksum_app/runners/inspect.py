@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from booksum_app.books import Book, open_book
@@ -88,9 +88,30 @@ def _token_counter(
     return info, get_tokenizer(info.tokenizer).count, spec.notice
 
 
+def plan_summary(path_or_book: str | os.PathLike[str] | Book, run: RunConfig, *,
+                 llm_settings: LLMSettings | None = None) -> tuple[CallPlan, str]:
+    """The pre-flight plan of one summarize run (``summarize --plan-only``) and the model's name:
+    the book chunked with the model's tokenizer and planned as the run would be, calling no LLM.
+
+    Raises:
+        BookFormatError, ConfigError.
+    """
+    settings = llm_settings or LLMSettings()
+    book = path_or_book if isinstance(path_or_book, Book) else open_book(
+        path_or_book, include_front_matter=run.include_front_matter)
+    run = run.for_book(book)
+    info, count, _ = _token_counter(run.model, settings)
+    chunks = chunk_book(book, chunk_size=run.chunk_size, tokenizer=CallableTokenizer(f"model:{info.name}", count),
+                        chapter_aware=run.chapter_aware, include_front_matter=run.include_front_matter)
+    plan = plan_strategy(run.strategy, chunk_tokens=[c.n_tokens for c in chunks], info=info, count_tokens=count,
+                         config=run.strategy_config(), clean=run.clean)
+    return plan, info.name
+
+
 def inspect_book(
     path_or_book: str | os.PathLike[str] | Book,
     *,
+    strategies: Sequence[str] | None = None,
     model: str | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     max_summary_tokens: int = DEFAULT_MAX_SUMMARY_TOKENS,
@@ -100,12 +121,14 @@ def inspect_book(
     lang: str = "auto",
     llm_settings: LLMSettings | None = None,
 ) -> InspectReport:
-    """Read and chunk a book with the model's tokenizer and plan every strategy, calling no LLM.
+    """Read and chunk a book with the model's tokenizer and plan every strategy (or only
+    ``strategies``), calling no LLM.
 
     Raises:
         BookFormatError: the file cannot be read as a book.
         ConfigError: bad model string or options.
     """
+    names = tuple(STRATEGIES) if strategies is None else tuple(RunConfig(strategy=s).strategy for s in strategies)
     run = RunConfig(chunk_size=chunk_size, max_summary_tokens=max_summary_tokens, prompts=prompts, lang=lang)
     settings = llm_settings or LLMSettings()
     book = (
@@ -131,7 +154,7 @@ def inspect_book(
     config = run.for_book(book).strategy_config()
     plans = tuple(
         plan_strategy(name, chunk_tokens=sizes, info=info, count_tokens=count, config=config)
-        for name in STRATEGIES
+        for name in names
     )
     return InspectReport(
         path=book.source_path,

@@ -46,7 +46,7 @@ class RunProgress:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._start = time.perf_counter()
-        self._stage, self._done, self._total = "starting", 0, 0
+        self._stage, self._done, self._total = "reading the book", 0, 0
         self._calls = self._hits = self._in = self._out = 0
         self._cost = 0.0
         self._model: Any = None

@@ -66,6 +66,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         impl = get_strategy(self.strategy)  # ConfigError naming the installed ones (or why a plugin failed)
         object.__setattr__(self, "strategy", impl.name)
+        if not (isinstance(self.temperature, int | float) and 0 <= self.temperature <= 2):
+            raise ConfigError(f"--temperature {self.temperature!r}: give a number from 0 to 2")
         if self.lang not in LANG_CHOICES:
             raise ConfigError(f"--lang {self.lang!r}: use one of {', '.join(LANG_CHOICES)}")
         given = dict(self.options.items() if isinstance(self.options, Mapping) else self.options)

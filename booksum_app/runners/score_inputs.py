@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from booksum_app.books.folder import BOOK_SUFFIXES, books_in
 from booksum_app.errors import InputError
 from booksum_app.scoring.release import load_json, parse_summaries, summaries_in
 
 TEXT_SUFFIXES = (".txt", ".md")
-BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
 
 
 def _record_summary(data: Any, *, where: str) -> tuple[str | None, str] | None:
@@ -133,7 +133,7 @@ def source_index(source: Path) -> dict[str, Path]:
         return {stem(source.name): source}
     if not source.is_dir():
         raise InputError(f"--source {source} does not exist; give a directory of books or one book file")
-    return {stem(p.name): p for p in sorted(source.iterdir()) if p.is_file() and p.suffix.lower() in BOOK_SUFFIXES}
+    return {stem(p.name): p for p in books_in(source).books}  # the one rule of a books folder
 
 
 def source_text(path: Path) -> str:

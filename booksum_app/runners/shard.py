@@ -75,6 +75,7 @@ def grid_fingerprint(exp: Experiment, judge: str | None) -> str:
         "chapter_aware": exp.chapter_aware, "front_matter": exp.include_front_matter,
         "options": [[name, list(values)] for name, values in exp.options],
         "bucket_max_tokens": [list(b) for b in exp.bucket_max_tokens],
+        **({} if exp.temperature is None else {"temperature": exp.temperature}),  # absent: older shards merge
     }
     return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

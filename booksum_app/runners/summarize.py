@@ -168,6 +168,9 @@ def run_summary(
         spec = choose_model(run.model, settings=llm_settings or LLMSettings())
     if chat is None and not run.impl.calls_model and spec is not None:  # no call: the tokenizer alone, no backend
         chat = CountingModel(spec.info)
+    stage = progress.set_stage if progress is not None else None
+    if stage is not None and chat is None:  # the embedded model's weights take a while to load
+        stage(f"loading {spec.info.name if spec is not None else 'the model'}")
     model, owned = _chat_model(chat if chat is not None else spec, llm_settings, on_call=on_call, progress=progress)
     notify = _fan_out([f for f in (on_progress, progress.on_event if progress else None) if f is not None])
     label = Path(book.source_path).name if book.source_path else (book.title or None)
@@ -175,7 +178,7 @@ def run_summary(
         with default_context(book=label):  # ``booksum logs --run/--book`` find these calls
             return _run(book, run, chat=model, on_progress=notify, cpu_gate=cpu_gate or nullcontext(),
                         on_plan=progress.set_planned_calls if progress is not None else None, chunk_memo=chunk_memo,
-                        before_run=before_run)
+                        before_run=before_run, on_stage=stage)
     finally:
         if owned is not None:
             owned.close()
@@ -246,9 +249,12 @@ def _run(
     cpu_gate: AbstractContextManager[Any],
     chunk_memo: tuple[ChunkMemo, str] | None = None,
     before_run: Callable[[CallPlan], None] | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> SummaryRecord:
     started = time.perf_counter()
+    stage = on_stage or (lambda _text: None)  # what the progress line says before the strategy's own stages
     impl, config = run.impl, run.strategy_config()
+    stage("chunking the book")
     tokenizer = model_tokenizer(chat)
     with cpu_gate:
         if chunk_memo is not None:
@@ -270,6 +276,7 @@ def _run(
             before_run(planned)
         if on_plan is not None:
             on_plan(planned.calls)
+    stage("waiting for the first answer" if impl.calls_model else "summarizing")
     # the run's money is what the client billed while it ran (retries and wasted replies
     # included), not what the strategy says of its own calls
     with metering() as meter, _spent_on_failure(meter):

@@ -1,0 +1,98 @@
+"""A folder of books: the one rule for which files in a directory are books.
+
+A folder a user hands over as "the books" often holds more than books: ``booksum data fetch
+sample-books`` writes a README.md beside the EPUBs, a downloaded corpus carries its LICENSE and
+a ``records.json``, an editor leaves ``.notes.md.swp``. Summarizing those would plan and pay
+for calls on a file nobody meant as a book, then fail on it. So a file is a book when
+
+- its format is one booksum reads (by suffix: ``BOOK_SUFFIXES``), and
+- its name is not hidden (``.name``) and not one of the notes every project carries
+  (README, LICENSE, CHANGELOG, NOTES, ... in any case, with any suffix).
+
+Everything else is skipped, and the caller says so in one line (:func:`skipped_note`). A link
+that leads out of the folder is refused: its target would be sent to a model.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from booksum_app.books.detect import BOOK_SUFFIXES
+from booksum_app.errors import ConfigError
+
+# the notes a folder carries beside its contents (GitHub's and Debian's usual names, any case),
+# with or without a suffix: README, README.md, LICENSE.txt, CHANGELOG.markdown, NOTES.txt ...
+NOT_BOOK_NAMES = frozenset({
+    "readme", "license", "licence", "copying", "copyright", "changelog", "notes", "authors", "contributors",
+    "contributing", "code_of_conduct", "notice", "todo", "citation",
+})
+
+
+def is_note_name(name: str) -> bool:
+    """Whether a file name is a folder's own note (README.md, LICENSE, NOTES.txt), not a book.
+
+    The whole stem must be the note's name: "Notes from Underground.epub" is a book.
+    """
+    return name.lower().split(".", 1)[0].strip() in NOT_BOOK_NAMES
+
+
+def book_kind(path: Path) -> str | None:
+    """Why ``path`` (a file in a folder of books) is not a book, or None when it is one."""
+    name = path.name
+    if name.startswith("."):
+        return "hidden"
+    if path.suffix.lower() not in BOOK_SUFFIXES:
+        return "not a book format"
+    if is_note_name(name):
+        return "the folder's notes"
+    return None
+
+
+@dataclass(frozen=True)
+class BookFolder:
+    """The books of one folder, sorted by name, and the files that were not taken as books."""
+
+    directory: Path
+    books: tuple[Path, ...]
+    skipped: tuple[Path, ...]
+
+
+def books_in(directory: str | os.PathLike[str]) -> BookFolder:
+    """The book files of ``directory`` (not its subfolders) under the rule of this module.
+
+    Raises:
+        ConfigError: a link in it leads out of it.
+    """
+    folder = Path(directory)
+    root = folder.resolve()
+    books: list[Path] = []
+    skipped: list[Path] = []
+    for entry in sorted(folder.iterdir()):
+        if entry.is_dir():
+            continue  # a folder's subfolders are not read (they are not counted as skipped files either)
+        if book_kind(entry) is not None:
+            skipped.append(entry)
+            continue
+        if entry.is_symlink() and not entry.resolve().is_relative_to(root):
+            raise ConfigError(
+                f"{entry} is a link to a file outside {folder}; a books folder's links are not followed out of "
+                "it: copy the book in, or remove the link"
+            )
+        if entry.is_file():
+            books.append(entry)
+    return BookFolder(folder, tuple(books), tuple(skipped))
+
+
+def skipped_note(folder: BookFolder, *, limit: int = 5) -> str | None:
+    """One line naming the files of ``folder`` that were not taken as books, None when there are none."""
+    if not folder.skipped:
+        return None
+    names = [p.name for p in folder.skipped]
+    shown = ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    return f"{folder.directory}: skipped {len(names)} file(s) that are not books: {shown}"
+
+
+__all__ = ["BOOK_SUFFIXES", "NOT_BOOK_NAMES", "BookFolder", "book_kind", "books_in", "is_note_name",
+           "skipped_note"]
