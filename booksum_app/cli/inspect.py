@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 @click.command("inspect")
 @click.argument("book", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @click.option("--model", "-m", default=None, help="Model whose tokenizer, context and prices to plan with.")
+@click.option("--strategy", "strategies", multiple=True,
+              help="Plan only this strategy (repeatable) [default: every installed strategy].")
 @click.option("--chunk-size", type=click.IntRange(min=64), default=DEFAULT_CHUNK_SIZE, show_default=True,
               help="Tokens per chunk.")
 @click.option("--max-summary-len", type=click.IntRange(min=16), default=DEFAULT_MAX_SUMMARY_TOKENS, show_default=True,
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
 def inspect_command(
     book: Path,
     model: str | None,
+    strategies: tuple[str, ...],
     base_url: str | None,
     timeout_s: float,
     chunk_size: int,
@@ -67,6 +70,7 @@ def inspect_command(
     report = inspect_book(
         book_from_arg(book, include_front_matter=include_front_matter),
         model=model,
+        strategies=strategies or None,
         chunk_size=chunk_size,
         max_summary_tokens=max_summary_len,
         chapter_aware=chapter_aware,
