@@ -86,7 +86,9 @@ def inspect_command(
 
 
 def _render_inspect(report: InspectReport) -> None:
-    from rich.table import Table
+    from rich.console import Console
+
+    from booksum_app.cli.tables import WIDE_TABLE, Col, print_fitted
 
     if report.model_notice:
         err_console.print(f"[yellow]note:[/] {esc(report.model_notice)}", highlight=False, soft_wrap=True)
@@ -95,13 +97,13 @@ def _render_inspect(report: InspectReport) -> None:
                   f"({esc(report.format)}, language {esc(report.language)}"
                   f"{', encoding ' + esc(report.encoding) if report.encoding else ''})",
                   highlight=False)
-    sections = Table(title="Sections", show_lines=False)
-    for column in ("#", "title", "tokens", "status"):
-        sections.add_column(column, justify="right" if column in ("#", "tokens") else "left")
-    for s in report.sections:
-        status = "[green]kept[/]" if s.kept else f"[dim]excluded: {esc(s.reason or '')}[/]"
-        sections.add_row(str(s.index), esc(s.title or "(untitled)"), f"{s.tokens:,}", status)
-    console.print(sections)
+    fitted = console if console.is_terminal else Console(width=WIDE_TABLE)
+    section_columns = [Col("#", 1), Col("title", 0, "left", max_width=48, wrap=True), Col("tokens", 2),
+                       Col("status", 3, "left", max_width=40, wrap=True)]
+    print_fitted(fitted, "Sections", section_columns,
+                 [[str(s.index), esc(s.title or "(untitled)"), f"{s.tokens:,}",
+                   "kept" if s.kept else f"excluded: {esc(s.reason or '')}"] for s in report.sections],
+                 where="booksum inspect --json")
     c = report.chunks
     console.print(
         esc(f"{len(report.kept_sections)} sections kept, {len(report.sections) - len(report.kept_sections)} "
@@ -109,16 +111,14 @@ def _render_inspect(report: InspectReport) -> None:
         f"{report.chunk_size} (min {c.min_tokens}, median {c.median_tokens:g}, max {c.max_tokens})"),
         highlight=False,
     )
-    plans = Table(
-        title=f"Plan for {esc(report.model)} (upper bounds before regenerations; "
-        f"context {report.context_window:,})"
-    )
-    for column in ("strategy", "calls", "input tokens", "output tokens", "cost", "note"):
-        plans.add_column(column, justify="left" if column in ("strategy", "note") else "right")
+    plan_columns = [Col("strategy", 0, "left"), Col("calls", 2), Col("input tokens", 3), Col("output tokens", 4),
+                    Col("cost", 1), Col("note", 5, "left", max_width=36, wrap=True)]
+    rows = []
     for p in report.plans:
         note = f"{p.levels} levels" if p.levels else ""
         if p.truncated_tokens:
             note = f"{p.truncated_tokens:,} tokens cut (head+tail kept)"
-        plans.add_row(esc(p.strategy), str(p.calls), f"{p.input_tokens:,}", f"{p.output_tokens:,}",
-                      f"${p.cost_usd:.2f}", esc(note))
-    console.print(plans)
+        rows.append([esc(p.strategy), str(p.calls), f"{p.input_tokens:,}", f"{p.output_tokens:,}",
+                     f"${p.cost_usd:.2f}", esc(note)])
+    print_fitted(fitted, f"Plan for {esc(report.model)} (upper bounds before regenerations; "
+                 f"context {report.context_window:,})", plan_columns, rows, where="booksum inspect --json")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from rich.console import Console
 
 from booksum_app.cli.base import console, err_console, handle_errors
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
@@ -90,24 +91,30 @@ def _as_dict(call: LoggedCall, *, prompts: bool, responses: bool) -> dict[str, A
     return cleaned
 
 
-def _render_table(calls: Sequence[LoggedCall]) -> None:
-    from rich.table import Table
+# which columns a narrow terminal keeps first: the run id (what ``--run`` takes) and the model,
+# then the money; identifiers and numbers are never cut (the rest is in --json)
+LOG_PRIORITY = ("run", "model", "cost", "time", "purpose", "in", "out", "book", "latency", "cached")
 
+
+def _render_table(calls: Sequence[LoggedCall]) -> None:
+    from booksum_app.cli.tables import WIDE_TABLE, Col, print_fitted
     from booksum_app.errors import redact
 
     show_run = any(c.run for c in calls)
     show_book = any(c.book for c in calls)
-    table = Table(title="Model calls, newest first (cost in USD; blank: no price known)", title_justify="left")
-    columns = ["time", *(["run"] if show_run else []), *(["book"] if show_book else []),
+    headers = ["time", *(["run"] if show_run else []), *(["book"] if show_book else []),
                "purpose", "model", "in", "out", "cached", "cost", "latency"]
-    for column in columns:
-        table.add_column(column, justify="right" if column in ("in", "out", "cached", "cost", "latency") else "left")
+    columns = [Col(h, LOG_PRIORITY.index(h), "right" if h in ("in", "out", "cached", "cost", "latency") else "left")
+               for h in headers]
+    rows = []
     for c in calls:
         cells = [_when(c.created), *([c.run or ""] if show_run else []), *([c.book or ""] if show_book else []),
                  c.purpose, c.model]
-        table.add_row(*(esc(redact(x)) for x in cells), f"{c.usage.input_tokens:,}", f"{c.usage.output_tokens:,}",
-                      f"{c.usage.cached_input_tokens:,}", _cost(c.cost_usd), f"{c.latency_s:.1f}s")
-    console.print(table)
+        rows.append([*(esc(redact(x)) for x in cells), f"{c.usage.input_tokens:,}", f"{c.usage.output_tokens:,}",
+                     f"{c.usage.cached_input_tokens:,}", _cost(c.cost_usd), f"{c.latency_s:.1f}s"])
+    print_fitted(console if console.is_terminal else Console(width=WIDE_TABLE),
+                 "Model calls, newest first (cost in USD; blank: no price known)", columns, rows,
+                 where="booksum logs --json")
 
 
 def _render_texts(calls: Sequence[LoggedCall], *, prompts: bool, responses: bool) -> None:

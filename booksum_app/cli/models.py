@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from booksum_app.cli.base import console, emit_json, esc, handle_errors, json_file, json_option
+
+if TYPE_CHECKING:
+    from booksum_app.llm.registry import ModelEntry
 
 
 def _price(value: float | None) -> str:
@@ -19,8 +24,6 @@ def _price(value: float | None) -> str:
 @handle_errors
 def models_command(json_out: Path | None) -> None:
     """List known models (shipped table + your config file), installed backends and strategies."""
-    from rich.table import Table
-
     from booksum_app.llm.registry import choose_judge, choose_model, installed_backends, list_models
     from booksum_app.strategies import STRATEGIES
     from booksum_app.strategies.registry import BUILTIN
@@ -45,15 +48,7 @@ def models_command(json_out: Path | None) -> None:
             "broken_strategies": broken,
         })
         return
-    table = Table(title="Known models (USD per million tokens)", title_justify="left")
-    for column in ("model", "aliases", "context", "tokenizer", "input", "cached input", "output", "from"):
-        table.add_column(column,
-                         justify="right" if column in ("context", "input", "cached input", "output") else "left")
-    for r in rows:
-        table.add_row(esc(r.name), esc(", ".join(r.aliases)), f"{r.context_window:,}", esc(r.tokenizer),
-                      _price(r.input_usd_per_mtok), _price(r.cached_input_usd_per_mtok), _price(r.output_usd_per_mtok),
-                      r.source)
-    console.print(table)
+    _render_models(rows)
     console.print("Backends: " + ", ".join(f"{p} ({'installed' if ok else 'not installed'})"
                                            for p, ok in backends.items()), markup=False, highlight=False)
     console.print(f"Default model: {default.info.name} (from {default.source}); judge: "
@@ -69,3 +64,24 @@ def models_command(json_out: Path | None) -> None:
         console.print(f"Strategy {name} could not be loaded: {reason}", markup=False, highlight=False, soft_wrap=True)
     console.print("Any model on an OpenAI-compatible server: --model openai:NAME --base-url URL (docs/models.md).",
                   markup=False, highlight=False)
+
+
+# which columns a narrow terminal keeps first: the model string (what -m takes), its context and prices
+MODEL_COLUMNS = (("model", 0), ("aliases", 6), ("context", 1), ("tokenizer", 5), ("input", 2), ("cached input", 4),
+                 ("output", 3), ("from", 7))
+
+
+def _render_models(rows: Sequence[ModelEntry]) -> None:
+    """The model table, whole columns in MODEL_COLUMNS' priority (every column: --json)."""
+    from rich.console import Console
+
+    from booksum_app.cli.tables import WIDE_TABLE, Col, print_fitted
+
+    columns = [Col(h, p, "right" if h in ("context", "input", "cached input", "output") else "left",
+                   max_width=24 if h == "aliases" else None, wrap=h == "aliases") for h, p in MODEL_COLUMNS]
+    cells = [[esc(r.name), esc(", ".join(r.aliases)), f"{r.context_window:,}", esc(r.tokenizer),
+              _price(r.input_usd_per_mtok), _price(r.cached_input_usd_per_mtok), _price(r.output_usd_per_mtok),
+              esc(r.source)] for r in rows]
+    print_fitted(console if console.is_terminal else Console(width=WIDE_TABLE),
+                 "Known models (USD per million tokens)", columns, cells, where="booksum models --json")
+

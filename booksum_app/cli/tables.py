@@ -111,8 +111,8 @@ def print_fitted(console: Console, title: str, columns: Sequence[Col], rows: Seq
     """Print the fitted table and, when columns were left out, one footnote line saying where they are."""
     fitted = fit_table(title, columns, rows, console.width)
     if fitted.table is None:
-        for line in fitted.records:
-            console.print(Text(line), soft_wrap=True)
+        for line in fitted.records:  # cells come escaped, as for the table
+            console.print(line, highlight=False, soft_wrap=True)
         return
     console.print(fitted.table)
     if fitted.dropped:
