@@ -82,6 +82,12 @@ class LLMSettings:
     reasoning_effort: str | None = None  # reasoning models: minimal/low/medium/high; None: low
     servers: tuple[tuple[str, str], ...] = ()  # model string -> its own server over base_url (llm/model_names.py)
 
+    def __post_init__(self) -> None:  # the library takes str or Path wherever it takes a path
+        for name in ("cache_dir", "config_path"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Path):
+                object.__setattr__(self, name, Path(value))
+
 
 @dataclass(frozen=True)
 class ModelSpec:

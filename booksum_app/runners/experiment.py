@@ -65,6 +65,11 @@ class PrecomputedSet:
     summaries: Path
     annotations: Path | None = None
 
+    def __post_init__(self) -> None:  # str or Path
+        object.__setattr__(self, "summaries", Path(self.summaries))
+        if self.annotations is not None:
+            object.__setattr__(self, "annotations", Path(self.annotations))
+
 
 @dataclass(frozen=True)
 class DatasetSpec:
@@ -77,6 +82,9 @@ class DatasetSpec:
     id_field: str | None = None
     bucket_field: str | None = None
     rouge_variant: str | None = None  # None: the preset's own (scoring/rouge.py), rouge-score for custom
+
+    def __post_init__(self) -> None:  # str or Path
+        object.__setattr__(self, "path", Path(self.path))
 
 
 @dataclass(frozen=True)
@@ -299,7 +307,7 @@ def parse_precomputed(text: str, *, base: Path | None = None) -> PrecomputedSet:
     )
 
 
-def release_sets(directory: Path) -> tuple[PrecomputedSet, ...]:
+def release_sets(directory: str | os.PathLike[str]) -> tuple[PrecomputedSet, ...]:
     """The four configurations of BooookScore Table 2 in a release checkout, with their annotations.
 
     Raises:
@@ -341,7 +349,7 @@ def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
     return tuple(str(v).strip() for v in value)
 
 
-def load_experiment(path: Path) -> dict[str, Any]:
+def load_experiment(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read an experiment TOML into :class:`Experiment` field values (paths resolved).
 
     Raises:

@@ -92,6 +92,12 @@ class ScoreSettings:
     llm: LLMSettings = field(default_factory=LLMSettings)
     seed: int = DEFAULT_BOOTSTRAP_SEED
 
+    def __post_init__(self) -> None:  # the library takes str or Path wherever it takes a path
+        object.__setattr__(self, "annotations", tuple(Path(p) for p in self.annotations))
+        for name in ("source", "references"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, Path(getattr(self, name)))
+
 
 @dataclass(frozen=True)
 class ScoreRun:
@@ -118,7 +124,7 @@ def _score_sources(
     return tuple(annotations), judge
 
 
-def plan_score(paths: Sequence[Path], settings: ScoreSettings = ScoreSettings()) -> JudgePlan | None:
+def plan_score(paths: Sequence[str | os.PathLike[str]], settings: ScoreSettings = ScoreSettings()) -> JudgePlan | None:
     """The judge's pre-flight plan for :func:`run_score` with the same arguments; None when no judge runs.
 
     Raises:
@@ -133,7 +139,7 @@ def plan_score(paths: Sequence[Path], settings: ScoreSettings = ScoreSettings())
 
 
 def run_score(
-    paths: Sequence[Path],
+    paths: Sequence[str | os.PathLike[str]],
     settings: ScoreSettings = ScoreSettings(),
     *,
     on_call: Callable[[CallRecord], None] | None = None,

@@ -9,6 +9,7 @@ the numbers were made (judge, prompt version, mode, sentence splitter, temperatu
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -132,7 +133,7 @@ def annotations_signature(source: str, *, fmt: str, splitters: Sequence[str]) ->
 
 
 def score_annotations(
-    path: Path,
+    path: str | os.PathLike[str],
     *,
     summaries: Mapping[str, str] | None = None,
     fmt: AnnotationFormat | None = None,

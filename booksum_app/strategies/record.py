@@ -7,6 +7,7 @@ never leaves half a file; read back into the same frozen values. Schema: docs/su
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,12 +166,13 @@ def write_record(record: SummaryRecord, path: Path) -> Path:
     return write_json_atomic(path, record.to_dict())
 
 
-def read_record(path: Path) -> SummaryRecord:
+def read_record(path: str | os.PathLike[str]) -> SummaryRecord:
     """Read a record written by :func:`write_record`.
 
     Raises:
         InputError: unreadable, not JSON, or not a summary record.
     """
+    path = Path(path)
     data = read_json(path, what="summary record")
     if not isinstance(data, dict):
         raise InputError(f"{path} is not a summary record (expected a JSON object)")
