@@ -48,6 +48,7 @@ from booksum_app.llm.model_table import (
     default_cache_dir,
     load_table,
 )
+from booksum_app.llm.openai_compatible import compatible_route
 
 DEFAULT_MODEL = "local"
 ModelSource = Literal["explicit", "config", "env", "default"]
@@ -150,6 +151,9 @@ def _split(model: str, table: ModelTable) -> tuple[str, str]:
         return "openai", model
     if model.startswith("claude"):
         return "anthropic", model
+    route = compatible_route(model)  # a hosted provider reached through its OpenAI-compatible endpoint
+    if route is not None:
+        raise ConfigError(route)
     known = [*table.models, *table.aliases, *(name.partition(":")[2] for name in table.models)]
     close = difflib.get_close_matches(model, [k for k in known if k], n=1, cutoff=0.6)
     hint = f"did you mean {close[0]!r}? Else use" if close else "use"
