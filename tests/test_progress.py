@@ -106,3 +106,23 @@ def test_the_progress_line_is_one_line_of_whole_figures(width: int, monkeypatch:
     assert "merges" in lines[0] and "3/7" in lines[0] and "calls 120 (4 cached)" in shown and "$1.2345" in shown
     if width >= 120:
         assert shown.split(" · ") == list(figures)
+
+
+def test_summarize_shows_its_phase_from_the_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the strategy's first stage the line names what is happening (no long "starting")."""
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    book = tmp_path / "lisk.txt"
+    book.write_text("Chapter 1\n\n" + "Mara bakes bread in Lisk every morning. Teo sells it. " * 200, encoding="utf-8")
+    tracker = RunProgress()
+    stages: list[str] = [tracker.snapshot().stage]
+    tracker.listeners.append(lambda snap: stages.append(snap.stage) if snap.stage != stages[-1] else None)
+    from booksum_app.runners.run_config import RunConfig
+    from booksum_app.runners.summarize import run_summary
+
+    with FakeServer() as server:
+        run_summary(book, RunConfig(strategy="hier", model="openai:fake", chunk_size=256),
+                    llm_settings=LLMSettings(base_url=server.openai_base_url, cache_dir=tmp_path / "c"),
+                    progress=tracker)
+    assert stages[:4] == ["reading the book", "loading openai:fake", "chunking the book",
+                          "waiting for the first answer"], stages
+    assert len(stages) > 4 and "starting" not in stages

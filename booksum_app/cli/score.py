@@ -302,21 +302,18 @@ def _render_scores(run: ScoreRun) -> None:
             console.print(printable(f"{s.name}: {s.rouge_signature}"), highlight=False, soft_wrap=True, markup=False)
 
 def _render_error_types(run: ScoreRun) -> None:
-    """Per judged system, how often each of the 8 error types was labelled."""
-    from rich.table import Table
+    """Per judged system, how often each of the 8 error types was labelled (systems that do not fit
+    the terminal are left out whole, and named)."""
+    from rich.console import Console
 
+    from booksum_app.cli.tables import WIDE_TABLE, Col, print_fitted
     from booksum_app.scoring.judgement import ERROR_TYPES
 
     scored = [(s.name, s.booookscore.system) for s in run.systems if s.booookscore]
-    if scored:
-        types = Table(title="Error types (sentences, % of labels)", title_justify="left")
-        types.add_column("Type")
-        for name, _ in scored:
-            types.add_column(esc(name), justify="right")
-        for kind in ERROR_TYPES:
-            cells = []
-            for _, b in scored:
-                cells.append(f"{dict(b.type_counts).get(kind, 0)} ({100 * b.type_distribution.get(kind, 0.0):.1f}%)")
-            types.add_row(kind, *cells)
-        console.print(types)
-
+    if not scored:
+        return
+    columns = [Col("Type", 0, "left"), *(Col(esc(name), i + 1) for i, (name, _) in enumerate(scored))]
+    rows = [[kind, *(f"{dict(b.type_counts).get(kind, 0)} ({100 * b.type_distribution.get(kind, 0.0):.1f}%)"
+                     for _, b in scored)] for kind in ERROR_TYPES]
+    print_fitted(console if console.is_terminal else Console(width=WIDE_TABLE),
+                 "Error types (sentences, % of labels)", columns, rows, where="the --json output")
