@@ -170,7 +170,8 @@ def run_summary(
         chat = CountingModel(spec.info)
     stage = progress.set_stage if progress is not None else None
     if stage is not None and chat is None:  # the embedded model's weights take a while to load
-        stage(f"loading {spec.info.name if spec is not None else 'the model'}")
+        name = spec.info.name if spec is not None else ""
+        stage(f"loading {name}" if 0 < len(name) <= 20 else "loading the model")  # the label shows 28 chars
     model, owned = _chat_model(chat if chat is not None else spec, llm_settings, on_call=on_call, progress=progress)
     notify = _fan_out([f for f in (on_progress, progress.on_event if progress else None) if f is not None])
     label = Path(book.source_path).name if book.source_path else (book.title or None)
