@@ -70,6 +70,22 @@ def test_the_grid_display_is_one_line_per_row_at_80_and_120() -> None:
         assert "jane-austen" in now and "…" in now
         assert "prejudice" not in "".join(lines[2:]), "no book name continues on the next row"
         assert "calls" in lines[0] and "$1.2345" in lines[0]
+        for name in ("openai-gpt-4o-mini-2048-hier", "openai-gpt-4o-mini-2048-inc"):  # configurations whole
+            assert any(name in line for line in lines[2:]), (name, lines)
+
+
+def test_the_grid_display_keeps_a_long_configuration_name_whole() -> None:
+    name = "openai-gpt-4o-mini-2048-hier-evidence"  # 37 characters, 39 with the row's indent
+    snap = GridSnapshot(done=1, total=4, reused=0, running=(), calls=10, cache_hits=0, in_flight=2,
+                        input_tokens=1000, output_tokens=100, cost_usd=0.01, elapsed_s=5.0,
+                        configs=((name, 1, 2), ("openai-gpt-4o-direct", 0, 2)))
+    for width in (80, 120):
+        console = Console(width=width, record=True, file=io.StringIO(), force_terminal=True)
+        display = GridDisplay(console)
+        display.draw(snap)
+        lines = _render(display.progress.make_tasks_table(display.progress.tasks), width)
+        assert len(lines) == 4 and all(len(line) <= width for line in lines), lines
+        assert any(name in line for line in lines), lines
 
 
 def test_running_line_shortens_book_names_whole_and_counts_the_rest() -> None:

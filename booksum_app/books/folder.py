@@ -16,6 +16,7 @@ that leads out of the folder is refused: its target would be sent to a model.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,5 +95,46 @@ def skipped_note(folder: BookFolder, *, limit: int = 5) -> str | None:
     return f"{folder.directory}: skipped {len(names)} file(s) that are not books: {shown}"
 
 
-__all__ = ["BOOK_SUFFIXES", "NOT_BOOK_NAMES", "BookFolder", "book_kind", "books_in", "is_note_name",
-           "skipped_note"]
+def book_files(paths: Sequence[str | os.PathLike[str]]) -> tuple[Path, ...]:
+    """Expand BOOKS (files and directories of books) into book files, in a stable order."""
+    return book_sources(paths)[0]
+
+
+def book_sources(paths: Sequence[str | os.PathLike[str]]) -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """BOOKS (files and directories of books) as book files in a stable order, and one note per
+    directory naming the files that are not books (README.md, LICENSE, records, hidden files:
+    :mod:`booksum_app.books.folder`'s rule). A file named on its own is always taken.
+
+    Raises:
+        ConfigError: a path does not exist, a directory holds no book, a link leads out of its
+            directory, or two books share a stem.
+    """
+    files: list[Path] = []
+    notes: list[str] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            folder = books_in(path)
+            if not folder.books:
+                raise ConfigError(f"{path} holds no books ({', '.join(BOOK_SUFFIXES)})")
+            files.extend(folder.books)
+            note = skipped_note(folder)
+            if note is not None:
+                notes.append(note)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ConfigError(f"book {path} does not exist; check the path")
+    stems: dict[str, Path] = {}
+    for file in files:
+        other = stems.setdefault(file.stem.lower(), file)
+        if other != file:
+            raise ConfigError(
+                f"two books named {file.stem!r} ({other} and {file}); records are kept per file "
+                "name, so rename one"
+            )
+    return tuple(dict.fromkeys(files)), tuple(notes)
+
+
+__all__ = ["BOOK_SUFFIXES", "NOT_BOOK_NAMES", "BookFolder", "book_files", "book_kind", "book_sources", "books_in",
+           "is_note_name", "skipped_note"]

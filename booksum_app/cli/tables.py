@@ -149,9 +149,9 @@ class GridDisplay:
 
     def __init__(self, console: Console, configs_max: int = 0) -> None:
         self.console = console
+        self._label_column = Column(no_wrap=True, overflow="ellipsis", max_width=LABEL_WIDTH)
         columns: list[ProgressColumn] = [
-            TextColumn("{task.fields[label]}", table_column=Column(no_wrap=True, overflow="ellipsis",
-                                                                   max_width=LABEL_WIDTH)),
+            TextColumn("{task.fields[label]}", table_column=self._label_column),
             _Bar(bar_width=_BAR_WIDTH),
             TextColumn("{task.fields[count]}", table_column=Column(no_wrap=True, max_width=_COUNT_WIDTH)),
             _Elapsed(),
@@ -163,9 +163,14 @@ class GridDisplay:
         self.per_config: dict[str, Any] = {}
 
     def _room(self) -> int:
+        """Columns left for the figures; sets the label column as wide as the longest label (a
+        configuration's name stays whole) while 12 columns of figures still fit."""
         labels = [str(t.fields.get("label", "")) for t in self.progress.tasks]
-        label_w = min(LABEL_WIDTH, max((len(x) for x in labels), default=0))
-        return max(12, self.console.width - label_w - _BAR_WIDTH - _COUNT_WIDTH - _ELAPSED_WIDTH - 5)
+        count_w = min(_COUNT_WIDTH, max((len(str(t.fields.get("count", ""))) for t in self.progress.tasks), default=0))
+        fixed = _BAR_WIDTH + count_w + _ELAPSED_WIDTH + 5
+        label_w = min(max(LABEL_WIDTH, self.console.width - fixed - 12), max((len(x) for x in labels), default=0))
+        self._label_column.max_width = max(label_w, 1)
+        return max(12, self.console.width - label_w - fixed)
 
     def draw(self, snap: GridSnapshot) -> None:
         if len(snap.configs) > 1:  # one row per configuration under the whole grid's
@@ -173,8 +178,12 @@ class GridDisplay:
                 if name not in self.per_config:
                     self.per_config[name] = self.progress.add_task("", total=total, label=f"  {esc(name)}",
                                                                    count="", stats="")
-        room = self._room()
         count = f"{snap.done}/{snap.total}" if snap.total else ""
+        self.progress.update(self.grid, count=count)
+        for name, done, total in snap.configs:
+            if name in self.per_config:
+                self.progress.update(self.per_config[name], count=f"{done}/{total}")
+        room = self._room()
         self.progress.update(self.grid, completed=snap.done, total=snap.total or None, count=count,
                              stats=esc(fit_parts(grid_stat_parts(snap), room)))
         self.progress.update(self.now, stats=esc(running_line(snap.running, room)))

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from booksum_app.books.folder import BOOK_SUFFIXES, books_in, skipped_note
+from booksum_app.books.folder import BOOK_SUFFIXES, book_files, book_sources
 from booksum_app.config import (
     ADAPTIVE_INITIAL_CONCURRENCY,
     DEFAULT_CHUNK_SIZE,
@@ -242,47 +242,6 @@ def jobs_for(concurrency: int | None, *, hosted: bool) -> int:
     if concurrency is None:
         concurrency = ADAPTIVE_INITIAL_CONCURRENCY if hosted else 0
     return max(DEFAULT_JOBS, min(MAX_AUTO_JOBS, concurrency // CALLS_PER_JOB))
-
-
-def book_files(paths: Sequence[str | os.PathLike[str]]) -> tuple[Path, ...]:
-    """Expand BOOKS (files and directories of books) into book files, in a stable order."""
-    return book_sources(paths)[0]
-
-
-def book_sources(paths: Sequence[str | os.PathLike[str]]) -> tuple[tuple[Path, ...], tuple[str, ...]]:
-    """BOOKS (files and directories of books) as book files in a stable order, and one note per
-    directory naming the files that are not books (README.md, LICENSE, records, hidden files:
-    :mod:`booksum_app.books.folder`'s rule). A file named on its own is always taken.
-
-    Raises:
-        ConfigError: a path does not exist, a directory holds no book, a link leads out of its
-            directory, or two books share a stem.
-    """
-    files: list[Path] = []
-    notes: list[str] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            folder = books_in(path)
-            if not folder.books:
-                raise ConfigError(f"{path} holds no books ({', '.join(BOOK_SUFFIXES)})")
-            files.extend(folder.books)
-            note = skipped_note(folder)
-            if note is not None:
-                notes.append(note)
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise ConfigError(f"book {path} does not exist; check the path")
-    stems: dict[str, Path] = {}
-    for file in files:
-        other = stems.setdefault(file.stem.lower(), file)
-        if other != file:
-            raise ConfigError(
-                f"two books named {file.stem!r} ({other} and {file}); records are kept per file "
-                "name, so rename one"
-            )
-    return tuple(dict.fromkeys(files)), tuple(notes)
 
 
 def parse_precomputed(text: str, *, base: Path | None = None) -> PrecomputedSet:
