@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from booksum_app.cli import cli
-from booksum_app.cli.tables import COMPARE_PRIORITY, GridDisplay, compare_columns, fit_table
+from booksum_app.cli.tables import COMPARE_PRIORITY, Col, GridDisplay, compare_columns, fit_table
 from booksum_app.runners.progress import GridSnapshot, fit_parts, running_line, shorten
 from booksum_app.testing.fake_server import FakeServer
 
@@ -198,3 +200,36 @@ def test_score_table_fits_the_terminal(tmp_path: Path, monkeypatch: pytest.Monke
         assert all(word in table for word in header.split())
     if width == 80:
         assert "Not shown at 80 columns:" in text and "every column is in the --json and --csv outputs" in text
+
+
+# ---- generated tables: identifiers and numbers whole, prose wrapped at spaces ---------------
+
+_ids = st.text("abcdefghijklmnopqrstuvwxyz0123456789-_:./", min_size=1, max_size=40)
+_numbers = st.one_of(st.integers(0, 10**9).map(lambda n: f"{n:,}"),
+                     st.floats(0, 1e4, allow_nan=False).map(lambda x: f"${x:.4f}"))
+_prose = st.lists(st.text("abcdefghij", min_size=1, max_size=12), min_size=1, max_size=6).map(" ".join)
+
+
+@settings(max_examples=80, deadline=None)
+@given(kinds=st.lists(st.sampled_from(["id", "number", "prose"]), min_size=1, max_size=8),
+       data=st.data(), width=st.integers(40, 200))
+def test_generated_tables_never_cut_an_identifier_or_a_number(kinds: list[str], data: st.DataObject,
+                                                               width: int) -> None:
+    columns = [Col(f"c{i} {kind}", i, "left" if kind != "number" else "right", 16 if kind == "prose" else None,
+                   kind == "prose") for i, kind in enumerate(kinds)]
+    cell = {"id": _ids, "number": _numbers, "prose": _prose}
+    rows = data.draw(st.lists(st.tuples(*(cell[k] for k in kinds)), min_size=1, max_size=4))
+    fitted = fit_table("t", columns, [list(r) for r in rows], width)
+    if fitted.table is None:  # the first column alone is wider than the terminal: one line per cell
+        assert all(f"{columns[0].header}: {row[0]}" in fitted.records for row in rows)
+        return
+    lines = _render(fitted.table, width)
+    assert all(len(line) <= width for line in lines)
+    kept = [i for i, col in enumerate(columns) if col.header not in fitted.dropped]
+    assert 0 in kept
+    for row in rows:
+        for i in kept:
+            if kinds[i] == "prose":
+                assert all(any(word in line for line in lines) for word in row[i].split())
+            else:
+                assert any(row[i] in line for line in lines), (row[i], lines)
