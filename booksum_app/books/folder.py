@@ -1,7 +1,7 @@
 """A folder of books: the one rule for which files in a directory are books.
 
-A folder a user hands over as "the books" often holds more than books: ``booksum data fetch
-sample-books`` writes a README.md beside the EPUBs, a downloaded corpus carries its LICENSE and
+A folder a user hands over as "the books" often holds more than books: a data folder keeps a
+README.md beside its EPUBs, a downloaded corpus carries its LICENSE and
 a ``records.json``, an editor leaves ``.notes.md.swp``. Summarizing those would plan and pay
 for calls on a file nobody meant as a book, then fail on it. So a file is a book when
 
