@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -29,7 +30,11 @@ if [ "$1 $2 $3" = "-m pip install" ]; then
     case "$*" in *local*) ;; *) exit 0 ;; esac
     [ -n "${FAKE_PIP_FAIL:-}" ] && { echo "error: compiler exploded"; exit 1; }
     echo "Building wheel for llama-cpp-python (pyproject.toml): started"
-    for i in 1 2 3 4 5; do sleep 0.7; echo "  [$i/5] Building CXX object ggml/src/x$i.cpp.o"; done
+    for i in 1 2 3 4 5; do
+        sleep 0.7
+        if [ -n "${FAKE_MAKE:-}" ]; then echo "[ ${i}0%] Building CXX object x$i.cpp.o"
+        else echo "  [$i/5] Building CXX object ggml/src/x$i.cpp.o"; fi
+    done
     exit 0
 fi
 exit 2
@@ -87,3 +92,8 @@ def test_a_failed_install_shows_the_end_of_pips_output(checkout: Path) -> None:
     text = "\n".join(line for _, line in lines)
     assert status == 1 and "pip failed" in text and "compiler exploded" in text
     assert "booksum summarize" not in text
+
+
+def test_makes_percentages_are_shown_too(checkout: Path) -> None:
+    lines, status = _run(checkout, FAKE_MAKE="1")
+    assert status == 0 and any(re.search(r"compiling llama.cpp \[ *\d+%\]", line) for _, line in lines), lines
