@@ -92,7 +92,7 @@ def run_once(
     info = ModelInfo(name=f"fake:{window}", context_window=window, tokenizer="cl100k_base")
     backend: Any
     if SERVER_URL:
-        from booksum_app.llm.openai_backend import OpenAIBackend
+        from booksum_app.llm.providers.openai import OpenAIBackend
 
         backend = OpenAIBackend(info, model_id="fake", api_key="dummy", base_url=SERVER_URL)
         backend.max_in_flight = "n/a (server)"

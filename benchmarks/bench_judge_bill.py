@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.chunking import get_tokenizer
-from booksum_app.llm.anthropic_backend import AnthropicBackend
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.calls import Client
-from booksum_app.llm.openai_backend import OpenAIBackend
+from booksum_app.llm.providers.anthropic import AnthropicBackend
+from booksum_app.llm.providers.openai import OpenAIBackend
 from booksum_app.runners.judge_plan import cache_style, judge_estimate, priced
 from booksum_app.scoring.booookscore import BooookScoreJudge, JudgeMode
 from booksum_app.testing.fake_server import FakeServer

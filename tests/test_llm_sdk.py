@@ -14,7 +14,7 @@ import pytest
 from booksum_app.errors import AuthError, ContextTooLong, ModelError, TransientModelError
 from booksum_app.llm.base import ModelInfo, Request
 from booksum_app.llm.calls import Client
-from booksum_app.llm.openai_backend import (
+from booksum_app.llm.providers.openai import (
     DEFAULT_REASONING_EFFORT,
     REASONING_ROOM,
     OpenAIBackend,

@@ -18,7 +18,7 @@ from booksum_app.config import FIXED_CONCURRENCY
 from booksum_app.errors import ConfigError
 
 if TYPE_CHECKING:
-    from booksum_app.llm.registry import LLMSettings, ModelSpec
+    from booksum_app.llm.spec import LLMSettings, ModelSpec
 
 
 @dataclass(frozen=True)

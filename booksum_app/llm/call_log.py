@@ -19,10 +19,10 @@ from typing import Any
 from urllib.parse import quote
 
 from booksum_app.errors import ConfigError
-from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
-from booksum_app.llm.backends import BUILTIN
 from booksum_app.llm.base import ModelInfo, Usage
 from booksum_app.llm.cache import ANSWERS_ONLY, CACHE_FILENAME
+from booksum_app.llm.providers import catalog  # catalog.BACKENDS per use: tests swap it
+from booksum_app.llm.providers.catalog import BUILTIN
 from booksum_app.llm.registry import ModelEntry, choose_model, list_models
 
 LAST_RUN = "last"  # --run last: the newest run that has an id
@@ -106,7 +106,7 @@ class PriceBook:
     def _plugin_info(self, name: str) -> ModelInfo | None:
         """A backend plugin's model, priced by what the plugin declares (``model_defaults``)."""
         provider = name.partition(":")[0]
-        if provider in BUILTIN or not providers.BACKENDS.is_provider(provider):
+        if provider in BUILTIN or not catalog.BACKENDS.is_provider(provider):
             self._unpriced.add(name)  # a built-in provider's unlisted model: its price would be a guess
             return None
         try:

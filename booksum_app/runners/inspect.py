@@ -12,7 +12,7 @@ from booksum_app.chunking import CallableTokenizer, chunk_book, get_tokenizer
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ModelInfo
-from booksum_app.llm.registry import LLMSettings, choose_model, get_model
+from booksum_app.llm.registry import LLMSettings, choose_model, get_model, provider_entry
 from booksum_app.runners.plan import CallPlan, plan_strategy
 from booksum_app.runners.run_config import RunConfig
 from booksum_app.strategies import STRATEGIES
@@ -81,7 +81,7 @@ def _token_counter(
         client = get_model(spec, settings=settings)
         return client.info, client.count_tokens, spec.notice
     info = spec.info
-    if spec.provider_entry.server_context:  # the context the server reports for the model
+    if provider_entry(spec).server_context:  # the context the server reports for the model
         client = get_model(spec, settings=settings)  # asks /api/show, never for a completion
         info = client.info
         client.close()

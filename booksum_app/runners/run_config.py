@@ -27,9 +27,9 @@ from booksum_app.config import (
     LANG_CHOICES,
 )
 from booksum_app.errors import ConfigError
-from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
-from booksum_app.llm.backends import BUILTIN
 from booksum_app.llm.base import ModelInfo
+from booksum_app.llm.providers import catalog  # catalog.BACKENDS per use: tests swap it
+from booksum_app.llm.providers.catalog import BUILTIN
 from booksum_app.prompts import PROMPT_SETS
 from booksum_app.signature import make_signature, short_hash
 from booksum_app.strategies import STRATEGIES, Strategy, StrategyConfig, get_strategy, load_prompts
@@ -126,8 +126,8 @@ class RunConfig:
     def plugins(self, model_name: str) -> dict[str, str | None]:
         """``name-version`` of the plugin distributions making this run: the strategy's, the model's backend's."""
         provider = model_name.partition(":")[0]
-        backend = providers.BACKENDS.provider(provider).distribution if provider not in BUILTIN and \
-            providers.BACKENDS.is_provider(provider) else None
+        backend = catalog.BACKENDS.provider(provider).distribution if provider not in BUILTIN and \
+            catalog.BACKENDS.is_provider(provider) else None
         return {"plugin": _dist_label(STRATEGIES.distribution(self.strategy)), "backend": _dist_label(backend)}
 
     def signature(self, info: ModelInfo, bundle: PromptBundle) -> str:

@@ -32,7 +32,7 @@ import struct
 import time
 from typing import TYPE_CHECKING, Any
 
-from booksum_app.llm.wire import DETAIL_CHARS
+from booksum_app.llm.providers.wire import DETAIL_CHARS
 from booksum_app.testing.fake_prompt_cache import count_tokens
 from booksum_app.testing.fake_wire import anthropic_body, openai_body, parse_anthropic, parse_openai
 
