@@ -36,11 +36,16 @@ REGENERATION_TEMPERATURE = COMPRESSION_TEMPERATURE  # the reference code resampl
 WORD_SHRINK_PER_RETRY = 0.1  # reference code: word_limit * (1 - 0.1 * attempts)
 DEFAULT_MAX_TRIES = 4  # first try + 3 regenerations
 
-# How long an answer is (issue 9 item 6). The provider's own count of the completion
-# (usage.completion_tokens / output_tokens) is the truth when it reports one: it enforces
-# max_tokens with the same tokenizer. Our count is used when the provider reports nothing, or
-# when its figure is implausibly low (our count more than MAX_REPORT_GAP times it: a server
-# that under-reports must not let an over-long summary pass). With only the conservative
+# How long an answer is. The provider's own count of the answer's text (its completion tokens
+# less the hidden reasoning tokens it reports: OpenAI's
+# usage.completion_tokens_details.reasoning_tokens) is the truth when it reports one: it
+# enforces max_tokens with the same tokenizer. Our count of the visible text is used when the
+# provider reports nothing, or when its figure is implausible either way: our count more than
+# MAX_REPORT_GAP times it (a server that under-reports must not let an over-long summary pass),
+# or it more than MAX_REPORT_GAP times ours (tokens the text does not show: a reasoning model's
+# hidden thinking that the reply does not separate, Anthropic's thinking blocks, a cached
+# answer replayed without its reasoning count; judging those by the bill would regenerate every
+# answer of a reasoning model). With only the conservative
 # `estimate` counter (models whose tokenizer booksum lacks) and no provider count, a summary is
 # over the limit only when the estimate exceeds the budget by ESTIMATE_TOLERANCE. Measured on
 # 1,948 summary-sized pieces (60 and 300 words) of the six sample epubs, the estimate is
@@ -89,9 +94,11 @@ def summary_problems(
 
 
 def measured_tokens(text: str, *, reported_tokens: int, count_tokens: Callable[[str], int]) -> tuple[int, str]:
-    """``(tokens, source)``: the provider's count when plausible (``"provider"``), else ours (``"counted"``)."""
+    """``(tokens, source)``: the provider's count of the visible text when plausible (``"provider"``),
+    else ours (``"counted"``). ``reported_tokens`` must not include hidden reasoning tokens the
+    provider separates; any it does not separate make the count implausibly high, and ours decides."""
     counted = count_tokens(text) if text else 0
-    if reported_tokens > 0 and counted <= reported_tokens * MAX_REPORT_GAP:
+    if reported_tokens > 0 and max(counted, reported_tokens) <= min(counted, reported_tokens) * MAX_REPORT_GAP:
         return reported_tokens, "provider"
     return counted, "counted"
 
@@ -296,7 +303,7 @@ class Regenerator:
         text = completion.text.strip()
         tokens = self._count(text) if text else 0  # our count: what budgets and prompt packing use
         limit_tokens, source = measured_tokens(
-            text, reported_tokens=completion.usage.output_tokens, count_tokens=lambda _: tokens
+            text, reported_tokens=completion.visible_output_tokens, count_tokens=lambda _: tokens
         )
         if source == "counted" and self._estimated:  # only an over-counting estimate: allow its margin
             limit_tokens = math.floor(tokens / ESTIMATE_TOLERANCE)

@@ -160,6 +160,15 @@ class Completion:
     def cut_off(self) -> bool:
         return self.finish_reason == "length"
 
+    @property
+    def visible_output_tokens(self) -> int:
+        """Of ``usage.output_tokens``, the tokens of the answer's text: hidden reasoning taken out.
+
+        What an answer's length is judged by; ``usage.output_tokens`` is what was billed.
+        """
+        out = self.usage.output_tokens
+        return out - min(max(self.reasoning_tokens, 0), max(out, 0))
+
 
 @dataclass(frozen=True)
 class ModelInfo:

@@ -8,7 +8,9 @@ Replies a provider bills but reports oddly:
 - ``cutempty``: ``finish_reason: length`` with no text, every completion token spent;
 - ``reasoning``: a reasoning model that spends ``REASONING_TOKENS`` hidden tokens out of
   ``max_completion_tokens`` before it writes; with too small a budget the answer is empty and
-  cut, and all of the budget is billed (as o-series and gpt-5 models do).
+  cut, and all of the budget is billed (as o-series and gpt-5 models do);
+- ``reasoningbare``: the same, but the reply does not say how many of its completion tokens
+  were hidden (no ``completion_tokens_details``, as some compatible servers answer).
 
 Transports that never let one socket read time out, or break the exchange:
 
@@ -39,7 +41,7 @@ from booksum_app.testing.fake_wire import anthropic_body, openai_body, parse_ant
 if TYPE_CHECKING:
     from booksum_app.testing.fake_server import FakeServer, _Handler
 
-USAGE_QUIRKS = ("nousage", "hugeusage", "negusage", "cutempty", "reasoning")
+USAGE_QUIRKS = ("nousage", "hugeusage", "negusage", "cutempty", "reasoning", "reasoningbare")
 TRANSPORT_QUIRKS = ("drip", "slowheaders", "endless", "reset", "redirect", "farretry", "echokeyfar")
 QUIRKS = USAGE_QUIRKS + TRANSPORT_QUIRKS
 REASONING_TOKENS = 700
@@ -81,7 +83,7 @@ def _usage_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[st
     budget = int(payload.get("max_completion_tokens") or payload.get("max_tokens") or 4096)
     if quirk == "cutempty":
         text, n_out, finish = "", budget, "length"
-    elif quirk == "reasoning":
+    elif quirk in ("reasoning", "reasoningbare"):
         hidden = min(REASONING_TOKENS, budget)
         if hidden + n_out > budget:  # the budget ran out while it thought, or while it wrote
             text, n_out, finish = "", 0, "length"
