@@ -14,13 +14,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from booksum_app.chunking import get_tokenizer
 from booksum_app.compression.validity import OVER_LIMIT, Regenerator, measured_tokens
-from booksum_app.llm.base import Completion, Usage
+from booksum_app.errors import CostLimitExceeded
+from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
+from booksum_app.llm.billing import priced
+from booksum_app.llm.calls import Client
+from booksum_app.llm.providers.openai import DEFAULT_REASONING_EFFORT, REASONING_ROOM, OpenAIBackend
 from booksum_app.llm.registry import LLMSettings
 from booksum_app.runners.summarize import summarize_book
 from booksum_app.testing.fake_server import FakeServer
 
 REQUEST_BOUND = 1.25  # a reasoning model's requests over a plain model's, same book
+PRICES = {"input_usd_per_mtok": 1.1, "output_usd_per_mtok": 4.4}  # o4-mini's list price
 TEXT = "The heir returns to the bakery. Her cousin wants to sell it. She refuses."
 
 
@@ -92,3 +98,45 @@ def test_an_over_long_answer_is_still_over_long_behind_hidden_tokens() -> None:
     assert not regen.feed(regen.request(), Completion(TEXT, "stop", Usage(50, 850), reasoning_tokens=700))
     assert regen.feed(regen.request(), Completion(TEXT, "stop", Usage(50, 900)))  # hidden, not separated
     assert [a.problems for a in regen.result().attempts] == [(OVER_LIMIT,), (OVER_LIMIT,)]
+
+
+def _ceiling_run(quirk: str, max_cost_usd: float) -> tuple[int, float, float, Client]:
+    """Calls answered before the ceiling, dollars counted, dollars the server billed, the client."""
+    with FakeServer(fault_rate=1.0, fault_kinds=(quirk,)) as server:
+        info = ModelInfo(name="openai:o4-mini", context_window=128_000, tokenizer="o200k_base", **PRICES)
+        backend = OpenAIBackend(info, model_id="o4-mini", api_key="k", base_url=server.openai_base_url,
+                                timeout_s=30, reasoning=True)
+        client = Client(backend, max_cost_usd=max_cost_usd)
+        done = 0
+        with pytest.raises(CostLimitExceeded):
+            for i in range(60):
+                client.complete(Request(prompt=f"Part {i}. " + "words " * 300, max_tokens=200))
+                done += 1
+        client.close()
+        return done, client.cost_usd, info.cost_usd(server.billed), client
+
+
+def test_a_reasoning_model_without_usage_is_charged_its_reasoning_room() -> None:
+    with_usage, counted, billed, _ = _ceiling_run("reasoning", 0.08)
+    assert counted == pytest.approx(billed)  # reported usage: to the token
+    without, counted, billed, client = _ceiling_run("reasoningnousage", 0.08)
+    assert 0 < without <= with_usage, (without, with_usage)
+    assert billed <= counted <= 0.08  # the estimate never bills less than the server did
+    assert client.usage.output_tokens >= without * REASONING_ROOM[DEFAULT_REASONING_EFFORT]
+    assert any("reserved for hidden reasoning" in note and "estimated" in note for note in client.notes)
+
+
+def test_a_plain_model_without_usage_is_charged_its_text_only() -> None:
+    info = ModelInfo(name="openai:gpt-4o", context_window=128_000, tokenizer="o200k_base", **PRICES)
+    request = Request(prompt="Summarize.", max_tokens=200)
+    answer = Completion("Anna sells the mill.", "stop", Usage(), usage_reported=False)
+    count = get_tokenizer("o200k_base").count
+    priced_answer, note = priced(info, request, answer, count_prompt=lambda r: count(r.prompt), count=count,
+                                 extra_output_tokens=0)
+    assert priced_answer.usage == Usage(count("Summarize."), count("Anna sells the mill."))
+    assert not priced_answer.usage_reported and priced_answer.reasoning_tokens == 0
+    assert note is not None and "reasoning" not in note
+    thinking, note = priced(info, request, answer, count_prompt=lambda r: count(r.prompt), count=count,
+                            extra_output_tokens=4096)
+    assert thinking.usage.output_tokens == count("Anna sells the mill.") + 4096
+    assert thinking.visible_output_tokens == count("Anna sells the mill.")  # the answer is judged by its text
