@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import statistics
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 
 from booksum_app.books import Book, open_book
@@ -74,11 +76,12 @@ class InspectReport:
 
 
 def _token_counter(
-    model: str | None, settings: LLMSettings
+    model: str | None, settings: LLMSettings, closing: ExitStack
 ) -> tuple[ModelInfo, Callable[[str], int], str | None]:
+    """The model's facts and token counter; a client built to count is closed with ``closing``."""
     spec = choose_model(model, settings=settings)
     if spec.info.tokenizer == "native":  # the tokenizer of local/vLLM weights (loads them)
-        client = get_model(spec, settings=settings)
+        client = closing.enter_context(get_model(spec, settings=dataclasses.replace(settings, use_cache=False)))
         return client.info, client.count_tokens, spec.notice
     info = spec.info
     if provider_entry(spec).server_context:  # the context the server reports for the model
@@ -113,7 +116,17 @@ def inspect_book(
         if isinstance(path_or_book, Book)
         else open_book(path_or_book, include_front_matter=include_front_matter)
     )
-    info, count, notice = _token_counter(model, settings)
+    with ExitStack() as closing:
+        return _report(book, run, model, settings, closing, chapter_aware=chapter_aware,
+                       include_front_matter=include_front_matter)
+
+
+def _report(
+    book: Book, run: RunConfig, model: str | None, settings: LLMSettings, closing: ExitStack, *,
+    chapter_aware: bool, include_front_matter: bool,
+) -> InspectReport:
+    chunk_size, max_summary_tokens = run.chunk_size, run.max_summary_tokens
+    info, count, notice = _token_counter(model, settings, closing)
     if chunk_size + max_summary_tokens > info.context_window:
         raise ConfigError(
             f"--chunk-size {chunk_size} plus a {max_summary_tokens}-token summary does not fit "

@@ -10,7 +10,8 @@ the numbers were made (judge, prompt version, mode, sentence splitter, temperatu
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,12 +54,17 @@ class BooookScoreResult:
         return self.system.score
 
 
-def _judge_model(judge: ChatModel | str) -> ChatModel:
-    if isinstance(judge, str):
-        from booksum_app.llm.registry import get_model
+@contextmanager
+def _judge_model(judge: ChatModel | str) -> Iterator[ChatModel]:
+    """The judge to call; one built here from a model string is closed on the way out (its
+    worker threads, lease renewer and call-cache connection), one given by the caller is theirs."""
+    if not isinstance(judge, str):
+        yield judge
+        return
+    from booksum_app.llm.registry import get_model
 
-        return get_model(judge)
-    return judge
+    with get_model(judge) as client:
+        yield client
 
 
 def score_summaries(
@@ -87,10 +93,9 @@ def score_summaries(
         ModelError: the judge model failed.
         CostLimitExceeded: the cost ceiling would be passed.
     """
-    scorer = BooookScoreJudge(
-        _judge_model(judge), mode=mode, batch_size=batch_size, max_attempts=max_attempts, lang=lang
-    )
-    judgements = scorer.judge(summaries)
+    with _judge_model(judge) as model:
+        scorer = BooookScoreJudge(model, mode=mode, batch_size=batch_size, max_attempts=max_attempts, lang=lang)
+        judgements = scorer.judge(summaries)
     return BooookScoreResult(
         signature=scorer.signature(),
         mode=mode,
