@@ -224,3 +224,16 @@ def test_a_large_export_imports_in_flat_memory(tmp_path: Path) -> None:
     assert counts == f"({lines}, {lines})"
     growth_mib = (int(peak_kib) - int(base_kib)) / 1024
     assert growth_mib < 64, f"peak memory grew {growth_mib:.0f} MiB importing {size / 2**20:.0f} MiB"
+
+
+def test_a_stored_request_that_is_not_json_reads_as_not_stored(tmp_path: Path) -> None:
+    """call_log reads stored requests through jsonin: deep nesting or a huge number is one request
+    shown as not stored, never a traceback of ``logs``."""
+    cache_dir = tmp_path / "c"
+    _store_raw(cache_dir, [_row(1, request="[" * 100_000 + "]" * 100_000), _row(2, request="1" + "0" * 5000),
+                           _row(3)])
+    shown = _cli("logs", "-n", "0", "--json", "-", "--prompts", "--responses", "--cache-dir", str(cache_dir))
+    assert shown.exit_code == 0, shown.output
+    requests = {call["response"]: call["prompt"] for call in json.loads(shown.stdout)}
+    assert requests["Answer 1."] is None and requests["Answer 2."] is None and requests["Answer 3."] == {
+        "messages": []}
