@@ -79,3 +79,20 @@ def test_three_calls_leave_no_thread_and_no_open_cache(name: str, tmp_path: Path
     assert _threads() - threads == set()
     assert _sqlite_files() == files
     assert not any("booksum" in f or "cache" in f for f in _sqlite_files())
+
+
+def test_a_failed_call_closes_its_client_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from booksum_app.errors import AuthError
+
+    monkeypatch.setenv("OPENAI_API_KEY", "rejected")
+    with FakeServer(fault_rate=1.0, fault_kinds=("401",)) as rejecting:
+        monkeypatch.setenv("OPENAI_BASE_URL", rejecting.openai_base_url)
+        with pytest.raises(AuthError):
+            booksum_app.score_summary(SUMMARY, judge="openai:gpt-4o-mini")
+        gc.collect()
+        threads, files = _threads(), _sqlite_files()
+        for _ in range(3):
+            with pytest.raises(AuthError):
+                booksum_app.score_summary(SUMMARY, judge="openai:gpt-4o-mini")
+        gc.collect()
+        assert _threads() - threads == set() and _sqlite_files() == files

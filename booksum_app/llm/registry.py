@@ -310,7 +310,7 @@ def get_model(
 
     Raises:
         ConfigError: bad model string, config file or cache directory.
-        AuthError: the provider's API key is missing.
+        MissingAPIKey: the provider's API key is missing (a ConfigError, exit 2).
         ModelUnavailable: the backend's package or weights are missing.
     """
     env = os.environ if env is None else env
