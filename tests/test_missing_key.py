@@ -112,3 +112,9 @@ def test_a_key_the_server_rejects_is_an_auth_error_exit_4(tmp_path: Path, monkey
                                           server.openai_base_url, "-o", str(tmp_path / "out"), "--yes"])
     assert result.exit_code == AuthError.exit_code == 4, result.output
     assert "rejected" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["summarize", "score", "compare"])
+def test_every_commands_help_puts_a_missing_key_under_exit_2(command: str) -> None:
+    text = " ".join(CliRunner().invoke(cli, [command, "--help"]).output.split())
+    assert "2 bad option, config (no API key set)" in text and "4 model or server failed (a key rejected" in text
