@@ -231,7 +231,10 @@ def test_a_stored_request_that_is_not_json_reads_as_not_stored(tmp_path: Path) -
     shown as not stored, never a traceback of ``logs``."""
     cache_dir = tmp_path / "c"
     _store_raw(cache_dir, [_row(1, request="[" * 100_000 + "]" * 100_000), _row(2, request="1" + "0" * 5000),
-                           _row(3)])
+                           _row(3), _row(4, request=7, run=5, book=b"\xff", model_string=3.5)])
+    for command in (["logs"], ["logs", "--prompts", "--responses"]):
+        table = _cli(*command, "-n", "0", "--cache-dir", str(cache_dir))
+        assert table.exit_code == 0 and "Traceback" not in table.output, table.output
     shown = _cli("logs", "-n", "0", "--json", "-", "--prompts", "--responses", "--cache-dir", str(cache_dir))
     assert shown.exit_code == 0, shown.output
     requests = {call["response"]: call["prompt"] for call in json.loads(shown.stdout)}

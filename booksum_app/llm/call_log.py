@@ -159,17 +159,23 @@ def _row(row: tuple[Any, ...], prices: PriceBook) -> LoggedCall:
     usage = Usage(int(v["input_tokens"]), int(v["output_tokens"]), int(v["cached_input_tokens"]),
                   int(v["cache_write_input_tokens"]))
     name = v["model_string"] or v["model"]
+    stored = v["request"]
     try:
-        request = parse_json(v["request"], where="a stored request") if v["request"] else None
+        request = parse_json(stored, where="a stored request") if isinstance(stored, str | bytes) and stored else None
     except InputError:
         request = None  # written by something else: shown as not stored rather than failing
     return LoggedCall(
         created=float(v["created"]), purpose=str(v["purpose"] or ""), model=str(name),
-        reported_model=str(v["model"]), run=v["run"], book=v["book"], usage=usage,
+        reported_model=str(v["model"]), run=_text(v["run"]), book=_text(v["book"]), usage=usage,
         latency_s=float(v["latency_s"]), finish_reason=str(v["finish_reason"]),
         cost_usd=prices.cost(str(name), usage), request=request if isinstance(request, dict) else None,
         response=str(v["text"]),
     )
+
+
+def _text(value: object) -> str | None:
+    """A nullable text column as text (SQLite keeps whatever type another writer gave it)."""
+    return None if value is None else str(value)
 
 
 @contextmanager
