@@ -7,6 +7,7 @@ cache, whether or not the server says how many of its completion tokens were hid
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -140,3 +141,20 @@ def test_a_plain_model_without_usage_is_charged_its_text_only() -> None:
                             extra_output_tokens=4096)
     assert thinking.usage.output_tokens == count("Anna sells the mill.") + 4096
     assert thinking.visible_output_tokens == count("Anna sells the mill.")  # the answer is judged by its text
+
+
+def test_an_anthropic_reply_with_thinking_is_judged_by_its_text() -> None:
+    """Anthropic's Messages API reports one output_tokens, thinking included, and no breakdown."""
+    from booksum_app.llm.providers.anthropic_wire import completion_from_message
+
+    body = json.dumps({
+        "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "stop_reason": "end_turn",
+        "content": [{"type": "thinking", "thinking": "Let me think. " * 200, "signature": "x"},
+                    {"type": "text", "text": TEXT}],
+        "usage": {"input_tokens": 50, "output_tokens": 890},
+    }).encode()
+    answer = completion_from_message(body, name="anthropic:claude-sonnet-4-5", model_id="claude-sonnet-4-5",
+                                     latency_s=0.1, secret=None)
+    assert answer.text == TEXT and answer.usage.output_tokens == 890  # billed: thinking and text
+    regen = _regen(max_tokens=200)  # 14 words: 140 tokens by our count, within the budget
+    assert regen.feed(regen.request(), answer) and regen.result().attempts[0].problems == ()
