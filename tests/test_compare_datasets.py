@@ -363,7 +363,7 @@ def test_cli_dataset_run_against_the_fake_server(en_dataset: Path, zh_dataset: P
     assert "Benchmark datasets" in result.output and "MSE IB/IE" in result.output
     assert "rougeL|variant:cnnsum|" in result.output and "rougeL|variant:clongeval|" in result.output
     assert "preset:cnnsum|overrides:G|" in result.output and "preset:clongeval|overrides:G|" in result.output
-    assert "G:80|prompts:benchmark-" in result.output and "temp:0.0|clean:off" in result.output
+    assert "G:80|prompts:benchmark-" in result.output and "temp:0.0|decode:once|clean:off" in result.output
     assert "MSE IB/IE, openai:gpt-4o-mini direct: " in result.output and "(mean over 2 datasets)" in result.output
     data = json.loads((out / "results.json").read_text(encoding="utf-8"))
     references = _references(en_dataset, zh_dataset)

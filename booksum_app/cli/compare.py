@@ -141,6 +141,9 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @click.option("--bucket-max-tokens", default=None, metavar="BUCKET=N,...",
               help="G per length bucket of --dataset samples [default: the preset's: CNNSum L=400,XL=400,2XL=500,"
                    "3XL=500; CLongEval 400].")
+@click.option("--regenerate", is_flag=True, default=None,
+              help="Under a --dataset preset, regenerate invalid answers (booksum's rule, temperature 1.0) "
+                   "instead of the benchmark's one greedy call; named in the signature (overrides:decoding).")
 @click.option("--rouge-variant", type=click.Choice(["clongeval", "cnnsum", "rouge-score"]), default=None,
               help="ROUGE-L of --dataset samples [default: the preset's own (cnnsum, clongeval); "
                    "rouge-score for custom].")
@@ -166,8 +169,8 @@ def compare_command(
     include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
     jobs: int | None, datasets: tuple[Path, ...], dataset_preset: str, context_field: str | None,
     reference_field: str | None, id_field: str | None, bucket_field: str | None, bucket_max_tokens: str | None,
-    rouge_variant: str | None, max_plan_cost: float, yes: bool, plan_only: bool, json_out: Path | None,
-    no_plots: bool, shard: str | None, merge_dirs: tuple[Path, ...], **llm: Any,
+    regenerate: bool | None, rouge_variant: str | None, max_plan_cost: float, yes: bool, plan_only: bool,
+    json_out: Path | None, no_plots: bool, shard: str | None, merge_dirs: tuple[Path, ...], **llm: Any,
 ) -> None:
     """Run a grid (strategies x models x chunk sizes) over BOOKS and --dataset samples, score every summary,
     print the tables."""
@@ -207,6 +210,7 @@ def compare_command(
         "datasets": tuple(DatasetSpec(d, dataset_preset, context_field, reference_field, id_field, bucket_field,
                                       rouge_variant=rouge_variant) for d in datasets),
         "bucket_max_tokens": _bucket_limits(bucket_max_tokens),
+        "regenerate": True if regenerate else None,
     })
     if not exp.books and not exp.precomputed and not exp.datasets:
         raise ConfigError("nothing to compare: give BOOKS (files or directories), --dataset, --experiment, "
