@@ -63,6 +63,7 @@ def system_to_dict(system: SystemScores) -> dict[str, Any]:
             "recall": system.rouge_l.recall,
             "precision": system.rouge_l.precision,
             "n_with_reference": system.n_with_reference,
+            "n_failed_calls": system.n_failed_calls,
             "signature": system.rouge_signature,
         }
     t = system.totals

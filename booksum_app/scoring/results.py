@@ -204,5 +204,6 @@ class SystemScores:
     rouge_l: RougeScore | None = None  # mean over summaries with a reference
     rouge_signature: str | None = None
     n_with_reference: int = 0
+    n_failed_calls: int = 0  # predictions left out of ROUGE-L as failed API calls (clongeval variant)
     totals: CallTotals = CallTotals()
     failures: FailureSummary | None = None
