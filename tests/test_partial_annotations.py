@@ -8,11 +8,11 @@ entry is detectable sentence by sentence.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import release_file
 
 from booksum_app.cli import cli
 from booksum_app.errors import InputError
@@ -24,21 +24,16 @@ from booksum_app.scoring.release import (
     read_summaries,
 )
 
-RELEASE_DIR = Path(
-    os.environ.get("BOOKSUM_RELEASE_DIR")
-    or Path(__file__).resolve().parents[2] / "shared" / "data" / "booookscore-release"
-)
-pytestmark = pytest.mark.skipif(not (RELEASE_DIR / "annotations").is_dir(), reason="needs the BooookScore release")
 NEVER_ANNOTATED = {"the-faraway-world.epub", "the-ferryman.epub"}
 
 
 def _load(name: str) -> dict[str, dict[str, object]]:
-    data: dict[str, dict[str, object]] = json.loads((RELEASE_DIR / name).read_text(encoding="utf-8"))
+    data: dict[str, dict[str, object]] = json.loads(release_file(name).read_text(encoding="utf-8"))
     return data
 
 
 def _summaries(config: str) -> dict[str, str]:
-    return read_summaries(RELEASE_DIR / "summaries" / f"{config}-cleaned.json")
+    return read_summaries(release_file(f"summaries/{config}-cleaned.json"))
 
 
 def test_a_per_sentence_file_covering_half_the_books_is_refused_with_the_count() -> None:
@@ -87,15 +82,15 @@ def test_a_v2_file_with_entries_missing_is_refused() -> None:
 
 def test_the_released_v2_files_are_complete() -> None:
     for config in ("gpt4-2048-hier", "chatgpt-2048-hier"):
-        read_annotations(RELEASE_DIR / "annotations" / "v2" / f"{config}-cleaned.json", summaries=_summaries(config))
-        read_annotations(RELEASE_DIR / "annotations" / "v2" / f"{config}-cleaned.json")
+        read_annotations(release_file(f"annotations/v2/{config}-cleaned.json"), summaries=_summaries(config))
+        read_annotations(release_file(f"annotations/v2/{config}-cleaned.json"))
 
 
 def test_score_cli_refuses_partial_annotations_and_allow_partial_warns(tmp_path: Path) -> None:
     data = _load("annotations/gpt4-2048-hier.json")
     partial = tmp_path / "half.json"
     partial.write_text(json.dumps(dict(list(data.items())[::2])), encoding="utf-8")
-    summaries = str(RELEASE_DIR / "summaries" / "gpt4-2048-hier-cleaned.json")
+    summaries = str(release_file("summaries/gpt4-2048-hier-cleaned.json"))
     refused = CliRunner().invoke(cli, ["score", summaries, "--annotations", str(partial), "--json", "-"])
     assert refused.exit_code != 0 and "58 of 100 books have no entry" in refused.output
     assert "Traceback" not in refused.output
