@@ -29,6 +29,7 @@ from booksum_app.scoring.buckets import (
     moving_median,
     quartile_buckets,
 )
+from booksum_app.signature import rules_version
 from booksum_app.testing.fake_backend import FakeBackend
 from booksum_app.testing.fake_server import FakeServer
 
@@ -285,7 +286,8 @@ def test_hier_and_direct_ib_ie_on_chinese_and_english(en_dataset: Path, zh_datas
         zh = row["datasets"][1]
         assert [b["bucket"] for b in zh["buckets"]] == ["L"] and zh["moving_median"]["window"] == 5
         assert [g.rsplit("|v:", 1)[0] for g in zh["rouge_signatures"]] == [
-            "rougeL|variant:cnnsum|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh|preset:cnnsum"]
+            ("rougeL|variant:cnnsum|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh"
+             f"|rules:{rules_version('rouge')}|preset:cnnsum")]
         assert [b["id"] for b in row["books"]][-5:] == ["1", "2", "3", "4", "5"], "the dataset's id (here: line)"
         en = row["datasets"][0]
         assert [b["bucket"] for b in en["buckets"]] == ["Q1", "Q2", "Q3", "Q4"]

@@ -24,6 +24,7 @@ from booksum_app.scoring.rouge import (
     rouge_l,
     rouge_signature,
 )
+from booksum_app.signature import rules_version
 
 DATA = Path(__file__).parent / "data" / "clongeval"
 # CLongEval (Qiu et al. 2024), LStSum: ROUGE-L F x100 by context size, as published
@@ -165,11 +166,14 @@ def test_unknown_variant_is_refused() -> None:
 
 
 def test_signatures_name_the_variant() -> None:
+    rules = f"|rules:{rules_version('rouge')}"
     signatures = {v: rouge_signature("zh", v).rsplit("|v:", 1)[0] for v in ROUGE_VARIANTS}
     assert signatures == {
-        "rouge-score": "rougeL|variant:rouge-score|tok:jieba|stem:no|lang:zh",
-        "clongeval": "rougeL|variant:clongeval|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh",
-        "cnnsum": "rougeL|variant:cnnsum|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh",
+        "rouge-score": "rougeL|variant:rouge-score|tok:jieba|stem:no|lang:zh" + rules,
+        "clongeval": "rougeL|variant:clongeval|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh"
+                     + rules,
+        "cnnsum": "rougeL|variant:cnnsum|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh"
+                  + rules,
     }
     assert rouge_signature("en").startswith("rougeL|variant:rouge-score|tok:rouge-score-default|")
 

@@ -30,6 +30,7 @@ from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, LANG_CHOICES
 from booksum_app.errors import BooksumError
 from booksum_app.prompts import DIRECT_TEMPLATES
+from booksum_app.signature import detector_signature
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -408,8 +409,10 @@ def _render_compare(result: CompareResult) -> None:
     signatures = dict.fromkeys(r.booookscore_signature for r in result.rows if r.booookscore_signature)
     for signature in signatures:
         console.print(f"BooookScore: {signature}", highlight=False, soft_wrap=True, markup=False)
+    for signature in dict.fromkeys(r.ngrams.signature for r in result.rows):  # words differ by language
+        console.print(f"n-grams: {signature}", highlight=False, soft_wrap=True, markup=False)
     if result.rows:
-        console.print(f"n-grams: {result.rows[0].ngrams.signature}", highlight=False, soft_wrap=True, markup=False)
+        console.print(f"Failure modes: {detector_signature()}", highlight=False, soft_wrap=True, markup=False)
     _render_datasets(result)
     for row in result.rows:
         for signature in row.summary_signatures:

@@ -31,7 +31,7 @@ from booksum_app.llm import backends as providers  # providers.BACKENDS per use:
 from booksum_app.llm.backends import BUILTIN
 from booksum_app.llm.base import ModelInfo
 from booksum_app.prompts import PROMPT_SETS
-from booksum_app.signature import make_signature, short_hash
+from booksum_app.signature import make_signature, rules_version, short_hash
 from booksum_app.strategies import STRATEGIES, Strategy, StrategyConfig, get_strategy, load_prompts
 from booksum_app.strategies.base import OptionValue, PromptBundle, resolve_options, strategy_prompts
 
@@ -155,6 +155,7 @@ class RunConfig:
             decode=self.decoding if self.decoding != "validated" else None,  # absent: the paper's rule
             system=short_hash(self.system) if self.system is not None else None,
             clean="on" if self.clean else "off",
+            cut=rules_version("chunk"),  # where chunks and head/tail truncation end: chunker and splitter rules
             length="truncate" if info.length_policy == "truncate" else None,  # absent: the paper's rule
             **{k: _sig_value(v) for k, v in self.impl.signature_fields(sc).items()},
             **self.plugins(info.name),

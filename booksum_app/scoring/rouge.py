@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from booksum_app.errors import InputError
 from booksum_app.scoring.words import _jieba, rouge_words  # _jieba: one dictionary for the process
-from booksum_app.signature import make_signature
+from booksum_app.signature import make_signature, rules_version
 
 ROUGE_SCORE = "rouge-score"
 CLONGEVAL = "clongeval"
@@ -229,9 +229,10 @@ def rouge_signature(lang: str = "en", variant: str = DEFAULT_ROUGE_VARIANT, *, p
     extra: dict[str, object] = {"preset": preset, "overrides": "+".join(overrides) or None}
     if check_variant(variant) == ROUGE_SCORE:
         tok = "jieba" if lang == "zh" else "rouge-score-default"
-        return make_signature("rougeL", variant=variant, tok=tok, stem="no", lang=lang, **extra)
+        return make_signature("rougeL", variant=variant, tok=tok, stem="no", lang=lang,
+                              rules=rules_version("rouge"), **extra)
     return make_signature("rougeL", variant=variant, impl=ROUGE_PACKAGE, tok="jieba-joined", punct="kept",
-                          lcs="distinct-words", lang=lang, **extra)
+                          lcs="distinct-words", lang=lang, rules=rules_version("rouge"), **extra)
 
 
 __all__ = [
