@@ -18,6 +18,7 @@ import hashlib
 import importlib.util
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from booksum_app._version import __version__
 
@@ -28,9 +29,9 @@ RULE_PARTS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "words": (("booksum_app.scoring.words", "booksum_app.scoring.nltk_words", "booksum_app.chunking.sentences"),
               ("nltk", "jieba")),
     "rouge": (("booksum_app.scoring.rouge", "booksum_app.scoring.words"), ("jieba",)),
-    "detect": (("booksum_app.scoring.detectors", "booksum_app.scoring.detector_rules",
-                "booksum_app.scoring.repeats", "booksum_app.chunking.sentences", "booksum_app.scoring.words"),
-               ("nltk", "jieba")),
+    # every scoring/detector*.py (detectors.py, detector_rules.py and any rule module added beside them)
+    "detect": (("booksum_app.scoring.detector*", "booksum_app.scoring.repeats", "booksum_app.chunking.sentences",
+                "booksum_app.scoring.words"), ("nltk", "jieba")),
     "chunk": (("booksum_app.chunking.chunker", "booksum_app.chunking.sentences"), ("nltk",)),
 }
 
@@ -52,6 +53,18 @@ def _module_source(name: str) -> bytes:
         return b""
 
 
+def _expand(pattern: str) -> list[str]:
+    """``pkg.prefix*``: the modules of ``pkg`` whose name starts with ``prefix``, sorted; else ``[pattern]``."""
+    if not pattern.endswith("*"):
+        return [pattern]
+    package, _, prefix = pattern[:-1].rpartition(".")
+    spec = importlib.util.find_spec(package)
+    names: set[str] = set()
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        names |= {f"{package}.{p.stem}" for p in Path(folder).glob(f"{prefix}*.py")}
+    return sorted(names)
+
+
 def _distribution(name: str) -> str:
     try:
         return version(name)
@@ -68,7 +81,7 @@ def rules_version(part: str) -> str:
     """
     modules, dists = RULE_PARTS[part]
     digest = hashlib.sha256()
-    for name in modules:
+    for name in (m for pattern in modules for m in _expand(pattern)):
         digest.update(name.encode() + b"\0" + _module_source(name) + b"\0")
     for dist in dists:
         digest.update(f"{dist}={_distribution(dist)}".encode() + b"\0")

@@ -97,6 +97,19 @@ def test_a_new_segmenter_or_splitter_library_moves_the_signatures(dist: str, mov
     assert {name for name in SIGNATURES if before[name] != after[name]} == moves
 
 
+def test_a_new_detector_rule_module_is_part_of_the_detectors_rules(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # a rule module added beside detectors.py (detector_zh.py, ...) moves the failure signature too
+    assert {"booksum_app.scoring.detectors", "booksum_app.scoring.detector_rules"} <= set(
+        signature._expand("booksum_app.scoring.detector*"))
+    before = signature.detector_signature()
+    original = signature._expand
+    monkeypatch.setattr(signature, "_expand", lambda pattern: [*original(pattern), "booksum_app.scoring.rouge"]
+                        if pattern == "booksum_app.scoring.detector*" else original(pattern))
+    signature.rules_version.cache_clear()
+    assert signature.detector_signature() != before
+
+
 def test_ngrams_sign_the_word_tokenizer_they_counted_in() -> None:
     assert "|words:nltk-lower|" in summarize_ngrams([ngram_stats(EN)]).signature
     assert "|words:jieba|" in summarize_ngrams([ngram_stats(ZH)]).signature
