@@ -52,7 +52,8 @@ def released(model: str, size: str) -> list[tuple[str, str]]:
 
 
 def score_cli(tmp_path: Path, model: str, size: str, variant: str = "clongeval") -> tuple[dict[str, Any], str]:
-    """``booksum score PREDICTIONS --references ANSWERS --rouge-variant VARIANT --json -``: the system, stderr."""
+    """``booksum score PREDICTIONS --references ANSWERS --rouge-variant VARIANT --json FILE``: the system and
+    what the terminal shows (the table on stdout, notes on stderr)."""
     from click.testing import CliRunner
 
     from booksum_app.cli import cli
@@ -62,23 +63,25 @@ def score_cli(tmp_path: Path, model: str, size: str, variant: str = "clongeval")
     predictions.write_text(json.dumps({r["id"]: r[f"response_{model}"] for r in rows}, ensure_ascii=False),
                            encoding="utf-8")
     references.write_text(json.dumps({r["id"]: r["answer"] for r in rows}, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / f"{model}-{size}-{variant}.scores.json"
     result = CliRunner().invoke(cli, ["score", str(predictions), "--references", str(references), "--no-judge",
-                                      "--rouge-variant", variant, "--json", "-"], catch_exceptions=False)
+                                      "--rouge-variant", variant, "--json", str(out)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    (system,) = json.loads(result.stdout)["systems"]
-    return system, result.stderr
+    (system,) = json.loads(out.read_text(encoding="utf-8"))["systems"]
+    return system, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize(("model", "size"), sorted(PUBLISHED))
 def test_score_cli_prints_the_published_lstsum_figures(tmp_path: Path, model: str, size: str) -> None:
     # the five figures CLongEval's paper prints come out of `booksum score` on its released outputs,
     # failed API calls (HTTP_ERROR) left out by the product as CLongEval's eval.py leaves them out
-    system, stderr = score_cli(tmp_path, model, size)
+    system, shown = score_cli(tmp_path, model, size)
     assert round(100 * system["rouge_l"]["f"], 2) == PUBLISHED[(model, size)]
+    assert f"{PUBLISHED[(model, size)]:.2f} / " in shown, "the table prints the published figure"
     n_failed = FAILED_ROWS.get((model, size), 0)
     assert system["rouge_l"]["n_failed_calls"] == n_failed
     assert system["rouge_l"]["n_with_reference"] == SIZES[size] - n_failed
-    failed_lines = [line for line in stderr.splitlines() if "failed API calls" in line]
+    failed_lines = [line for line in shown.splitlines() if "failed API calls" in line]
     assert len(failed_lines) == (1 if n_failed else 0)
     if n_failed:
         assert f"{n_failed} of {SIZES[size]} predictions" in " ".join(failed_lines[0].split())

@@ -222,7 +222,8 @@ def _render_scores(run: ScoreRun) -> None:
 
     def rouge_cell(s: SystemScores) -> str:
         r = s.rouge_l
-        return "–" if r is None else f"{100 * r.fmeasure:.1f} / {100 * r.recall:.1f}"
+        # two decimals, as the benchmarks publish ROUGE-L (CLongEval 17.38, CNNSum)
+        return "–" if r is None else f"{100 * r.fmeasure:.2f} / {100 * r.recall:.2f}"
 
     judged = any(s.booookscore for s in run.systems)
     any_calls = any(s.totals.calls for s in run.systems)
