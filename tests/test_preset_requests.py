@@ -183,3 +183,28 @@ def test_a_context_holding_a_unicode_line_separator_is_one_sample(tmp_path: Path
     path = write_jsonl(tmp_path / "cnnsum_L_16k.jsonl", [{"context": context, "summary": "宋江。"}] * 2)
     samples = read_dataset(DatasetSpec(path))
     assert [s.book.text() for s in samples] == [context, context]
+
+
+def test_six_formats_of_one_context_are_six_prompts(tmp_path: Path) -> None:
+    # the book reader made one prompt of all six (headings to titles, breaks doubled, indents dropped)
+    body = ZH_LINES[0] + "\n" + ZH_LINES[1]
+    variants = [body, "第一回 张天师祈禳瘟疫\n" + body, "\u3000\u3000" + body.replace("\n", "\n\u3000\u3000"),
+                body.replace("\n", "\r\n"), body.replace("\n", "\n\n"), "  " + body + "\n"]
+    backend, _, _ = run_presets(tmp_path, variants, [])
+    head = CNNSUM_PROMPTS["ib"].split("{}")[0]
+    cnnsum_ib = {r.prompt for r in backend.calls if r.system is None and r.prompt.startswith(head)}
+    assert cnnsum_ib == {CNNSUM_PROMPTS["ib"].format(v) for v in variants} and len(cnnsum_ib) == 6
+
+
+def test_regenerate_in_an_experiment_file(tmp_path: Path) -> None:
+    from booksum_app.errors import ConfigError
+    from booksum_app.runners.experiment import build_experiment, load_experiment
+
+    good = tmp_path / "exp.toml"
+    good.write_text("regenerate = true\n", encoding="utf-8")
+    assert build_experiment(load_experiment(good), {}).regenerate is True
+    assert Experiment().regenerate is False, "the benchmark's one call unless asked"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('regenerate = "yes"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="regenerate must be true or false"):
+        load_experiment(bad)
