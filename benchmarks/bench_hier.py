@@ -30,6 +30,7 @@ from booksum_app.books import open_book
 from booksum_app.chunking import CallableTokenizer, chunk_book
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 from booksum_app.llm.calls import Client
+from booksum_app.runners.data import data_path
 from booksum_app.strategies import (
     STRATEGIES,
     StrategyConfig,
@@ -44,12 +45,7 @@ SENTENCE = "Elizabeth Bennet meets Mr. Darcy at a ball in Meryton and forms a po
 
 EXTRACTIVE = False  # --extractive: use the default extractive fake replies instead
 SERVER_URL: str | None = None  # --server: base URL of the fake API server process
-BOOK = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "books"
-    / "jane-austen_pride-and-prejudice.epub"
-)
+BOOK = data_path("sample-books", os.environ) / "jane-austen_pride-and-prejudice.epub"  # BOOKSUM_DATA_DIR
 
 
 def critical_calls(result: StrategyResult) -> int:

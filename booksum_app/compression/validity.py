@@ -13,6 +13,10 @@ punctuation mark"), and the node records that it was truncated. Under the length
 "truncate" (models that run past word limits, such as the embedded SmolLM2-135M) an answer
 that is too long or cut off at ``max_tokens`` is truncated at once instead of regenerated.
 
+A benchmark's own decoding (``Sampling.once``, the ``compare --dataset`` presets) skips the
+rule: one call, and its answer is the summary as returned (only surrounding whitespace
+stripped), cut off, over-long or empty, as CNNSum and CLongEval score it.
+
 :func:`generate` is the one call strategies (built-in or plugin) make for a summary under this
 rule; :func:`regenerator` gives the same rule as a small state machine (``request`` ->
 ``feed``) for callers that run calls on futures (the hierarchical scheduler).
@@ -260,6 +264,8 @@ class Regenerator:
         top_p: float = 1.0,
         estimated_counts: bool = False,  # count_tokens is the conservative estimate, not the model's tokenizer
         truncate_over_length: bool = False,  # length policy "truncate": cut, do not regenerate
+        once: bool = False,  # a benchmark's decoding: one call, its answer taken as returned
+        system: str | None = None,  # the system message every try sends (None: none)
     ) -> None:
         self._render = render
         self._words = words
@@ -274,6 +280,8 @@ class Regenerator:
         self._max_tries = max(1, max_tries)
         self._estimated = estimated_counts
         self._truncate_over_length = truncate_over_length
+        self._once = once
+        self._system = system
         self._attempts: list[AttemptInfo] = []
         self._texts: list[str] = []
         self._calls: list[CallEntry] = []
@@ -291,10 +299,11 @@ class Regenerator:
             max_tokens=self.max_tokens,
             temperature=self._temperature if attempt == 0 else self._retry_temperature,
             top_p=self._top_p,
+            system=self._system,
             sample_index=attempt,
             purpose=self.purpose,
             # the truncate policy cuts at the first repeated sentence: a backend may stop there
-            stop_at_loop=self._lang if self._truncate_over_length else "",
+            stop_at_loop=self._lang if self._truncate_over_length and not self._once else "",
         )
 
     def feed(self, request: Request, completion: Completion) -> bool:
@@ -321,6 +330,9 @@ class Regenerator:
         )
         self._texts.append(text)
         self._calls.append(CallEntry.of(request, completion, node=self.node, attempt=attempt))
+        if self._once:  # the benchmarks score the raw answer, cut off or not: nothing regenerated or truncated
+            self._done = self._generation(text, completion.text, truncated=False, tokens=tokens)
+            return True
         if not problems:
             self._done = self._generation(text, text, truncated=False, tokens=tokens)
             return True
@@ -398,6 +410,10 @@ class Sampling:
     top_p: float = DEFAULT_TOP_P
     max_tries: int = DEFAULT_MAX_TRIES
     lang: str = "en"  # where sentences end, for truncation
+    # a benchmark's decoding (``compare --dataset`` presets): one call at ``temperature``, the answer
+    # used as returned; no regeneration, no truncation (CNNSum Inference.py, CLongEval inference.py)
+    once: bool = False
+    system: str | None = None  # the system message of every call (None: none)
 
 
 def regenerator(
@@ -433,6 +449,8 @@ def regenerator(
         top_p=sampling.top_p,
         estimated_counts=model.info.tokenizer == "estimate",
         truncate_over_length=model.info.length_policy == "truncate",
+        once=sampling.once,
+        system=sampling.system,
     )
 
 
