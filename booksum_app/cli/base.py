@@ -78,12 +78,16 @@ _error_console = _Console(stderr=True)  # the one error line: never silenced
 PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 columns
 
 
+# "\b": click prints the block as written, so no code or option is broken at a hyphen ("--max-" / "cost")
 EXIT_CODES = (
-    "Exit codes: 0 success; 1 other failure (disk, judge); 2 bad option, config, input or output path; "
-    "3 unreadable book (format, corruption, DRM); 4 model or server failed after retries; "
-    "5 --max-cost would be passed; 6 you answered no to a plan (nothing was spent); "
-    "130 interrupted (rerun to resume from the cache). "
-    "See docs/guarantees.md."
+    "\b\nExit codes:\n"
+    "  0 success; 1 other failure (disk, judge);\n"
+    "  2 bad option, config (no API key set), input or output path;\n"
+    "  3 unreadable book (format, corruption, DRM);\n"
+    "  4 model or server failed (a key rejected, or after retries);\n"
+    "  5 --max-cost would be passed;\n"
+    "  6 you answered no to a plan (nothing was spent);\n"
+    "  130 interrupted (rerun to resume from the cache). See docs/guarantees.md."
 )
 
 

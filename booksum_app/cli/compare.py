@@ -102,6 +102,9 @@ if TYPE_CHECKING:
 @click.option("--bucket-max-tokens", default=None, metavar="BUCKET=N,...",
               help="G per length bucket of --dataset samples [default: the preset's: CNNSum L=400,XL=400,2XL=500,"
                    "3XL=500; CLongEval 400].")
+@click.option("--regenerate", is_flag=True, default=None,
+              help="Under a --dataset preset, regenerate invalid answers (booksum's rule, temperature 1.0) "
+                   "instead of the benchmark's one greedy call; named in the signature (overrides:decoding).")
 @click.option("--rouge-variant", type=click.Choice(["clongeval", "cnnsum", "rouge-score"]), default=None,
               help="ROUGE-L of --dataset samples [default: the preset's own (cnnsum, clongeval); "
                    "rouge-score for custom].")

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from booksum_app.cli.base import console, err_console, esc
 from booksum_app.errors import BooksumError
+from booksum_app.signature import detector_signature
 
 if TYPE_CHECKING:
     from booksum_app.runners.compare_plan import GridPlan
@@ -105,8 +106,10 @@ def render_compare(result: CompareResult) -> None:
     signatures = dict.fromkeys(r.booookscore_signature for r in result.rows if r.booookscore_signature)
     for signature in signatures:
         console.print(f"BooookScore: {signature}", highlight=False, soft_wrap=True, markup=False)
+    for signature in dict.fromkeys(r.ngrams.signature for r in result.rows):  # words differ by language
+        console.print(f"n-grams: {signature}", highlight=False, soft_wrap=True, markup=False)
     if result.rows:
-        console.print(f"n-grams: {result.rows[0].ngrams.signature}", highlight=False, soft_wrap=True, markup=False)
+        console.print(f"Failure modes: {detector_signature()}", highlight=False, soft_wrap=True, markup=False)
     render_datasets(result)
     for row in result.rows:
         for signature in row.summary_signatures:

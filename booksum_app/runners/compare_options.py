@@ -111,6 +111,7 @@ def experiment_from_options(experiment: Path | None, options: Mapping[str, Any],
         "include_front_matter": True if options.get("include_front_matter") else None,
         "precomputed": extra_sets, "jobs": options.get("jobs"), "datasets": datasets.specs(),
         "bucket_max_tokens": bucket_limits(datasets.bucket_max_tokens),
+        "regenerate": True if options.get("regenerate") else None,
     })
     if not exp.books and not exp.precomputed and not exp.datasets:
         raise ConfigError("nothing to compare: give BOOKS (files or directories), --dataset, --experiment, "

@@ -26,7 +26,7 @@ from pathlib import Path
 from booksum_app.books import Book, open_book
 from booksum_app.chunking import CallableTokenizer, get_tokenizer
 from booksum_app.chunking.memo import ChunkMemo, is_named
-from booksum_app.config import DEFAULT_CHUNK_SIZE
+from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_TEMPERATURE
 from booksum_app.errors import BookFormatError, BooksumError
 from booksum_app.files import file_sha256
 from booksum_app.llm.base import ModelInfo
@@ -83,7 +83,7 @@ def run_config(config: GridConfig, job: Experiment, lang: str) -> RunConfig:
         chapter_aware=job.chapter_aware,
         include_front_matter=job.include_front_matter,
         options=job.options_for(config),
-        **({} if job.temperature is None else {"temperature": job.temperature}),
+        temperature=DEFAULT_TEMPERATURE if job.temperature is None else job.temperature,
     )
 
 
