@@ -1,16 +1,14 @@
 """Validity of generated summaries and the regeneration loop (BooookScore App. A.2.1, App. D).
 
-A summary is invalid when it is empty, over its token budget, cut off by ``max_tokens``
-(finish reason ``length``), or does not end with sentence-final punctuation (the reference
-code's check: last character in ``. ? ! " '``; we also accept Chinese 。！？…, closing
-quotes and brackets). An invalid summary is regenerated a bounded number of times
-(App. A.1: "simply asking the model to regenerate up to a fixed number of times"); as in
-the reference code each retry asks for 10 % fewer words and samples at temperature 1.0;
-each retry increments ``Request.sample_index`` so the call cache does not replay the same
-answer. When every try fails, the attempt that keeps the most text after truncation at its
-last sentence end within the budget is used (App. D: "truncate the results at the final
-punctuation mark"), and the node records that it was truncated. Under the length policy
-"truncate" (models that run past word limits, such as the embedded SmolLM2-135M) an answer
+A summary is invalid when it is empty, over its token budget, cut off by ``max_tokens`` (finish reason
+``length``), or does not end with sentence-final punctuation (the reference code's check: last character in
+``. ? ! " '``; we also accept Chinese 。！？…, closing quotes and brackets). An invalid summary is regenerated a
+bounded number of times (App. A.1: "simply asking the model to regenerate up to a fixed number of times"); as
+in the reference code each retry asks for 10 % fewer words and samples at temperature 1.0; each retry
+increments ``Request.sample_index`` so the call cache does not replay the same answer. When every try fails,
+the attempt that keeps the most text after truncation at its last sentence end within the budget is used (App.
+D: "truncate the results at the final punctuation mark"), and the node records that it was truncated. Under
+the length policy "truncate" (models that run past word limits, such as the embedded SmolLM2-135M) an answer
 that is too long or cut off at ``max_tokens`` is truncated at once instead of regenerated.
 
 A benchmark's own decoding (``Sampling.once``, the ``compare --dataset`` presets) skips the
