@@ -296,7 +296,9 @@ class Regenerator:
         text = completion.text.strip()
         tokens = self._count(text) if text else 0  # our count: what budgets and prompt packing use
         limit_tokens, source = measured_tokens(
-            text, reported_tokens=completion.usage.output_tokens, count_tokens=lambda _: tokens
+            # a thinking model's hidden reasoning is in output_tokens but not in the answer
+            text, reported_tokens=completion.usage.output_tokens - completion.reasoning_tokens,
+            count_tokens=lambda _: tokens
         )
         if source == "counted" and self._estimated:  # only an over-counting estimate: allow its margin
             limit_tokens = math.floor(tokens / ESTIMATE_TOLERANCE)

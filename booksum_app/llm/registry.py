@@ -291,6 +291,16 @@ def _build_backend(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str
     return built
 
 
+def native_counter(
+    spec: ModelSpec, *, settings: LLMSettings = LLMSettings(), env: Mapping[str, str] | None = None,
+) -> Callable[[str], int] | None:
+    """The model's own token counter, loaded without the model where its provider can (vLLM: the
+    tokenizer alone, no engine); None when the provider has no such counter."""
+    env = os.environ if env is None else env
+    counter = provider_entry(spec).counter
+    return None if counter is None else counter(spec, settings, env)
+
+
 def get_model(
     model: str | ModelSpec | None = None,
     *,
@@ -347,5 +357,5 @@ def get_model(
 __all__ = [
     "DEFAULT_MODEL", "FALLBACK_NOTICE", "LLMSettings", "ModelEntry", "ModelSpec", "choose_judge", "choose_model",
     "config_path", "default_cache_dir", "get_model", "installed_backends", "is_demo_model", "is_reasoning_model",
-    "list_models", "load_table", "provider_entry", "resolve_model",
+    "list_models", "load_table", "native_counter", "provider_entry", "resolve_model",
 ]
