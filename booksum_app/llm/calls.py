@@ -103,7 +103,7 @@ class Client:
         self._identity: dict[str, str | None] = {
             "kind": backend.cache_kind,
             "model": backend.info.name,
-            "base_url": backend.base_url,
+            "base_url": backend.cache_location,  # the model's deployment, not the URL that reached it
         }
         effort = backend.reasoning_effort
         if effort:  # absent otherwise: every other model's keys stay as they were

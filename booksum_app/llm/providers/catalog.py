@@ -59,7 +59,7 @@ def _openai(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> B
     return OpenAIBackend(spec.info, model_id=spec.model_id, api_key=env.get("OPENAI_API_KEY") or None,
                          base_url=spec.base_url, timeout_s=settings.timeout_s, reasoning=spec.reasoning,
                          reasoning_effort=settings.reasoning_effort, transport=transport,
-                         max_in_flight_per_endpoint=int(limit) if limit else None)
+                         max_in_flight_per_endpoint=int(limit) if limit else None, deployment=settings.deployment)
 
 
 def _anthropic(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
@@ -74,7 +74,7 @@ def _ollama(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> B
     from booksum_app.llm.providers.ollama import OllamaBackend
 
     return OllamaBackend(spec.info, model_id=spec.model_id, host=settings.base_url or env.get("OLLAMA_HOST") or None,
-                         timeout_s=settings.timeout_s, known_context=spec.known)
+                         timeout_s=settings.timeout_s, known_context=spec.known, deployment=settings.deployment)
 
 
 def _vllm_engine_args(settings: LLMSettings, env: Mapping[str, str]) -> dict[str, Any]:

@@ -125,10 +125,12 @@ class OllamaBackend(BackendBase):
         timeout_s: float = 600.0,
         known_context: bool = False,
         count_tokens: Callable[[str], int] | None = None,
+        deployment: str | None = None,
     ) -> None:
         self.model_id = model_id
         self.host = normalize_host(host)
-        self.base_url = self.host  # part of the call cache identity
+        self.base_url = self.host
+        self.deployment = deployment
         self._name = info.name
         self.timeout_s = timeout_s
         # --timeout bounds each attempt in all, not one socket read (deadline.py)
@@ -203,6 +205,11 @@ class OllamaBackend(BackendBase):
             latency_s=latency,
             usage_reported=reported,
         )
+
+    @property
+    def cache_location(self) -> str | None:
+        """Keyed by model name (and ``--deployment``), not by host: another spelling of the host replays."""
+        return f"ollama:{self.deployment}" if self.deployment else "ollama"
 
     def close(self) -> None:
         """Close the HTTP connections."""
