@@ -30,6 +30,7 @@ from booksum_app.config import (
     ENV_JUDGE,
     ENV_MODEL,
     LENGTH_POLICIES,
+    SERVER_INITIAL_CONCURRENCY,
 )
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Backend, BackendBase, ModelInfo
@@ -339,6 +340,8 @@ def get_model(
         start = min(ADAPTIVE_INITIAL_CONCURRENCY, cap)
         if spec.server_slots:  # a queueing server said how many it serves: more would only wait
             cap = start = min(spec.server_slots, cap)
+        elif spec.base_url is not None:  # a server that did not say: a small first burst (config.py)
+            start = min(SERVER_INITIAL_CONCURRENCY, cap)
     client = Client(
         built,
         cache=cache_store,

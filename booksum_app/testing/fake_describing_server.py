@@ -9,6 +9,10 @@
   passed while the request waited for a slot), which a server that queues without a bound
   still computes.
 
+With neither ``max_model_len`` nor ``props_n_ctx`` it is a server that queues without
+describing itself (an older llama-server build, a proxy in front of one): ``slots=N`` served at
+once, the rest waiting in arrival order, ``/props`` and ``/v1/models`` answered 404.
+
 Every other route is the fake server's (:mod:`booksum_app.testing.fake_server`).
 """
 
