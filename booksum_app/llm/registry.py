@@ -102,11 +102,19 @@ def _price_or_none(entry: Mapping[str, Any], key: str) -> float | None:
     return None if value is None else float(value)
 
 
+def _snapshot_family(name: str, table: ModelTable) -> dict[str, Any] | None:
+    """The row of a dated snapshot's family, where the provider publishes dated snapshots of it:
+    Anthropic's models from the 4.6 generation on have dateless pinned ids (``dated_snapshots``
+    false in the table), so a dated id of one is a model booksum does not know."""
+    row = table.models.get(family(name)) if family(name) != name else None
+    return dict(row) if row is not None and row.get("dated_snapshots", True) else None
+
+
 def _spec_from(
     provider: str, model_id: str, table: ModelTable, *, base_url: str | None, n_ctx: int | None
 ) -> ModelSpec:
     name = "local" if provider == "local" and not model_id else f"{provider}:{model_id}"
-    entry = table.models.get(name) or table.models.get(family(name))
+    entry = table.models.get(name) or _snapshot_family(name, table)
     defaults_key = "openai-compatible" if provider == "openai" and base_url else provider
     note = None
     provider_defaults = table.providers.get(defaults_key) or catalog.BACKENDS.plugin_defaults(provider)
