@@ -59,14 +59,14 @@ def test_compare_with_one_vllm_model_builds_one_engine_and_frees_it(vllm: types.
     compare(tmp_path, MODEL)
     assert [e.model for e in vllm.engines] == ["Qwen/Qwen2.5-7B-Instruct"]  # summarizer and judge share it
     assert vllm.tokenizers_loaded, "the plan counted with the tokenizer alone"
-    assert fake_vllm.cleanups(vllm) == 1 and held_engines() == []
+    assert fake_vllm.cleanups(vllm) == 1 and held_engines(vllm) == []
 
 
 def test_compare_with_two_vllm_models_builds_two_and_frees_both(vllm: types.ModuleType, tmp_path: Path) -> None:
     compare(tmp_path, MODEL, OTHER)
     assert sorted(e.model for e in vllm.engines) == ["Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"]
     assert fake_vllm.peak_held(vllm) == 2  # a grid holds each of its models for the whole run
-    assert fake_vllm.cleanups(vllm) == 2 and held_engines() == []
+    assert fake_vllm.cleanups(vllm) == 2 and held_engines(vllm) == []
 
 
 def test_score_with_a_vllm_judge_builds_one_engine(vllm: types.ModuleType, tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_score_with_a_vllm_judge_builds_one_engine(vllm: types.ModuleType, tmp_p
                                       "--yes"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert len(vllm.engines) == 1
-    assert fake_vllm.cleanups(vllm) == 1 and held_engines() == []
+    assert fake_vllm.cleanups(vllm) == 1 and held_engines(vllm) == []
 
 
 def test_models_used_one_after_another_are_never_held_together(vllm: types.ModuleType, tmp_path: Path) -> None:
@@ -86,18 +86,18 @@ def test_models_used_one_after_another_are_never_held_together(vllm: types.Modul
         with get_model(model, settings=settings, env={}) as client:
             client.complete(Request(prompt="One lamp. Two lamps.", max_tokens=20))
     assert len(vllm.engines) == 3 and fake_vllm.peak_held(vllm) == 1
-    assert held_engines() == []
+    assert held_engines(vllm) == []
 
 
 def test_two_clients_of_one_model_share_its_engine(vllm: types.ModuleType, tmp_path: Path) -> None:
     settings = LLMSettings(cache_dir=tmp_path / "c")
     first = get_model(MODEL, settings=settings, env={})
     second = get_model(MODEL, settings=settings, env={})
-    assert len(vllm.engines) == 1 and held_engines() == ["Qwen/Qwen2.5-7B-Instruct"]
+    assert len(vllm.engines) == 1 and held_engines(vllm) == ["Qwen/Qwen2.5-7B-Instruct"]
     first.close()
-    assert held_engines() == ["Qwen/Qwen2.5-7B-Instruct"], "the second client still uses it"
+    assert held_engines(vllm) == ["Qwen/Qwen2.5-7B-Instruct"], "the second client still uses it"
     second.close()
-    assert held_engines() == [] and fake_vllm.cleanups(vllm) == 1
+    assert held_engines(vllm) == [] and fake_vllm.cleanups(vllm) == 1
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["renderer", "input-processor"])

@@ -65,7 +65,8 @@ def chat_body(
         body["top_p"] = request.top_p
     if request.stop:
         body["stop"] = list(request.stop)
-    body["seed"] = request_seed(request)  # the same request samples the same answer (where the server can)
+    if not reasoning:  # reasoning models take no sampling options (no temperature, no seed)
+        body["seed"] = request_seed(request)  # the same request samples the same answer (where the server can)
     return body
 
 

@@ -91,10 +91,11 @@ def _engine_key(model_id: str, engine_args: dict[str, Any]) -> tuple[str, str]:
     return model_id, json.dumps(engine_args, sort_keys=True, default=repr)
 
 
-def held_engines() -> list[str]:
-    """The models whose engine this process holds now (one entry per engine)."""
+def held_engines(vllm: Any = None) -> list[str]:
+    """The models whose engine this process holds now (one entry per engine); of ``vllm``'s
+    engines only, when a module is given."""
     with _ENGINES_LOCK:
-        return [model for model, _ in _ENGINES]
+        return [model for (model, _), held in _ENGINES.items() if vllm is None or held.module is vllm]
 
 
 def _acquire(vllm: Any, key: tuple[str, str], build: Callable[[], Any]) -> Any:
@@ -299,9 +300,12 @@ class VLLMBackend(BackendBase):
         if len(requests) != 1:
             return False  # halved until one request is left, then measured
         (request,) = requests
-        prompt = self._tokenizer.apply_chat_template(_conversation(request), tokenize=False,
-                                                     add_generation_prompt=True)
-        prompt_tokens = len(self._tokenizer.encode(prompt, add_special_tokens=False))
+        try:
+            prompt = self._tokenizer.apply_chat_template(_conversation(request), tokenize=False,
+                                                         add_generation_prompt=True)
+            prompt_tokens = len(self._tokenizer.encode(prompt, add_special_tokens=False))
+        except Exception:  # noqa: BLE001 - a tokenizer without a chat template: not measured, not too long
+            return False
         return prompt_tokens + request.max_tokens > self.info.context_window
 
     def _sampling_params(self, request: Request) -> Any:
