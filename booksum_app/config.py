@@ -24,6 +24,10 @@ JUDGE_TEMPERATURE = 0.0  # scoring should be as repeatable as the provider allow
 # ADAPTIVE_MAX_CONCURRENCY. It halves on a 429/overload and grows back by one call per window.
 FIXED_CONCURRENCY = 8
 ADAPTIVE_INITIAL_CONCURRENCY = 128  # a hosted API's first burst
+# a server behind a base URL that does not say how many calls it serves at once (no /props):
+# it may queue silently (llama-server -np 4), and calls sent into a long queue cannot be taken
+# back, so the first burst is small and slow start doubles it per window while answers keep pace
+SERVER_INITIAL_CONCURRENCY = 16
 ADAPTIVE_MAX_CONCURRENCY = 512  # War and Peace's 370 leaves at once; threads and sockets stay few hundred
 
 ENV_MODEL = "BOOKSUM_MODEL"  # default model string

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from booksum_app.cli import cli
 from booksum_app.errors import ConfigError
@@ -116,3 +118,49 @@ def test_cli_export_is_atomic_and_import_reports_counts(tmp_path: Path) -> None:
     assert [p.name for p in out.parent.iterdir()] == ["answers.jsonl"], "no temporary file left beside it"
     imported = CliRunner().invoke(cli, ["cache", "--cache-dir", str(tmp_path / "d"), "--import", str(out)])
     assert imported.exit_code == 0 and "imported 1 of 1 answers" in imported.output
+
+
+# ---- /proc/self/mountinfo: the shared storage of clusters and clouds ----------------------
+
+SHARED = ["nfs4", "nfs", "autofs", "cifs", "smb3", "9p", "lustre", "gpfs", "ceph", "beegfs", "glusterfs",
+          "fuse.glusterfs", "fuse.ceph-fuse", "fuse.s3fs", "fuse.gcsfuse", "fuse.goofys", "fuse.rclone",
+          "fuse.juicefs", "fuse.sshfs", "fuse.mountpoint-s3", "fuse.blobfuse2", "panfs", "wekafs"]
+LOCAL = ["ext4", "xfs", "btrfs", "tmpfs", "overlay", "zfs", "fuse.portal", "fuseblk", "vfat", "squashfs"]
+SEGMENT = st.text(st.characters(categories=["Ll", "Nd"]), min_size=1, max_size=8)
+
+
+def mountinfo_line(mount_id: int, point: str, kind: str, optional: str) -> str:
+    """One line as the kernel writes it (proc(5)):
+    ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER-OPTIONS."""
+    escaped = point.replace(" ", "\\040")
+    return f"{mount_id} 1 0:{mount_id} / {escaped} rw,relatime {optional}- {kind} src{mount_id} rw\n"
+
+
+@given(kind=st.sampled_from(SHARED + LOCAL), parts=st.lists(SEGMENT, min_size=1, max_size=4),
+       optional=st.sampled_from(["", "shared:1 ", "master:2 ", "shared:3 master:4 ", "propagate_from:5 "]),
+       spaced=st.booleans())
+def test_mountinfo_lines_name_shared_storage_by_type(kind: str, parts: list[str], optional: str,
+                                                     spaced: bool) -> None:
+    point = "/" + "/".join(parts) + (" data" if spaced else "")
+    text = mountinfo_line(20, "/", "ext4", "shared:1 ") + mountinfo_line(42, point, kind, optional)
+    assert netfs.filesystem_type(point + "/booksum/cache", text) == kind
+    assert netfs.is_network(kind) == (kind in SHARED)
+
+
+@pytest.mark.parametrize("kind", SHARED)
+def test_a_cache_on_cluster_or_object_storage_is_refused(kind: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    mounts = tmp_path / "mountinfo"
+    mounts.write_text(mountinfo_line(20, "/", "ext4", "shared:1 ") +
+                      mountinfo_line(30, str(tmp_path / "shared"), kind, "master:1 "), encoding="utf-8")
+    monkeypatch.setattr(netfs, "MOUNTS", mounts)
+    with pytest.raises(ConfigError, match=f"is on {kind}, a network file system"):
+        CallCache(tmp_path / "shared" / "cache")
+    CallCache(tmp_path / "local").close()
+
+
+def test_this_machines_own_mountinfo_parses() -> None:
+    real = Path("/proc/self/mountinfo")
+    if not real.exists():
+        pytest.skip("no /proc/self/mountinfo here (not Linux)")
+    assert netfs.filesystem_type("/", real.read_text(encoding="utf-8", errors="replace")) is not None

@@ -50,3 +50,36 @@ def test_a_config_base_url_must_be_a_string(tmp_path: Path) -> None:
     spec = choose_model("openai:my-model", settings=LLMSettings(config_path=config, base_url="http://x/v1"), env={})
     assert spec.base_url == "http://gpu-1:8000/v1" and spec.info.context_window == 32768
     assert spec.server == "http://gpu-1:8000/v1"
+
+
+# the Claude 5 family: rows read from platform.claude.com's pricing and model pages (2026-11-27)
+CLAUDE_5 = {  # model: (input, output, cache read, 5m cache write) USD per Mtok, 1M window, 128K out
+    "claude-fable-5-1": (10.0, 50.0, 0.25, 12.5), "claude-fable-5": (10.0, 50.0, 1.0, 12.5),
+    "claude-opus-5": (5.0, 25.0, 0.5, 6.25), "claude-sonnet-5-5": (2.0, 10.0, 0.2, 2.5),
+    "claude-sonnet-5": (2.0, 10.0, 0.2, 2.5),
+}
+
+
+@pytest.mark.parametrize("model", sorted(CLAUDE_5))
+def test_the_claude_5_family_is_planned_at_its_published_prices(model: str) -> None:
+    info = choose_model(model, env={}).info
+    assert (info.input_usd_per_mtok, info.output_usd_per_mtok, info.cached_input_usd_per_mtok,
+            info.cache_write_usd_per_mtok) == CLAUDE_5[model]
+    assert (info.context_window, info.max_output_tokens) == (1_000_000, 128_000)
+    assert choose_model(f"anthropic:{model}", env={}).known
+
+
+def test_a_dated_id_of_a_dateless_generation_is_not_priced_as_its_family() -> None:
+    """Anthropic's ids from the 4.6 generation on are dateless and pinned: no snapshot of them exists."""
+    spec = choose_model("anthropic:claude-sonnet-5-20270115", env={})
+    assert not spec.known and spec.note is not None
+    assert choose_model("anthropic:claude-sonnet-4-5-20250929", env={}).known, "older generations keep snapshots"
+
+
+def test_every_checked_row_says_when_and_where() -> None:
+    rows = _shipped_table()["models"]
+    checked = {name: row["source"] for name, row in rows.items() if "source" in row}
+    assert {f"anthropic:{m}" for m in CLAUDE_5} <= set(checked)
+    for source in checked.values():
+        assert len(source["checked"]) == 10
+        assert all(page.startswith("https://platform.claude.com/") for page in source["pages"])

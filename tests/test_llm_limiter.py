@@ -7,11 +7,19 @@ import time
 
 import pytest
 
+from booksum_app.config import ADAPTIVE_INITIAL_CONCURRENCY, SERVER_INITIAL_CONCURRENCY
 from booksum_app.llm.base import Request
 from booksum_app.llm.calls import Client
 from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.testing.fake_server import FakeServer
+
+
+def hosted_burst(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake server stands for a hosted API here: its first burst is a hosted API's, not a server's."""
+    from booksum_app.llm import registry
+
+    monkeypatch.setattr(registry, "SERVER_INITIAL_CONCURRENCY", ADAPTIVE_INITIAL_CONCURRENCY)
 
 
 def _answer(limit: AdaptiveLimit, *, overloaded: bool | None = False) -> None:
@@ -173,6 +181,7 @@ def test_api_clients_adapt_and_finish_under_a_provider_concurrency_limit(
     tmp_path, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    hosted_burst(monkeypatch)
     with FakeServer(latency_s=0.05, rate_limit_in_flight=6, retry_after_s=0.05) as server:
         client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url=server.openai_base_url,
                                                                       cache_dir=tmp_path))
@@ -194,6 +203,7 @@ def test_a_hosted_client_grows_past_its_first_burst_while_nothing_is_refused(
 ) -> None:
     # War and Peace's 370 leaves went out in three rounds of 128; slow start sends them in two
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    hosted_burst(monkeypatch)
     with FakeServer(latency_s=0.3) as server:
         client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url=server.openai_base_url,
                                                                       cache_dir=tmp_path))
@@ -235,7 +245,7 @@ def test_the_adaptive_cap_leaves_room_under_the_open_files_limit(
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     client = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url="http://127.0.0.1:9/v1",
                                                                   cache_dir=tmp_path))
-    assert client.concurrency == cap and client.limit == min(128, cap)
+    assert client.concurrency == cap and client.limit == min(SERVER_INITIAL_CONCURRENCY, cap)
     client.close()
     given = get_model("openai:gpt-4o-mini", settings=LLMSettings(base_url="http://127.0.0.1:9/v1",
                                                                  cache_dir=tmp_path, concurrency=300))
@@ -287,3 +297,76 @@ def test_an_overloaded_answer_halves_the_limit_and_a_server_error_does_not(
         client.close()
     # one request on the wire when the refusal came: halved to the floor, then +1 for the retry's answer
     assert (client.limit <= 2) if halves else (client.limit == 64)
+
+
+def test_past_slow_start_a_queue_lowers_the_limit_to_what_the_server_serves() -> None:
+    """A 4-slot server that queues (no 429): answers every 0.25 s, each later than the last. The
+    limit falls to twice the 4 it serves (Little's law on the arrival rate), once per window."""
+    now = [0.0]
+    limit = AdaptiveLimit(initial=64, maximum=512, clock=lambda: now[0])
+    limit.queued = 1000
+    tickets = [limit.send() for _ in range(64)]  # the first burst: 64 queued on 4 slots, 1 s a call
+    for n, ticket in enumerate(tickets[:24]):
+        now[0] = 1.0 + n * 0.25  # four answers a second, each waited longer in the queue
+        limit.answered(ticket, overloaded=False, latency_s=now[0])
+    assert limit.limit == 8 and limit.queue_backoffs == 1
+    for n, ticket in enumerate(tickets[24:32]):  # sent before the decrease: no second one
+        now[0] = 7.0 + n * 0.25
+        limit.answered(ticket, overloaded=False, latency_s=now[0])
+    assert limit.limit == 8 and limit.queue_backoffs == 1
+
+
+def test_answers_near_the_timeout_shrink_the_calls_in_flight_without_a_baseline() -> None:
+    """Every answer of the first burst waited (no fast one to compare with): waits over half the
+    timeout scale the calls in flight down by that overshoot."""
+    now = [0.0]
+    limit = AdaptiveLimit(initial=40, maximum=512, clock=lambda: now[0], deadline_s=10.0)
+    limit.queued = 1000
+    tickets = [limit.send() for _ in range(40)]
+    for n, ticket in enumerate(tickets[:16]):  # 4 s of start-up, then a queue: 4.0 s, 4.25 s, ... 7.75 s
+        now[0] = 4.0 + n * 0.25
+        limit.answered(ticket, overloaded=False, latency_s=now[0])
+    # the fastest of the last 8 (6 s) is not twice the fastest seen (4 s): no queue by that rule,
+    # but over half the 10 s timeout: 24 in flight scaled by 5/6
+    assert limit.queue_backoffs == 1 and limit.limit == 20
+
+
+def test_answers_that_vary_without_a_queue_leave_the_limit_alone() -> None:
+    now = [0.0]
+    limit = AdaptiveLimit(initial=32, maximum=32, clock=lambda: now[0])
+    limit.queued = 100
+    for n in range(200):  # lengths from 1 s to 5 s, but the fastest of any 8 stays near 1 s
+        now[0] += 0.05
+        limit.answered(limit.send(), overloaded=False, latency_s=1.0 + (n * 7 % 9) / 2)
+    assert limit.limit == 32 and limit.queue_backoffs == 0
+    fast = AdaptiveLimit(initial=32, maximum=32, clock=lambda: now[0])
+    fast.queued = 100
+    for n in range(64):  # 1 ms calls that take 3 ms now and then: jitter, not a queue
+        now[0] += 0.001
+        fast.answered(fast.send(), overloaded=False, latency_s=0.001 if n < 8 else 0.003)
+    assert fast.limit == 32 and fast.queue_backoffs == 0
+
+
+def test_a_queueing_server_without_props_wastes_no_generation(
+    tmp_path, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    """Budget: The Time Machine in 512-token chunks (about 160 calls) against a 4-slot server that
+    queues silently and has no /props, 0.2 s a call, --timeout 3: at most 10% of generations finish
+    for a client that gave up (measured 0-2; a first burst of 128 wasted 121 of 280)."""
+    from click.testing import CliRunner
+    from conftest import book_path
+
+    from booksum_app.cli import cli
+    from booksum_app.testing.fake_describing_server import DescribingServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    with DescribingServer(slots=4, latency_s=0.2) as server:
+        result = CliRunner().invoke(cli, [
+            "summarize", str(book_path("time-machine")), "--model", "openai:llama-3.1-8b", "--base-url",
+            server.openai_base_url, "--strategy", "hier", "--chunk-size", "512", "--timeout", "3",
+            "--cache-dir", str(tmp_path / "c"), "-o", str(tmp_path / "out")], catch_exceptions=False)
+        time.sleep(1.5)  # queued generations nobody waits for would finish now
+        assert result.exit_code == 0, result.output
+        generated, wasted, peak = server.completed_count, server.wasted_count, server.max_in_flight
+    assert wasted <= generated // 10, (wasted, generated)
+    assert peak < 100, peak  # the server's own count, abandoned requests included

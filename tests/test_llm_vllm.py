@@ -6,6 +6,7 @@ engine is exercised by hand on a GPU box (docs/models.md).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from booksum_app.errors import ContextTooLong, ModelUnavailable
 from booksum_app.llm.base import BatchBackend, Request
 from booksum_app.llm.providers.vllm import VLLMBackend
 from booksum_app.llm.registry import LLMSettings, get_model, resolve_model
+from booksum_app.llm.request_key import request_seed
 
 MODEL = "vllm:Qwen/Qwen2.5-7B-Instruct"
 
@@ -145,10 +147,12 @@ def test_complete_many_is_one_batched_chat_call(engines: list[StandInLLM], tmp_p
     ]
     assert messages[1] == [{"role": "user", "content": "one two three four"}]
     assert [(p.temperature, p.top_p, p.max_tokens, p.stop, p.seed) for p in params] == [
-        (0.5, 1.0, 10, None, 0),
+        (0.5, 1.0, 10, None, request_seed(requests[0])),
         (0.0, 0.9, 2, ["\n"], None),
-        (1.0, 1.0, 10, None, 3),  # resampling gets a different seed
+        (1.0, 1.0, 10, None, request_seed(requests[2])),
     ]
+    resampled = dataclasses.replace(requests[2], sample_index=4)
+    assert request_seed(resampled) != request_seed(requests[2])  # resampling gets a different seed
     assert [r.text for r in results] == ["alpha beta gamma", "one two", "x y"]
     assert results[1].cut_off and not results[0].cut_off
     assert results[0].usage.input_tokens == 8 and results[0].usage.output_tokens == 3

@@ -141,3 +141,26 @@ def test_a_queueing_server_at_default_options_wastes_no_generation(tmp_path: Pat
         assert server.wasted_count == 0
         assert server.max_in_flight <= 4
         assert server.call_count == record.totals.calls  # no request was sent twice
+
+
+def test_llama_cpp_python_is_planned_for_its_default_context(tmp_path: Path) -> None:
+    """llama-cpp-python's server lists {"owned_by": "me"} cards and no context (app.py get_models);
+    its --n_ctx defaults to 2,048, so a plan for 8,192 would overflow it."""
+    alias = "/models/SmolLM2-135M-Instruct-Q4_1.gguf"
+    with DescribingServer(llama_cpp_python=alias) as server:
+        spec = choose_model("openai:smollm2", settings=settings(tmp_path, server.openai_base_url), env={})
+        assert spec.info.context_window == 2048
+        assert spec.notice is not None and "llama-cpp-python" in spec.notice and "--n_ctx" in spec.notice
+        config = tmp_path / "config.toml"
+        config.write_text('[models."openai:smollm2"]\ncontext_window = 8192\n', encoding="utf-8")
+        mine = choose_model("openai:smollm2", settings=LLMSettings(base_url=server.openai_base_url,
+                                                                   config_path=config), env={})
+        assert mine.info.context_window == 8192  # started with --n_ctx 8192, said in the config file
+        shown = CliRunner().invoke(cli, ["inspect", str(book_path("time-machine")), "-m", "openai:smollm2",
+                                         "--base-url", server.openai_base_url, "--chunk-size", "1024",
+                                         "--max-summary-len", "300", "--json"], catch_exceptions=False)
+        assert shown.exit_code == 0, shown.output
+        assert json.loads(shown.stdout)["context_window"] == 2048
+    with DescribingServer(max_model_len={"smollm2": 8192}) as vllm_like:  # vLLM's cards are not taken for it
+        spec = choose_model("openai:smollm2", settings=settings(tmp_path, vllm_like.openai_base_url), env={})
+        assert spec.info.context_window == 8192 and "llama-cpp-python" not in (spec.notice or "")

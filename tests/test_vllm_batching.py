@@ -77,7 +77,7 @@ def test_regenerations_go_out_together(monkeypatch: pytest.MonkeyPatch, tmp_path
 
     def first_try_too_long(conversation: fake_vllm.Conversation, params: fake_vllm.SamplingParams) -> str:
         user = conversation[-1]["content"]
-        if params.seed == 0 and "Summary 1:" not in user:  # a leaf's first try (merges list summaries)
+        if len(engine(module).chats) == 1:  # the first batch: every leaf's first try
             return "word " * ((params.max_tokens or 16) + 50)
         return reply_text(user, max_tokens=params.max_tokens or 16)
 
@@ -89,8 +89,10 @@ def test_regenerations_go_out_together(monkeypatch: pytest.MonkeyPatch, tmp_path
     leaves = sum(1 for node in record.nodes if node.level == 0)
     sizes = engine(module).batch_sizes
     assert sizes[:2] == [leaves, leaves], sizes
+    first_seeds = {p.seed for p in engine(module).chats[0][1]}
     regenerations = engine(module).chats[1][1]
-    assert {p.seed for p in regenerations} == {1}  # resampled, not replayed
+    assert not {p.seed for p in regenerations} & first_seeds  # resampled, not replayed
+    assert len({p.seed for p in regenerations}) == leaves
 
 
 def test_the_judge_batches_its_questions(vllm: types.ModuleType, tmp_path: Path) -> None:

@@ -326,6 +326,9 @@ _LLM_OPTIONS = (
     click.option("--reasoning-effort", type=click.Choice(REASONING_EFFORTS), default=None,
                  help="Reasoning models (o1, o3, o4, gpt-5): how much hidden reasoning to ask for; each level "
                       "reserves room for its hidden tokens, which are billed [default: low]."),
+    click.option("--deployment", default=None, metavar="NAME",
+                 help="Name the weights behind --base-url when two servers serve different weights under one "
+                      "model name: the call cache keys answers by model and deployment, not by URL."),
     click.option("--engine-arg", "engine_args", multiple=True, metavar="KEY=VALUE",
                  help="vLLM engine argument for vllm: models, e.g. tensor_parallel_size=2 (repeatable)."),
 )
@@ -461,14 +464,15 @@ def llm_options(func: F) -> F:
 def llm_settings(
     *, base_url: str | None, cache_dir: Path | None, no_cache: bool, concurrency: int | None,
     timeout_s: float, max_cost: float | None, engine_args: tuple[str, ...] = (),
-    reasoning_effort: str | None = None,
+    reasoning_effort: str | None = None, deployment: str | None = None,
 ) -> LLMSettings:
     """The library's call settings from the options of :func:`llm_options`."""
     from booksum_app.llm.registry import LLMSettings
 
     return LLMSettings(cache_dir=cache_dir, use_cache=not no_cache, concurrency=concurrency,
                        max_cost_usd=max_cost, base_url=base_url, timeout_s=timeout_s,
-                       engine_args=_engine_args(engine_args), reasoning_effort=reasoning_effort)
+                       engine_args=_engine_args(engine_args), reasoning_effort=reasoning_effort,
+                       deployment=deployment.strip() or None if deployment else None)
 
 
 __all__ = [

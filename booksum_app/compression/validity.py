@@ -310,6 +310,7 @@ class Regenerator:
         text = completion.text.strip()
         tokens = self._count(text) if text else 0  # our count: what budgets and prompt packing use
         limit_tokens, source = measured_tokens(
+            # a thinking model's hidden reasoning is in output_tokens but not in the answer
             text, reported_tokens=completion.visible_output_tokens, count_tokens=lambda _: tokens
         )
         if source == "counted" and self._estimated:  # only an over-counting estimate: allow its margin

@@ -233,7 +233,11 @@ class BackendBase(ABC):
     - ``kind``: part of the call cache key (calls of two kinds never share answers);
       "" means the class name.
     - ``default_concurrency``: calls in flight when the user sets none.
-    - ``base_url``: the server it talks to, part of the cache key (None: the provider's own).
+    - ``base_url``: the server it talks to (None: the provider's own).
+    - ``cache_location``: where the model lives, as the cache key sees it; by default
+      ``base_url``. A backend whose answers do not depend on the URL that reached the model
+      (an OpenAI-compatible server, Ollama) names the deployment instead, so another spelling
+      of the host, another port or an added replica replays the same answers.
     - ``count_tokens``: counts with the tokenizer ``info.tokenizer`` names. Override it only for
       ``tokenizer="native"`` (the model's own tokenizer): a named tokenizer is what ``inspect``
       and compare's plan count with, so the run counts with it too.
@@ -287,6 +291,11 @@ class BackendBase(ABC):
 
     def expect_callers(self, callers: Callable[[], int]) -> None:
         """``callers()`` tells how many calls hold or wait for a slot now; a batching backend uses it."""
+
+    @property
+    def cache_location(self) -> str | None:
+        """Where the model lives, for the call cache key (see the class doc); ``base_url`` by default."""
+        return self.base_url
 
     @property
     def cache_kind(self) -> str:

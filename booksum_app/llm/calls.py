@@ -103,14 +103,15 @@ class Client:
         self._identity: dict[str, str | None] = {
             "kind": backend.cache_kind,
             "model": backend.info.name,
-            "base_url": backend.base_url,
+            "base_url": backend.cache_location,  # the model's deployment, not the URL that reached it
         }
         effort = backend.reasoning_effort
         if effort:  # absent otherwise: every other model's keys stay as they were
             self._identity["reasoning_effort"] = str(effort)
         # calls in flight: a fixed cap, or (adaptive) AIMD under it from initial_concurrency, as TCP does
         start = self.concurrency if initial_concurrency is None else min(initial_concurrency, self.concurrency)
-        self._limit = AdaptiveLimit(initial=start, maximum=self.concurrency, adaptive=adaptive)
+        self._limit = AdaptiveLimit(initial=start, maximum=self.concurrency, adaptive=adaptive,
+                                    deadline_s=getattr(backend, "timeout_s", None))  # queues kept under it
         backend.expect_callers(self._limit.callers)  # vLLM gathers the callers' calls into batches
         self._lock = threading.Lock()
         self._reserved_usd = 0.0

@@ -13,8 +13,21 @@ fastest of the last 8 answers took over twice as long as the fastest of the firs
 that queues (``llama-server -np 4``, vLLM past its batch) sends no 429, its answers just come
 later and later, and a longer queue would only run its last calls into the client's timeout.
 The minimum of 8 is what tells a queue from answers that differ in length (TCP's HyStart++,
-RFC 9406, reads a round's minimum delay the same way). ``maximum`` is a hard cap
-(``--concurrency N``, else 512). A fixed limit is the same object with ``adaptive=False``.
+RFC 9406, reads a round's minimum delay the same way).
+
+Past slow start the same signal lowers the limit, as TCP Vegas and Netflix's gradient limiter
+do: when even the fastest of the last 8 answers took over twice the fastest answer ever seen
+(and at least 50 ms more), the server is queueing, and it serves about ``rate x fastest``
+calls at once (Little's law over the answers' arrival rate while it is saturated); the limit
+drops to twice that (at most once per window), so its queue stays about as long as what it
+serves and waits stay near twice one call, far from the client's timeout. A server that does
+not say how many it serves (no ``/props``: older ``llama-server`` builds, any proxy in front)
+is found out this way after a few answers. The fastest answer may itself have waited (every
+call of the first burst queued behind a slow start), so a second rule needs no baseline: when
+even the fastest of the last 8 answers took over half an attempt's timeout (``deadline_s``),
+the calls in flight are scaled down by that overshoot, which in a queue shortens the wait in
+proportion, before the waits pass the timeout. ``maximum`` is a hard cap (``--concurrency N``,
+else 512). A fixed limit is the same object with ``adaptive=False``.
 
 Two counts: *slots* (:meth:`AdaptiveLimit.acquire`) are taken when a call is handed to a
 worker thread; the *send gate* (:meth:`AdaptiveLimit.send`) is passed right before the request
@@ -34,7 +47,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -44,12 +59,16 @@ T = TypeVar("T")
 SLOW_START_STEP = 1.0  # per answer in slow start: x2 per window, as TCP's
 DELAY_SAMPLES = 8  # answers whose fastest is compared (HyStart++'s N_RTT_SAMPLE)
 QUEUEING_FACTOR = 2.0  # slow start ends when the recent fastest is this many times the first
+MIN_QUEUE_DELAY_S = 0.05  # and at least this much slower: jitter of fast calls is not a queue
+QUEUE_HEADROOM = 2.0  # a queueing server gets twice the calls it serves at once
+DEADLINE_SHARE = 0.5  # answers slower than this share of an attempt's timeout: fewer in flight
 
 
 class AdaptiveLimit:
     """An additive-increase / multiplicative-decrease limit on calls in flight (thread-safe)."""
 
-    def __init__(self, *, initial: int, maximum: int, minimum: int = 1, adaptive: bool = True) -> None:
+    def __init__(self, *, initial: int, maximum: int, minimum: int = 1, adaptive: bool = True,
+                 clock: Callable[[], float] = time.monotonic, deadline_s: float | None = None) -> None:
         self.maximum = max(1, maximum)
         self.minimum = max(1, min(minimum, self.maximum))
         self.adaptive = adaptive
@@ -65,6 +84,11 @@ class AdaptiveLimit:
         self.queued = 0  # calls waiting in the pool for a slot (set by PriorityPool): demand
         self._first: list[float] = []  # latencies of the first DELAY_SAMPLES answers
         self._recent: deque[float] = deque(maxlen=DELAY_SAMPLES)  # of the last ones
+        self._fastest = math.inf  # the fastest answer seen: a call with no queue ahead of it
+        self._clock = clock
+        self.deadline_s = deadline_s  # an attempt's timeout: waits in a server's queue must stay under it
+        self._arrivals: deque[float] = deque(maxlen=2 * DELAY_SAMPLES)  # when the last answers came
+        self.queue_backoffs = 0  # decreases because the server queued (no 429 said so)
 
     @property
     def limit(self) -> int:
@@ -127,8 +151,8 @@ class AdaptiveLimit:
             self._cond.notify_all()
 
     def _adapt(self, ticket: int, overloaded: bool, latency_s: float | None) -> None:
-        if latency_s is not None and not overloaded and self._slow_start:
-            self._watch_delay(latency_s)
+        if latency_s is not None and not overloaded and self._watch_delay(latency_s, ticket):
+            return  # the server queues: an answer that waited in its queue is no reason to grow
         if overloaded:
             self.rejections += 1
             if ticket > self._decreased_at:  # once per window: calls sent before do not count
@@ -143,14 +167,37 @@ class AdaptiveLimit:
         else:
             self._limit = min(float(self.maximum), self._limit + 1 / self._limit)  # +1 per window
 
-    def _watch_delay(self, latency_s: float) -> None:
-        """End slow start when answers come later and later: the server queues them."""
+    def _watch_delay(self, latency_s: float, ticket: int) -> bool:
+        """Read a queue from answers that come later and later: end slow start, and lower the
+        limit to what the server serves (module doc). True while the server queues."""
+        self._fastest = min(self._fastest, latency_s)
+        self._arrivals.append(self._clock())
         if len(self._first) < DELAY_SAMPLES:
             self._first.append(latency_s)
-            return
+            return False
         self._recent.append(latency_s)
-        if len(self._recent) == DELAY_SAMPLES and min(self._recent) > QUEUEING_FACTOR * min(self._first):
-            self._slow_start = False
+        if len(self._recent) < DELAY_SAMPLES:
+            return False
+        floor = min(self._recent)
+        late = self.deadline_s is not None and floor > DEADLINE_SHARE * self.deadline_s
+        if not late and (floor <= QUEUEING_FACTOR * self._fastest or floor - self._fastest < MIN_QUEUE_DELAY_S):
+            return False
+        self._slow_start = False
+        span = self._arrivals[-1] - self._arrivals[0]
+        if ticket <= self._decreased_at or span <= 0:
+            return True
+        serving = (len(self._arrivals) - 1) / span * self._fastest  # Little's law, with no queue
+        target = math.ceil(serving * QUEUE_HEADROOM)
+        if late and self.deadline_s is not None:
+            # in a queue a wait grows with the calls ahead: scale them so waits fall to that share
+            target = min(target, math.floor(self._sending * DEADLINE_SHARE * self.deadline_s / floor))
+        target = max(self.minimum, target)
+        if target >= self._limit:
+            return True
+        self._limit = float(target)
+        self._decreased_at = self._started
+        self.queue_backoffs += 1
+        return True
 
 
 def socket_room(cap: int, *, reserve: int = 64) -> int:

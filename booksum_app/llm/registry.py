@@ -30,6 +30,7 @@ from booksum_app.config import (
     ENV_JUDGE,
     ENV_MODEL,
     LENGTH_POLICIES,
+    SERVER_INITIAL_CONCURRENCY,
 )
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Backend, BackendBase, ModelInfo
@@ -105,11 +106,19 @@ def _price_or_none(entry: Mapping[str, Any], key: str) -> float | None:
     return None if value is None else float(value)
 
 
+def _snapshot_family(name: str, table: ModelTable) -> dict[str, Any] | None:
+    """The row of a dated snapshot's family, where the provider publishes dated snapshots of it:
+    Anthropic's models from the 4.6 generation on have dateless pinned ids (``dated_snapshots``
+    false in the table), so a dated id of one is a model booksum does not know."""
+    row = table.models.get(family(name)) if family(name) != name else None
+    return dict(row) if row is not None and row.get("dated_snapshots", True) else None
+
+
 def _spec_from(
     provider: str, model_id: str, table: ModelTable, *, base_url: str | None, n_ctx: int | None
 ) -> ModelSpec:
     name = "local" if provider == "local" and not model_id else f"{provider}:{model_id}"
-    entry = table.models.get(name) or table.models.get(family(name))
+    entry = table.models.get(name) or _snapshot_family(name, table)
     defaults_key = "openai-compatible" if provider == "openai" and base_url else provider
     note = None
     provider_defaults = table.providers.get(defaults_key) or catalog.BACKENDS.plugin_defaults(provider)
@@ -295,6 +304,16 @@ def _build_backend(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str
     return built
 
 
+def native_counter(
+    spec: ModelSpec, *, settings: LLMSettings = LLMSettings(), env: Mapping[str, str] | None = None,
+) -> Callable[[str], int] | None:
+    """The model's own token counter, loaded without the model where its provider can (vLLM: the
+    tokenizer alone, no engine); None when the provider has no such counter."""
+    env = os.environ if env is None else env
+    counter = provider_entry(spec).counter
+    return None if counter is None else counter(spec, settings, env)
+
+
 def get_model(
     model: str | ModelSpec | None = None,
     *,
@@ -333,6 +352,8 @@ def get_model(
         start = min(ADAPTIVE_INITIAL_CONCURRENCY, cap)
         if spec.server_slots:  # a queueing server said how many it serves: more would only wait
             cap = start = min(spec.server_slots, cap)
+        elif spec.base_url is not None:  # a server that did not say: a small first burst (config.py)
+            start = min(SERVER_INITIAL_CONCURRENCY, cap)
     client = Client(
         built,
         cache=cache_store,
@@ -351,5 +372,5 @@ def get_model(
 __all__ = [
     "DEFAULT_MODEL", "FALLBACK_NOTICE", "LLMSettings", "ModelEntry", "ModelSpec", "choose_judge", "choose_model",
     "config_path", "default_cache_dir", "get_model", "installed_backends", "is_demo_model", "is_reasoning_model",
-    "list_models", "load_table", "provider_entry", "resolve_model",
+    "list_models", "load_table", "native_counter", "provider_entry", "resolve_model",
 ]

@@ -58,6 +58,7 @@ def request_json(request: Request) -> str:
     sent: dict[str, Any] = {
         "messages": messages, "max_tokens": request.max_tokens, "temperature": request.temperature,
         "top_p": request.top_p, "stop": list(request.stop), "sample_index": request.sample_index,
+        "seed": request_seed(request),  # sent to servers, Ollama and vLLM (Anthropic's API takes none)
     }
     if request.stop_at_loop:
         sent["stop_at_loop"] = request.stop_at_loop
@@ -92,6 +93,21 @@ def request_key(request: Request, *, backend: Mapping[str, str | None]) -> str:
     return f"{KEY_TAG}:{state.hexdigest()}"
 
 
+SEED_BITS = 31  # llama.cpp reads the seed as a 32-bit int; OpenAI, vLLM and Ollama take any int
+
+
+def request_seed(request: Request) -> int:
+    """A sampling seed derived from the request: the same request samples the same answer from a
+    server that honours seeds, and a deliberate resample (``sample_index``) samples another."""
+    state = hashlib.sha256()
+    head = _canonical([request.system, request.max_tokens, request.temperature, request.top_p,
+                       list(request.stop), request.sample_index, len(request.shared_prefix)])
+    for part in (head, request.shared_prefix, request.prompt):
+        state.update(part.encode("utf-8", "surrogatepass"))
+        state.update(b"\x00")
+    return int.from_bytes(state.digest()[:8], "big") % (1 << SEED_BITS)
+
+
 def _hash_opening(parts: tuple[str, str]) -> Any:
     """sha256 fed the canonical JSON up to the end of the shared prefix."""
     opening, prefix = parts
@@ -121,4 +137,4 @@ def prompt_tokens(request: Request, count: Callable[[str], int], prefixes: OnceM
     return tokens + count(request.prompt)
 
 
-__all__ = ["KEY_TAG", "OnceMemo", "prompt_tokens", "request_json", "request_key"]
+__all__ = ["KEY_TAG", "SEED_BITS", "OnceMemo", "prompt_tokens", "request_json", "request_key", "request_seed"]

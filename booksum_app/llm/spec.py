@@ -37,6 +37,9 @@ class LLMSettings:
     config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
     reasoning_effort: str | None = None  # reasoning models: minimal/low/medium/high; None: low
     servers: tuple[tuple[str, str], ...] = ()  # model string -> its own server over base_url (llm/model_names.py)
+    # the weights behind a server, when two serve different weights under one name: part of the
+    # call cache key in place of the URL (which is not: localhost, 127.0.0.1 and a replica are one model)
+    deployment: str | None = None
 
     def __post_init__(self) -> None:  # the library takes str or Path wherever it takes a path
         for name in ("cache_dir", "config_path"):

@@ -14,7 +14,7 @@ from booksum_app.chunking import CallableTokenizer, chunk_book, get_tokenizer
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ModelInfo
-from booksum_app.llm.registry import LLMSettings, choose_model, get_model, provider_entry
+from booksum_app.llm.registry import LLMSettings, choose_model, get_model, native_counter, provider_entry
 from booksum_app.runners.plan import CallPlan, plan_strategy
 from booksum_app.runners.run_config import RunConfig
 from booksum_app.strategies import STRATEGIES
@@ -80,7 +80,10 @@ def _token_counter(
 ) -> tuple[ModelInfo, Callable[[str], int], str | None]:
     """The model's facts and token counter; a client built to count is closed with ``closing``."""
     spec = choose_model(model, settings=settings)
-    if spec.info.tokenizer == "native":  # the tokenizer of local/vLLM weights (loads them)
+    if spec.info.tokenizer == "native":  # vLLM's tokenizer alone; the embedded model's weights
+        counter = native_counter(spec, settings=settings)
+        if counter is not None:
+            return spec.info, counter, spec.notice
         client = closing.enter_context(get_model(spec, settings=dataclasses.replace(settings, use_cache=False)))
         return client.info, client.count_tokens, spec.notice
     info = spec.info

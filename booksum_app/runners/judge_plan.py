@@ -29,7 +29,7 @@ from typing import Literal
 
 from booksum_app.errors import BooksumError, ConfigError
 from booksum_app.llm.base import ModelInfo, Usage
-from booksum_app.llm.registry import LLMSettings, choose_model, get_model
+from booksum_app.llm.registry import LLMSettings, choose_model, get_model, native_counter
 from booksum_app.scoring.booookscore import (
     BATCH_MAX_TOKENS_PER_SENTENCE,
     SENTENCE_MAX_TOKENS,
@@ -174,8 +174,9 @@ def token_counter(info: ModelInfo, settings: LLMSettings, model: str | None) -> 
     """The model's own token counter when it has one, else its tokenizer's (no call made)."""
     from booksum_app.chunking import get_tokenizer
 
-    if info.tokenizer == "native":  # a counting client: no call cache to hold open, no threads until a call
-        return get_model(model, settings=dataclasses.replace(settings, use_cache=False)).count_tokens
+    if info.tokenizer == "native":  # vLLM: its tokenizer alone; the embedded model: a counting client (no cache)
+        return native_counter(choose_model(model, settings=settings), settings=settings) or get_model(
+            model, settings=dataclasses.replace(settings, use_cache=False)).count_tokens
     return get_tokenizer(info.tokenizer).count
 
 

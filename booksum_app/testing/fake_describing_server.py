@@ -5,9 +5,16 @@
 - ``props_n_ctx=N``: ``GET /props`` answers as llama-server does,
   ``default_generation_settings.n_ctx`` = N (the context of one slot) and ``total_slots``
   (``slots``, which the fake server serves at once, queueing the rest without a 429);
+- ``llama_cpp_python="ALIAS"``: ``GET /v1/models`` answers as llama-cpp-python's server does
+  (``{"id": ALIAS, "object": "model", "owned_by": "me", "permissions": []}``, no context), and
+  there is no ``/props``;
 - ``wasted_count``: generations finished for a client that had already hung up (its timeout
   passed while the request waited for a slot), which a server that queues without a bound
   still computes.
+
+With neither ``max_model_len`` nor ``props_n_ctx`` it is a server that queues without
+describing itself (an older llama-server build, a proxy in front of one): ``slots=N`` served at
+once, the rest waiting in arrival order, ``/props`` and ``/v1/models`` answered 404.
 
 Every other route is the fake server's (:mod:`booksum_app.testing.fake_server`).
 """
@@ -28,7 +35,10 @@ class _DescribingHandler(_Handler):
     def do_GET(self) -> None:
         fake: DescribingServer = self.server.fake
         path = self.path.split("?", 1)[0].rstrip("/")
-        if path in ("/v1/models", "/models") and fake.max_model_len is not None:
+        if path in ("/v1/models", "/models") and fake.llama_cpp_python is not None:
+            card = {"id": fake.llama_cpp_python, "object": "model", "owned_by": "me", "permissions": []}
+            self._send_json(200, {"object": "list", "data": [card]})
+        elif path in ("/v1/models", "/models") and fake.max_model_len is not None:
             cards = [{"id": model, "object": "model", "owned_by": "vllm", "root": model, "parent": None,
                       "max_model_len": length} for model, length in fake.max_model_len.items()]
             self._send_json(200, {"object": "list", "data": cards})
@@ -58,12 +68,14 @@ class DescribingServer(FakeServer):
     """A :class:`FakeServer` that reports its window and slots, and counts wasted generations."""
 
     def __init__(
-        self, *, max_model_len: dict[str, int] | None = None, props_n_ctx: int | None = None, **kwargs: Any
+        self, *, max_model_len: dict[str, int] | None = None, props_n_ctx: int | None = None,
+        llama_cpp_python: str | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self._httpd.RequestHandlerClass = _DescribingHandler
         self.max_model_len = max_model_len
         self.props_n_ctx = props_n_ctx
+        self.llama_cpp_python = llama_cpp_python
         self.total_slots = int(kwargs.get("slots") or 1)
         self.wasted_count = 0
 

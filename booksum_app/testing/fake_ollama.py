@@ -29,7 +29,7 @@ from typing import Any, Self, cast
 
 from booksum_app.chunking import ReversibleTokenizer, get_tokenizer
 from booksum_app.llm.base import Request
-from booksum_app.testing.fake_replies import default_reply
+from booksum_app.testing.fake_replies import THINKING, default_reply, with_thinking
 
 FAULTS = ("500", "notjson", "drop", "drip", "nousage")
 DRIP_S = 0.2
@@ -164,6 +164,7 @@ class FakeOllama:
         reply: ReplyFn | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        thinking: str | None = None,
     ) -> None:
         """Args:
         models: served model names and their context lengths (default ``llama3.1:8b``: 131072).
@@ -174,7 +175,10 @@ class FakeOllama:
         reply: answers a request (default: the shared deterministic fake replies).
         host: address to bind.
         port: port to bind (0: any free port).
+        thinking: answer as a thinking model: ``"field"`` (``message.thinking``, as with
+            ``think``), ``"tags"`` (``<think>`` in the content), None (no reasoning).
         """
+        self.thinking = thinking
         self.models = dict(models or {"llama3.1:8b": 131072})
         self.family = family
         self.default_num_ctx = default_num_ctx
@@ -286,6 +290,9 @@ class FakeOllama:
         seen = self._tok.decode(kept) if len(kept) < len(ids) else text
         start = time.perf_counter()
         answer = self.reply(Request(prompt=seen, max_tokens=num_predict))
+        if self.thinking == "tags":
+            answer = with_thinking(answer, "tags")
+        hidden = len(self._tok.encode(THINKING)) if self.thinking == "field" else 0
         out_ids = self._tok.encode(answer)
         done_reason = "stop"
         if len(out_ids) > num_predict:
@@ -302,15 +309,18 @@ class FakeOllama:
                     payload,
                 )
             )
+        message = {"role": "assistant", "content": answer}
+        if self.thinking == "field":
+            message["thinking"] = THINKING
         return {
             "model": model,
             "created_at": "2026-11-22T00:00:00Z",
-            "message": {"role": "assistant", "content": answer},
+            "message": message,
             "done": True,
             "done_reason": done_reason,
             "total_duration": int((time.perf_counter() - start) * 1e9),
             "prompt_eval_count": len(kept),
-            "eval_count": min(len(out_ids), num_predict),
+            "eval_count": min(len(out_ids), num_predict) + hidden,
         }
 
 

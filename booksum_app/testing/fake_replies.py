@@ -106,3 +106,21 @@ def _shorten(sentence: str, *, words_limit: int | None, max_tokens: int) -> str:
     budget = max(1, budget)
     head = ("" if cjk else " ").join(units[:budget]).rstrip(",;:，；：、 ")
     return head + ("。" if cjk else ".") if head and head[-1] not in ".!?。！？…" else head
+
+
+# A thinking model's reasoning (Qwen3, DeepSeek-R1 distills), as the stand-ins send it. The
+# marker appears in no book and no prompt: a test finds it in an output only if it leaked.
+THINKING = "Okay, the user wants this handled. THINKING-MARKER: let me reason about it step by step first."
+# how a carrier sends it: "tags" (<think>...</think> before the answer, no reasoning parser),
+# "open" (the chat template opened the block: the answer starts inside it, only </think> shows),
+# "parser" (a server's reasoning parser: message.reasoning_content), "field" (Ollama: message.thinking)
+THINK_MODES = ("tags", "open", "parser", "field")
+
+
+def with_thinking(answer: str, mode: str) -> str:
+    """``answer`` as a thinking model's text carries it (the in-text modes; others leave it as is)."""
+    if mode == "tags":
+        return f"<think>\n{THINKING}\n</think>\n\n{answer}"
+    if mode == "open":
+        return f"{THINKING}\n</think>\n\n{answer}"
+    return answer

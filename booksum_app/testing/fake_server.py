@@ -6,6 +6,9 @@ Speaks ``POST /v1/chat/completions`` (OpenAI, non-streaming) and ``POST /v1/mess
 Latency (per call and per output token) and faults are configurable: a deterministic
 ``script`` of fault kinds for the next calls, and/or a seeded random ``fault_rate``.
 
+``thinking="tags"|"open"|"parser"`` answers as a thinking model does (``fake_replies.THINKING``
+before every answer, in ``<think>`` tags or in ``message.reasoning_content``).
+
 ``prompt_caching=True`` reports prompt-cache usage as the providers do
 (:mod:`booksum_app.testing.fake_prompt_cache`: OpenAI's automatic prefix cache, Anthropic's
 ``cache_control`` breakpoints); off by default, every prompt token is then uncached.
@@ -39,7 +42,7 @@ from typing import Any, Self
 
 from booksum_app.llm.base import Request, Usage
 from booksum_app.testing.fake_prompt_cache import BreakpointCache, PrefixCache, count_tokens, encode
-from booksum_app.testing.fake_replies import default_reply
+from booksum_app.testing.fake_replies import THINKING, default_reply, with_thinking
 from booksum_app.testing.fake_wire import (
     anthropic_body,
     anthropic_breakpoints,
@@ -154,7 +157,8 @@ class _Handler(BaseHTTPRequestHandler):
             words = text.split()
             text, finish = " ".join(words[: max(1, len(words) // 2)]), "length"
         prompt_text = (request.system or "") + request.user_text
-        n_out = count_tokens(text)
+        text = with_thinking(text, fake.thinking) if fake.thinking else text
+        n_out = count_tokens(text) + (count_tokens(THINKING) if fake.thinking == "parser" else 0)
         caching = _Caching(fake, api, payload, prompt_text)  # looked up now, stored when answered
         delay = fake.latency_s + fake.latency_per_token_s * n_out
         if fake.slots is not None:
@@ -168,6 +172,8 @@ class _Handler(BaseHTTPRequestHandler):
         fake._bill(n_in, n_out)
         if api == "openai":
             body = openai_body(payload, text, finish, n_in, n_out, cached=caching.read)
+            if fake.thinking == "parser":  # vllm serve --reasoning-parser: the reasoning beside the content
+                body["choices"][0]["message"]["reasoning_content"] = THINKING
         else:
             body = anthropic_body(
                 payload,
@@ -300,7 +306,11 @@ class FakeServer:
         rate_limit_in_flight: int | None = None,
         slots: int | None = None,
         prompt_caching: bool = False,
+        thinking: str | None = None,
     ) -> None:
+        if thinking is not None and thinking not in ("tags", "open", "parser"):
+            raise ValueError(f"unknown thinking mode {thinking!r}; use tags, open or parser")
+        self.thinking = thinking  # a thinking model's reasoning in each answer (fake_replies.THINK_MODES)
         self.reply: ReplyFn = reply or default_reply
         self.prompt_caching = prompt_caching  # simulate providers' prompt caches (fake_prompt_cache.py)
         self.latency_s = latency_s

@@ -10,9 +10,22 @@ does not know with a ``TypeError``); ``LLM(data_parallel_size=k)`` with k > 1 ra
 sampling_params=None, use_tqdm=True, lora_request=None, chat_template=None,
 chat_template_content_format="auto", add_generation_prompt=True, continue_final_message=False,
 tools=None, chat_template_kwargs=None, mm_processor_kwargs=None)`` takes one conversation or a
-list of them, and one ``SamplingParams`` or a list of the same length; a prompt longer than
-``max_model_len`` raises vLLM's ``ValueError`` for the whole call. Outputs are
-``RequestOutput`` objects whose ``outputs[0]`` is a ``CompletionOutput``.
+list of them, and one ``SamplingParams`` or a list of the same length; a prompt that leaves no
+room under ``max_model_len`` raises, for the whole call, the ``VLLMValidationError`` (a
+``ValueError``) of vLLM's renderer (``vllm/renderers/params.py``, ``_token_len_check``: "You
+passed N input tokens and requested M output tokens. However, the model's context length is
+only ...", ``parameter="input_tokens"``), or with ``legacy_errors=True`` the input processor's
+"The decoder prompt (length N) is longer than the maximum model length of M" of older
+releases. Outputs are ``RequestOutput`` objects whose ``outputs[0]`` is a ``CompletionOutput``.
+
+Engines: every ``LLM(...)`` is logged in ``module.engines``; :func:`cleanups` counts calls of
+``vllm.distributed.parallel_state.cleanup_dist_env_and_memory`` (how an engine is given back),
+and :func:`peak_held` the most engines alive at once (built less cleaned up).
+``vllm.tokenizers.get_tokenizer(name, *, tokenizer_mode, trust_remote_code, revision,
+download_dir, **kwargs)`` (``vllm.transformers_utils.tokenizer`` in older releases) loads the
+tokenizer alone and is logged in ``module.tokenizers_loaded``. ``LLM.get_default_sampling_params()``
+returns the model's ``generation_config`` values (``install(generation_config=...)``), as
+vLLM's ``ModelConfig.get_diff_sampling_param`` reads them.
 
 The tokenizer counts words (one token each). Answers come from ``reply(conversation, params)``
 (default: :func:`booksum_app.testing.fake_replies.reply_text` on the last user message), cut
@@ -41,6 +54,20 @@ ENGINE_ARGS = frozenset({
     "served_model_name", "config_format", "generation_config", "max_logprobs",
 })
 DEFAULT_MAX_MODEL_LEN = 32_768
+
+
+class VLLMValidationError(ValueError):
+    """vLLM's request validation error (``vllm/exceptions.py``): a ValueError with the parameter at fault."""
+
+    def __init__(self, message: str, *, parameter: str | None = None, value: Any = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+        self.value = value
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        extras = [f"{k}={v}" for k, v in (("parameter", self.parameter), ("value", self.value)) if v is not None]
+        return f"{base} ({', '.join(extras)})" if extras else base
 
 
 @dataclass
@@ -127,6 +154,8 @@ class LLM:
     model: str
     engine_args: dict[str, Any]
     reply: ReplyFn = default_reply
+    generation_config: dict[str, Any] = field(default_factory=dict)
+    legacy_errors: bool = False
     chats: list[tuple[list[Conversation], list[SamplingParams]]] = field(default_factory=list)
     batch_sizes: list[int] = field(default_factory=list)
     concurrent_calls: int = 0  # chat calls that overlapped another (the real engine is not thread-safe)
@@ -140,6 +169,10 @@ class LLM:
 
     def get_tokenizer(self, lora_request: Any = None) -> _Tokenizer:
         return self._tokenizer
+
+    def get_default_sampling_params(self) -> SamplingParams:
+        """The model's generation_config sampling values that differ from vLLM's own."""
+        return SamplingParams(**self.generation_config) if self.generation_config else SamplingParams()
 
     def chat(
         self,
@@ -181,16 +214,15 @@ class LLM:
             if len(params) != len(conversations):
                 raise ValueError("The lengths of prompts and sampling_params must be the same.")
         max_len = self.llm_engine.model_config.max_model_len
-        prompts = []
+        prompts: list[tuple[str, list[int]]] = []
         for conversation in conversations:
             prompt = self._tokenizer.apply_chat_template(conversation, add_generation_prompt=add_generation_prompt)
             ids = self._tokenizer.encode(prompt, add_special_tokens=False)
-            if len(ids) > max_len:  # vLLM checks every prompt before generating any
-                raise ValueError(
-                    f"The decoder prompt (length {len(ids)}) is longer than the maximum model length "
-                    f"of {max_len}. Make sure that `max_model_len` is no smaller than the number of "
-                    "text tokens."
-                )
+            wanted = params[len(prompts)].max_tokens or 1
+            # vLLM checks every prompt before generating any: the renderer refuses prompt + max_tokens
+            # over the window, the older input processor a prompt that leaves no room for one token
+            if len(ids) > (max_len - 1 if self.legacy_errors else max_len - wanted):
+                raise self._too_long(len(ids), max_len, wanted)
             prompts.append((prompt, ids))
         self.chats.append((conversations, params))
         self.batch_sizes.append(len(conversations))
@@ -198,6 +230,21 @@ class LLM:
             self._answer(conversation, p, prompt, ids)
             for conversation, p, (prompt, ids) in zip(conversations, params, prompts, strict=True)
         ]
+
+    def _too_long(self, prompt_len: int, max_len: int, wanted: int) -> ValueError:
+        if self.legacy_errors:
+            return ValueError(
+                f"The decoder prompt (length {prompt_len}) is longer than the maximum model length "
+                f"of {max_len}. Make sure that `max_model_len` is no smaller than the number of "
+                "text tokens."
+            )
+        room = max(0, max_len - wanted)
+        return VLLMValidationError(
+            f"You passed {prompt_len} input tokens and requested {wanted} output tokens. However, the "
+            f"model's context length is only {max_len} tokens, resulting in a maximum input length of "
+            f"{room} tokens. Please reduce the length of the input prompt.",
+            parameter="input_tokens", value=prompt_len,
+        )
 
     def _answer(self, conversation: Conversation, params: SamplingParams, prompt: str,
                 prompt_ids: list[int]) -> RequestOutput:
@@ -215,10 +262,16 @@ class LLM:
         return RequestOutput(str(next(self._ids)), prompt, prompt_ids, None, [piece], True)
 
 
-def install(reply: ReplyFn = default_reply) -> types.ModuleType:
+def install(reply: ReplyFn = default_reply, *, generation_config: dict[str, Any] | None = None,
+            legacy_errors: bool = False) -> types.ModuleType:
     """A ``vllm`` module object; engines built through it are appended to ``module.engines``."""
     module = types.ModuleType("vllm")
     engines: list[LLM] = []
+    state = {"cleanups": 0, "peak": 0}
+    tokenizers_loaded: list[str] = []
+
+    def held() -> int:
+        return len(engines) - state["cleanups"]
 
     def make_llm(
         model: str,
@@ -252,9 +305,33 @@ def install(reply: ReplyFn = default_reply) -> types.ModuleType:
             )
         named = {"tensor_parallel_size": tensor_parallel_size, "dtype": dtype, "quantization": quantization,
                  "gpu_memory_utilization": gpu_memory_utilization, "enforce_eager": enforce_eager, "seed": seed}
-        engine = LLM(model, {**named, **kwargs}, reply=reply)
+        engine = LLM(model, {**named, **kwargs}, reply=reply, generation_config=dict(generation_config or {}),
+                     legacy_errors=legacy_errors)
         engines.append(engine)
+        state["peak"] = max(state["peak"], held())
         return engine
+
+    def get_tokenizer(tokenizer_name: str, *args: Any, tokenizer_mode: str = "auto", trust_remote_code: bool = False,
+                      revision: str | None = None, download_dir: str | None = None, **kwargs: Any) -> _Tokenizer:
+        tokenizers_loaded.append(str(tokenizer_name))
+        return _Tokenizer()
+
+    def cleanup_dist_env_and_memory(shutdown_ray: bool = False) -> None:
+        state["cleanups"] += 1
+
+    tokenizers = types.ModuleType("vllm.tokenizers")
+    tokenizers.get_tokenizer = get_tokenizer  # type: ignore[attr-defined]
+    parallel_state = types.ModuleType("vllm.distributed.parallel_state")
+    parallel_state.cleanup_dist_env_and_memory = cleanup_dist_env_and_memory  # type: ignore[attr-defined]
+    distributed = types.ModuleType("vllm.distributed")
+    distributed.parallel_state = parallel_state  # type: ignore[attr-defined]
+    exceptions = types.ModuleType("vllm.exceptions")
+    exceptions.VLLMValidationError = VLLMValidationError  # type: ignore[attr-defined]
+    module.tokenizers = tokenizers  # type: ignore[attr-defined]
+    module.distributed = distributed  # type: ignore[attr-defined]
+    module.exceptions = exceptions  # type: ignore[attr-defined]
+    module.tokenizers_loaded = tokenizers_loaded  # type: ignore[attr-defined]
+    module.__dict__["_state"] = state
 
     module.LLM = make_llm  # type: ignore[attr-defined]
     module.SamplingParams = SamplingParams  # type: ignore[attr-defined]
@@ -264,4 +341,15 @@ def install(reply: ReplyFn = default_reply) -> types.ModuleType:
     return module
 
 
-__all__ = ["LLM", "CompletionOutput", "RequestOutput", "SamplingParams", "default_reply", "install"]
+def cleanups(module: types.ModuleType) -> int:
+    """How many engines the stand-in module has been told to give back."""
+    return int(module.__dict__["_state"]["cleanups"])
+
+
+def peak_held(module: types.ModuleType) -> int:
+    """The most engines the stand-in module had alive at once."""
+    return int(module.__dict__["_state"]["peak"])
+
+
+__all__ = ["LLM", "CompletionOutput", "RequestOutput", "SamplingParams", "VLLMValidationError", "cleanups",
+           "default_reply", "install", "peak_held"]

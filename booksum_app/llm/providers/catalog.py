@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "booksum.backends"
 Factory = Callable[["ModelSpec", "LLMSettings", Mapping[str, str]], "Backend"]
+# the model's own token counter, built without the model (planning must not load an engine)
+CounterFactory = Callable[["ModelSpec", "LLMSettings", Mapping[str, str]], Callable[[str], int]]
 PLUGIN_DEFAULTS: Mapping[str, Any] = {
     "context_window": 8192,
     "tokenizer": "estimate",
@@ -57,7 +59,7 @@ def _openai(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> B
     return OpenAIBackend(spec.info, model_id=spec.model_id, api_key=env.get("OPENAI_API_KEY") or None,
                          base_url=spec.base_url, timeout_s=settings.timeout_s, reasoning=spec.reasoning,
                          reasoning_effort=settings.reasoning_effort, transport=transport,
-                         max_in_flight_per_endpoint=int(limit) if limit else None)
+                         max_in_flight_per_endpoint=int(limit) if limit else None, deployment=settings.deployment)
 
 
 def _anthropic(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
@@ -72,17 +74,28 @@ def _ollama(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> B
     from booksum_app.llm.providers.ollama import OllamaBackend
 
     return OllamaBackend(spec.info, model_id=spec.model_id, host=settings.base_url or env.get("OLLAMA_HOST") or None,
-                         timeout_s=settings.timeout_s, known_context=spec.known)
+                         timeout_s=settings.timeout_s, known_context=spec.known, deployment=settings.deployment)
 
 
-def _vllm(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
+def _vllm_engine_args(settings: LLMSettings, env: Mapping[str, str]) -> dict[str, Any]:
     from booksum_app.llm.model_table import config_path, load_table
-    from booksum_app.llm.providers.vllm import VLLMBackend
 
     # engine arguments pass through untouched: config [vllm_engine], then --engine-arg k=v
     engine = {**load_table(settings.config_path or config_path(env)).vllm_engine, **dict(settings.engine_args)}
     engine.setdefault("tensor_parallel_size", settings.tensor_parallel_size)
-    return VLLMBackend(spec.info, model_id=spec.model_id, known_context=spec.known, **engine)
+    return engine
+
+
+def _vllm(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
+    from booksum_app.llm.providers.vllm import VLLMBackend
+
+    return VLLMBackend(spec.info, model_id=spec.model_id, known_context=spec.known, **_vllm_engine_args(settings, env))
+
+
+def _vllm_counter(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Callable[[str], int]:
+    from booksum_app.llm.providers.vllm import tokenizer_counter
+
+    return tokenizer_counter(spec.model_id, _vllm_engine_args(settings, env))
 
 
 def _local(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
@@ -106,12 +119,13 @@ class Provider:
     server_context: bool = False  # the server reports each model's context window (inspect asks it)
     model_defaults: Mapping[str, Any] | None = None  # a plugin's planning defaults for unlisted models
     distribution: tuple[str, str] | None = None  # a plugin's (name, version) from its package metadata
+    counter: CounterFactory | None = None  # a native tokenizer's counter without the engine (vLLM)
 
 
 BUILTIN: Mapping[str, Provider] = {p.name: p for p in (
     Provider("openai", _openai, "openai", hosted=True),
     Provider("anthropic", _anthropic, "anthropic", hosted=True),
-    Provider("vllm", _vllm, "vllm"),
+    Provider("vllm", _vllm, "vllm", counter=_vllm_counter),
     Provider("ollama", _ollama, "openai", server_context=True),  # its HTTP client comes with openai
     Provider("local", _local, "llama_cpp"),
 )}

@@ -20,6 +20,7 @@ from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable
 from booksum_app.files import available_cores
 from booksum_app.llm.base import FINISH_LOOP, BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.providers.local_weights import INSTALL_HINT, bundled_weights, fast_weights, open_llama
+from booksum_app.llm.providers.thinking import hidden_share, split_thinking
 
 DEFAULT_N_CTX = 8192  # SmolLM2's context window
 # recent llama.cpp states kept for prefix reuse, LRU; llama-cpp-python counts only the KV part
@@ -140,12 +141,16 @@ class LocalBackend(BackendBase):
         latency = time.perf_counter() - start
         choice = result["choices"][0]
         usage = result.get("usage") or {}
+        split = split_thinking((choice.get("text") or "").strip())  # a thinking GGUF (Qwen3, R1 distills)
+        output_tokens = int(usage.get("completion_tokens", 0))
+        hidden = hidden_share(output_tokens, reasoning=split.reasoning, visible=split.visible) if split.reasoning else 0
         return Completion(
-            text=(choice.get("text") or "").strip(),
+            text=split.visible,
+            reasoning_tokens=hidden,
             finish_reason=FINISH_LOOP if watch is not None and watch.fired else (choice.get("finish_reason") or "stop"),
             usage=Usage(
                 input_tokens=int(usage.get("prompt_tokens", 0)),
-                output_tokens=int(usage.get("completion_tokens", 0)),
+                output_tokens=output_tokens,
             ),
             model=self.info.name,
             latency_s=latency,

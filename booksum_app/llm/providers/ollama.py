@@ -9,6 +9,11 @@ the model for every size) and capped at the model's own context length, which it
 from ``POST /api/show`` (``model_info["<architecture>.context_length"]``) when built.
 A prompt that cannot fit is refused with :class:`ContextTooLong` before it is sent.
 
+A thinking model's reasoning (``message.thinking`` when the server separates it, else a
+``<think>`` block in the content; ``llm/providers/thinking.py``) is left out of the answer and
+counted as hidden tokens; ``think`` is left at the server's default. Each request carries
+``options.seed`` derived from the request (``request_seed``): a rerun samples the same answers.
+
 Token counts come from the reply's ``prompt_eval_count`` / ``eval_count``. The server
 address (``OLLAMA_HOST``) is read by ``llm/registry.py`` and passed in; only ``httpx`` is
 used (``httpx2`` in openai >= 3; it comes with ``openai``). Errors: no server is :class:`ModelUnavailable` ("start
@@ -43,6 +48,8 @@ from booksum_app.errors import (
 )
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.deadline import HTTPX_POOL, attempt_deadline, deadline_transport
+from booksum_app.llm.providers.thinking import hidden_share, reasoning_field, split_thinking
+from booksum_app.llm.request_key import request_seed
 from booksum_app.llm.retry_policy import retry_after_seconds
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -118,10 +125,12 @@ class OllamaBackend(BackendBase):
         timeout_s: float = 600.0,
         known_context: bool = False,
         count_tokens: Callable[[str], int] | None = None,
+        deployment: str | None = None,
     ) -> None:
         self.model_id = model_id
         self.host = normalize_host(host)
-        self.base_url = self.host  # part of the call cache identity
+        self.base_url = self.host
+        self.deployment = deployment
         self._name = info.name
         self.timeout_s = timeout_s
         # --timeout bounds each attempt in all, not one socket read (deadline.py)
@@ -161,6 +170,7 @@ class OllamaBackend(BackendBase):
         }
         if request.stop:
             options["stop"] = list(request.stop)
+        options["seed"] = request_seed(request)  # the same request samples the same answer
         payload = {
             "model": self.model_id,
             "messages": messages,
@@ -182,14 +192,24 @@ class OllamaBackend(BackendBase):
         # Ollama leaves prompt_eval_count out when the prompt came from its KV cache: the call
         # layer then counts the call with the tokenizer
         reported = all(_is_count(data.get(k)) for k in ("prompt_eval_count", "eval_count"))
+        # a thinking model: its reasoning in message.thinking (``think``), or in <think> tags
+        split = split_thinking(content)
+        reasoning = reasoning_field(message) or split.reasoning
+        hidden = hidden_share(usage.output_tokens, reasoning=reasoning, visible=split.visible) if reasoning else 0
         return Completion(
-            text=content,
+            text=split.visible,
+            reasoning_tokens=hidden if reported else 0,
             finish_reason=done_reason if isinstance(done_reason, str) and done_reason else "stop",
             usage=usage if reported else Usage(),
             model=str(data.get("model") or self.model_id),
             latency_s=latency,
             usage_reported=reported,
         )
+
+    @property
+    def cache_location(self) -> str | None:
+        """Keyed by model name (and ``--deployment``), not by host: another spelling of the host replays."""
+        return f"ollama:{self.deployment}" if self.deployment else "ollama"
 
     def close(self) -> None:
         """Close the HTTP connections."""

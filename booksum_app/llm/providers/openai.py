@@ -79,6 +79,7 @@ class OpenAIBackend(BackendBase):
         legacy_max_tokens: bool | None = None,
         transport: Transport = "auto",
         max_in_flight_per_endpoint: int | None = None,
+        deployment: str | None = None,
     ) -> None:
         if not api_key:
             if base_url is None:
@@ -90,6 +91,7 @@ class OpenAIBackend(BackendBase):
         self.info = info
         self.model_id = model_id
         self.base_url = base_url
+        self.deployment = deployment
         self.reasoning = reasoning
         self.timeout_s = timeout_s
         self.reasoning_effort = (reasoning_effort or DEFAULT_REASONING_EFFORT) if reasoning else None
@@ -120,6 +122,14 @@ class OpenAIBackend(BackendBase):
         self._balancer = Balancer([Endpoint(url, sender(url)) for url in urls], limit=max_in_flight_per_endpoint,
                                   probe=probe)
         self._endpoints = self._balancer.endpoints
+
+    @property
+    def cache_location(self) -> str | None:
+        """A server is keyed by its deployment, not its URLs: ``localhost`` for ``127.0.0.1``, another
+        port or an added replica serve the same model; ``--deployment NAME`` tells weights apart."""
+        if self.base_url is None:
+            return None  # api.openai.com: the keys every earlier run wrote
+        return f"server:{self.deployment}" if self.deployment else "server"
 
     @property
     def transports(self) -> list[str]:

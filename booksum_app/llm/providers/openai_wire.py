@@ -22,6 +22,7 @@ from booksum_app.errors import (
     TransientModelError,
 )
 from booksum_app.llm.base import Completion, Request, Usage
+from booksum_app.llm.providers.thinking import hidden_share, reasoning_field, split_thinking
 from booksum_app.llm.providers.wire import (
     DETAIL_CHARS,
     error_message,
@@ -31,6 +32,7 @@ from booksum_app.llm.providers.wire import (
     reported_usage,
     token_count,
 )
+from booksum_app.llm.request_key import request_seed
 from booksum_app.llm.retry_policy import retry_after_seconds
 from booksum_app.textsafe import printable
 
@@ -63,6 +65,8 @@ def chat_body(
         body["top_p"] = request.top_p
     if request.stop:
         body["stop"] = list(request.stop)
+    if not reasoning:  # reasoning models take no sampling options (no temperature, no seed)
+        body["seed"] = request_seed(request)  # the same request samples the same answer (where the server can)
     return body
 
 
@@ -88,14 +92,20 @@ def completion_from_reply(body: bytes, *, name: str, model_id: str, latency_s: f
     if not (finish_reason is None or isinstance(finish_reason, str)):
         raise malformed(name, "the finish reason is not text")
     usage, reported = reported_usage(reply.get("usage"), name, _usage)
+    # a thinking model's reasoning: in a field the server's reasoning parser filled, or in the text
+    split = split_thinking(content or "")
+    reasoning = reasoning_field(message) or split.reasoning
+    hidden = _reasoning_tokens(reply.get("usage")) if reported else 0
+    if reasoning and not hidden and reported:
+        hidden = hidden_share(usage.output_tokens, reasoning=reasoning, visible=split.visible)
     return Completion(
-        text=content or "",
+        text=split.visible,
         finish_reason=finish_reason or "stop",
         usage=usage,
         model=model if isinstance(model, str) and model else model_id,
         latency_s=latency_s,
         usage_reported=reported,
-        reasoning_tokens=_reasoning_tokens(reply.get("usage")) if reported else 0,
+        reasoning_tokens=hidden,
     )
 
 

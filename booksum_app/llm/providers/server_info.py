@@ -7,6 +7,12 @@
   ``-np`` slots), and ``total_slots``; it serves that many requests at once and queues the rest
   without a 429, so more in flight only wait, and past the client's timeout are generated for
   nobody.
+- llama-cpp-python's server (``python -m llama_cpp.server``) lists its models at
+  ``GET /v1/models`` as ``{"id": ALIAS, "object": "model", "owned_by": "me", "permissions": []}``
+  (llama_cpp/server/app.py, ``get_models``) and has no ``/props``: it says nothing of its
+  context, which is ``--n_ctx`` (2,048 by default, llama_cpp/server/settings.py). It is
+  recognised by that card, and planned for its default context unless the config file gives
+  the model's ``context_window``, instead of the 8,192 assumed for a server that says nothing.
 
 Asked once per server and model for :data:`REMEMBER_S` (a command resolves its models several
 times), with a short timeout. Any failure (no such route, not JSON, a refused connection, a
@@ -32,6 +38,8 @@ REMEMBER_S = 30.0
 MAX_BODY_BYTES = 4 << 20  # a hosted list of every model is a few hundred KB
 MAX_CONTEXT = 100_000_000
 MAX_SLOTS = 65_536
+LLAMA_CPP_PYTHON = "llama-cpp-python"
+LLAMA_CPP_PYTHON_N_CTX = 2048  # its server's default --n_ctx (llama_cpp/server/settings.py)
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,7 @@ class ServerReport:
 
     context_window: int | None = None  # tokens one request may use, prompt + answer
     slots: int | None = None  # requests served at once (the rest queue)
+    server: str | None = None  # the server recognised by what it lists, when it reports no context
 
 
 _remembered: dict[tuple[str, str], tuple[float, ServerReport | None]] = {}
@@ -60,9 +69,11 @@ def describe(
     reports = [_remembered_report(url, model_id, api_key, timeout_s) for url in urls]
     windows = [r.context_window for r in reports if r is not None and r.context_window is not None]
     slots = [r.slots for r in reports if r is not None and r.slots is not None]
+    servers = {r.server for r in reports if r is not None and r.server is not None}
     report = ServerReport(
         context_window=min(windows) if windows else None,
         slots=sum(slots) if slots and len(slots) == len(urls) else None,
+        server=servers.pop() if len(servers) == 1 else None,
     )
     return None if report == ServerReport() else report
 
@@ -77,6 +88,14 @@ def describe_spec(spec: ModelSpec, *, api_key: str | None, timeout_s: float) -> 
         return spec
     info = spec.info
     window = report.context_window
+    if window is None and report.server == LLAMA_CPP_PYTHON:
+        if spec.known:  # the config file's context_window: the user knows its --n_ctx
+            return spec
+        info = dataclasses.replace(info, context_window=LLAMA_CPP_PYTHON_N_CTX)
+        note = (f"llama-cpp-python's server reports no context: planning for its default --n_ctx of "
+                f"{LLAMA_CPP_PYTHON_N_CTX:,} tokens; started with a larger --n_ctx, set context_window for "
+                "the model under [models] in config.toml")
+        return dataclasses.replace(spec, info=info, server_note=note)
     parts = []
     if window is not None:
         if not spec.known or window < info.context_window:
@@ -112,9 +131,12 @@ def _remembered_report(url: str, model_id: str, api_key: str | None, timeout_s: 
 def _probe(url: str, model_id: str, api_key: str | None, timeout_s: float) -> ServerReport | None:
     window = None
     listing = _get_json(f"{url}/models", api_key, timeout_s)
-    for card in listing.get("data", ()) if isinstance(listing, dict) else ():
-        if isinstance(card, dict) and card.get("id") == model_id:
+    cards = [c for c in listing.get("data", ()) if isinstance(c, dict)] if isinstance(listing, dict) else []
+    for card in cards:
+        if card.get("id") == model_id:
             window = _positive(card.get("max_model_len"), MAX_CONTEXT)
+    # llama-cpp-python serves any model name with its one model: recognised by its cards' shape
+    server = LLAMA_CPP_PYTHON if cards and all(_llama_cpp_python_card(c) for c in cards) else None
     root = url.removesuffix("/v1")
     props = _get_json(f"{root}/props", api_key, timeout_s)
     slots = None
@@ -123,9 +145,13 @@ def _probe(url: str, model_id: str, api_key: str | None, timeout_s: float) -> Se
         settings = props.get("default_generation_settings")
         if window is None and isinstance(settings, dict):
             window = _positive(settings.get("n_ctx"), MAX_CONTEXT)
-    if window is None and slots is None:
+    if window is None and slots is None and server is None:
         return None
-    return ServerReport(context_window=window, slots=slots)
+    return ServerReport(context_window=window, slots=slots, server=server)
+
+
+def _llama_cpp_python_card(card: dict[str, Any]) -> bool:
+    return card.get("owned_by") == "me" and card.get("permissions") == [] and "max_model_len" not in card
 
 
 def _positive(value: Any, most: int) -> int | None:
@@ -152,4 +178,5 @@ def _get_json(url: str, api_key: str | None, timeout_s: float) -> Any:
         return None
 
 
-__all__ = ["PROBE_TIMEOUT_S", "ServerReport", "describe", "describe_spec", "forget"]
+__all__ = ["LLAMA_CPP_PYTHON", "LLAMA_CPP_PYTHON_N_CTX", "PROBE_TIMEOUT_S", "ServerReport", "describe", "describe_spec",
+           "forget"]

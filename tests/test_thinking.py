@@ -1,0 +1,174 @@
+"""A thinking model's reasoning never reaches a summary, a merge or a judge answer, on any carrier.
+
+Stand-ins that think (``fake_replies.THINKING``, with a marker found in no book): the fake
+OpenAI-compatible server without a reasoning parser (``<think>`` in the content, or only
+``</think>`` when the chat template opened the block) and with one (``reasoning_content``),
+the fake Ollama (``message.thinking`` and tags), and the vLLM stand-in (tags in the text).
+:func:`split_thinking` is checked on generated block shapes (hypothesis).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from booksum_app.cli import cli
+from booksum_app.llm.base import Request
+from booksum_app.llm.providers import batcher
+from booksum_app.llm.providers.ollama import OllamaBackend
+from booksum_app.llm.providers.thinking import split_thinking
+from booksum_app.llm.registry import LLMSettings
+from booksum_app.runners.score import score_texts
+from booksum_app.testing import fake_vllm
+from booksum_app.testing.fake_ollama import FakeOllama
+from booksum_app.testing.fake_replies import THINKING, reply_text, with_thinking
+from booksum_app.testing.fake_server import FakeServer
+
+MARKER = "THINKING-MARKER"
+ANSWER_WORDS = st.text(st.characters(codec="utf-8", exclude_characters="<>"), min_size=1, max_size=40).filter(
+    lambda t: t.strip() != "")
+
+
+def _book(tmp_path: Path) -> Path:
+    book = tmp_path / "book.txt"
+    chapters = [f"Chapter {c}\n\n" + " ".join(
+        f"On day {c}-{s} the keeper lit {s} lamps along the river and wrote it down." for s in range(90))
+        for c in range(1, 4)]
+    book.write_text("\n\n".join(chapters), encoding="utf-8")
+    return book
+
+
+def _summary_json(tmp_path: Path) -> Path:
+    path = tmp_path / "summaries.json"
+    text = " ".join(f"The keeper lit {i} lamps along the river on day {i}." for i in range(10))
+    path.write_text(json.dumps({"book-a": text}), encoding="utf-8")
+    return path
+
+
+def _no_reasoning_in(*paths: Path) -> None:
+    for path in paths:
+        for file in [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()):
+            text = file.read_text("utf-8", errors="replace")
+            assert MARKER not in text and "<think>" not in text and "</think>" not in text, file
+
+
+# ---- the rule -----------------------------------------------------------------------------
+
+@given(answer=ANSWER_WORDS, reasoning=ANSWER_WORDS,
+       open_tag=st.sampled_from(["<think>", "<THINK>", "< think >", "<Think>"]),
+       close_tag=st.sampled_from(["</think>", "</THINK>", "< /think >", "</ Think>"]),
+       gap=st.sampled_from(["", "\n", "\n\n", "  \n "]), lead=st.sampled_from(["", "\n", " "]))
+@example(answer="The end.", reasoning="a <think>nested</think> b", open_tag="<think>", close_tag="</think>",
+         gap="\n\n", lead="")
+def test_a_closed_block_leaves_only_the_answer(answer: str, reasoning: str, open_tag: str, close_tag: str,
+                                                gap: str, lead: str) -> None:
+    split = split_thinking(f"{lead}{open_tag}{reasoning}{close_tag}{gap}{answer}")
+    assert split.visible == answer.lstrip()
+    assert "think>" not in split.visible.lower().replace(answer.lower(), "")
+
+
+@given(reasoning=ANSWER_WORDS, open_tag=st.sampled_from(["<think>", "<THINK>", "< think>"]))
+def test_an_unclosed_block_is_no_answer_at_all(reasoning: str, open_tag: str) -> None:
+    """Cut at max_tokens while thinking: nothing visible, so the call layer sees an empty cut answer."""
+    split = split_thinking(f"{open_tag}\n{reasoning}")
+    assert split.visible == "" and split.reasoning == reasoning.strip()
+
+
+@given(answer=ANSWER_WORDS, reasoning=ANSWER_WORDS)
+def test_a_block_the_template_opened_is_cut_at_its_close(answer: str, reasoning: str) -> None:
+    assert split_thinking(f"{reasoning}</think>\n\n{answer}").visible == answer.lstrip()
+
+
+@given(answer=ANSWER_WORDS)
+def test_text_without_a_block_is_kept_whole(answer: str) -> None:
+    assert split_thinking(answer).visible == answer and split_thinking(answer).reasoning == ""
+
+
+def test_a_think_tag_quoted_inside_an_answer_is_kept() -> None:
+    text = "The note said <think> twice, then the keeper slept."
+    assert split_thinking(text).visible == text
+
+
+# ---- every carrier ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["tags", "open", "parser"])
+def test_server_summaries_and_judge_answers_carry_no_reasoning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    out = tmp_path / "out"
+    with FakeServer(thinking=mode) as server:
+        result = CliRunner().invoke(cli, [
+            "summarize", str(_book(tmp_path)), "--model", "openai:qwen3-8b", "--base-url", server.openai_base_url,
+            "--strategy", "hier", "--chunk-size", "512", "--cache-dir", str(tmp_path / "c"), "-o", str(out)],
+            catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        annotations = tmp_path / "annotations.json"
+        scored = CliRunner().invoke(cli, [
+            "score", str(_summary_json(tmp_path)), "--judge", "openai:qwen3-8b", "--base-url",
+            server.openai_base_url, "--cache-dir", str(tmp_path / "c"), "--annotations-out", str(annotations),
+            "--json", str(tmp_path / "score.json"), "--yes"], catch_exceptions=False)
+        assert scored.exit_code == 0, scored.output
+    _no_reasoning_in(tmp_path / "out.md", tmp_path / "out.json", annotations, tmp_path / "score.json")
+    assert MARKER not in result.output + scored.output
+    record = json.loads((tmp_path / "out.json").read_text("utf-8"))
+    assert record["summary"].strip()
+
+
+@pytest.mark.parametrize("mode", ["field", "tags"])
+def test_ollama_answers_carry_no_reasoning_and_count_it_hidden(mode: str) -> None:
+    from booksum_app.llm.base import ModelInfo
+
+    with FakeOllama(thinking=mode) as fake:
+        backend = OllamaBackend(ModelInfo(name="ollama:qwen3", context_window=8192, tokenizer="estimate"),
+                                model_id="llama3.1:8b", host=fake.url, timeout_s=5)
+        completion = backend.complete(Request(prompt="The keeper lit lamps. The river rose.", max_tokens=200))
+        backend.close()
+    assert MARKER not in completion.text and "think>" not in completion.text
+    assert completion.text.startswith("The keeper lit lamps.")
+    assert 0 < completion.reasoning_tokens < completion.usage.output_tokens
+    assert "seed" in fake.requests[0].payload["options"]
+
+
+def test_vllm_summaries_and_judge_answers_carry_no_reasoning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def thinks(conversation: fake_vllm.Conversation, params: fake_vllm.SamplingParams) -> str:
+        return with_thinking(reply_text(conversation[-1]["content"], max_tokens=params.max_tokens or 16), "tags")
+
+    module = fake_vllm.install(reply=thinks)
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    monkeypatch.setattr(batcher, "QUIET_S", 0.05)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, [
+        "summarize", str(_book(tmp_path)), "--model", "vllm:Qwen/Qwen3-8B", "--strategy", "hier",
+        "--chunk-size", "512", "--cache-dir", str(tmp_path / "c"), "-o", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    _no_reasoning_in(tmp_path / "out.md", tmp_path / "out.json")
+    summary = " ".join(f"The keeper lit {i} lamps along the river on day {i}." for i in range(10))
+    scores = score_texts({"a": summary}, judge="vllm:Qwen/Qwen3-8B", llm_settings=LLMSettings(cache_dir=tmp_path / "j"))
+    assert scores.booookscore is not None
+    assert MARKER not in json.dumps(scores.to_dict() if hasattr(scores, "to_dict") else str(scores))
+    assert MARKER in THINKING  # the control: the stand-in did think
+
+
+def test_the_hidden_tokens_do_not_count_against_the_summary_length(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thinking server bills reasoning + answer; the answer alone is held to the word budget:
+    it takes the same requests as a server that does not think (no regeneration for length)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    sent = {}
+    for mode in (None, "tags", "parser"):
+        with FakeServer(thinking=mode) as server:
+            result = CliRunner().invoke(cli, [
+                "summarize", str(_book(tmp_path)), "--model", "openai:qwen3-8b", "--base-url",
+                server.openai_base_url, "--strategy", "hier", "--chunk-size", "512", "--max-summary-len", "60",
+                "--cache-dir", str(tmp_path / f"c-{mode}"), "-o", str(tmp_path / f"out-{mode}")],
+                catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+            sent[mode] = [(r.payload["messages"][-1]["content"], r.payload["seed"]) for r in server.requests]
+    assert sorted(sent["tags"]) == sorted(sent[None]) == sorted(sent["parser"])
