@@ -93,7 +93,7 @@ def summarize_command(
     full record."""
 
     from booksum_app.books import Book, open_book
-    from booksum_app.files import atomic_write_texts, check_writable, is_stream, json_text
+    from booksum_app.files import atomic_write_texts, check_writable, is_stream, json_text, recover_interrupted
     from booksum_app.llm.registry import choose_model
     from booksum_app.runners.progress import RunProgress
     from booksum_app.runners.quality import quality_line, record_quality
@@ -126,6 +126,8 @@ def summarize_command(
         if output is not None:
             summary_path = check_writable(output if output.suffix == ".md" else output.with_suffix(".md"))
     record_path = check_writable(default_record_path("stdin" if str(book) == "-" else str(book), strategy, output))
+    # a pair a killed run left half swapped is finished now, before this run reads or replaces it
+    recover_interrupted([p for p in (summary_path, record_path) if p is not None])
     source = book_from_arg(book, include_front_matter=include_front_matter)  # "-": read stdin now, before any call
     if not isinstance(source, Book):  # opened once: the run and the quality line read the same book
         source = open_book(source, include_front_matter=include_front_matter)
