@@ -7,7 +7,6 @@ paths, server messages) is escaped with ``esc`` or printed with ``markup=False``
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sqlite3
@@ -24,6 +23,7 @@ from rich.console import Console
 
 from booksum_app.config import DEFAULT_TIMEOUT_S, HEARTBEAT_S, MAX_TIMEOUT_S, REASONING_EFFORTS
 from booksum_app.errors import BooksumError
+from booksum_app.jsonin import parse_json_or_none
 from booksum_app.textsafe import (
     markup_safe as esc,  # outside text: never markup, no control sequences
 )
@@ -300,9 +300,8 @@ def _engine_args(items: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--engine-arg {item!r}: give KEY=VALUE, e.g. gpu_memory_utilization=0.85")
-        try:
-            value: Any = json.loads(raw)  # numbers, true/false, null, lists; anything else is a string
-        except ValueError:
+        value: Any = parse_json_or_none(raw)  # numbers, true/false, null, lists; anything else is a string
+        if value is None and raw.strip() != "null":
             value = raw
         parsed.append((key.strip().replace("-", "_"), value))
     return tuple(parsed)

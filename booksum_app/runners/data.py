@@ -22,7 +22,6 @@ import functools
 import hashlib
 import http.client
 import importlib.resources
-import json
 import os
 import tempfile
 import urllib.error
@@ -36,6 +35,7 @@ from typing import Any, BinaryIO, Protocol
 
 from booksum_app.errors import BooksumError, ConfigError, InputError
 from booksum_app.files import FILE_MODE
+from booksum_app.jsonin import parse_json
 from booksum_app.llm.registry import default_cache_dir
 
 ENV_DATA_DIR = "BOOKSUM_DATA_DIR"
@@ -84,7 +84,7 @@ def _pinned(base_url: str, entry: Mapping[str, Any]) -> Pinned:
 def packaged_manifest() -> dict[str, Any]:
     """``booksum_app/data/fetchable.json``: every data set, file, URL and checksum."""
     raw = importlib.resources.files("booksum_app").joinpath("data", "fetchable.json").read_text("utf-8")
-    manifest: dict[str, Any] = json.loads(raw)
+    manifest: dict[str, Any] = parse_json(raw, where="booksum_app/data/fetchable.json")
     return manifest
 
 

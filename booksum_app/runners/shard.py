@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from booksum_app.errors import ConfigError
+from booksum_app.errors import ConfigError, InputError
 from booksum_app.files import write_json_atomic
+from booksum_app.jsonin import read_json
 from booksum_app.runners.experiment import Experiment
 
 MANIFEST = "shard.json"
@@ -139,12 +140,12 @@ def merge_shards(dirs: Sequence[Path], *, out: Path, books: Sequence[Path], fing
 
 def _read_manifest(directory: Path) -> dict[str, Any]:
     path = directory / MANIFEST
+    if not path.is_file():
+        raise ConfigError(f"{directory} holds no {MANIFEST}: not the output of compare --shard")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{directory} holds no {MANIFEST}: not the output of compare --shard") from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path} is unreadable ({type(exc).__name__}); rerun that shard") from None
+        data = read_json(path, what="shard manifest")
+    except InputError as exc:  # deep nesting, a duplicate key, not JSON: one line, exit 2
+        raise ConfigError(f"{exc}; rerun that shard") from None
     keys = ("index", "count", "grid", "books")
     if not isinstance(data, dict) or data.get("kind") != MANIFEST_KIND or any(k not in data for k in keys):
         raise ConfigError(f"{path} is not a booksum shard manifest")
