@@ -318,9 +318,6 @@ def plan_options(func: F) -> F:
     )(func)
 
 
-BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
-
-
 def json_option(what: str) -> Callable[[F], F]:
     """``--json [FILE]``, the same on every command: ``-`` or no value writes ``what`` to stdout
     instead of the tables; a FILE is written atomically (a FIFO or device as a stream)."""
@@ -334,6 +331,7 @@ def json_file(json_out: Path | None) -> Path | None:
     """The file ``--json`` names (checked writable now, before any work), or None for stdout or none."""
     if json_out is None or str(json_out) == "-":
         return None
+    from booksum_app.books.detect import BOOK_SUFFIXES
     from booksum_app.errors import ConfigError
     from booksum_app.files import check_writable
 

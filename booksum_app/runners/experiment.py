@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from booksum_app.books.detect import BOOK_SUFFIXES
 from booksum_app.config import (
     ADAPTIVE_INITIAL_CONCURRENCY,
     DEFAULT_CHUNK_SIZE,
@@ -46,7 +47,6 @@ from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE, JUDGE_MODES
 from booksum_app.strategies import get_strategy
 from booksum_app.strategies.base import OptionValue
 
-BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
 DEFAULT_STRATEGIES = ("hier", "inc")
 DEFAULT_OUT = Path("booksum-compare")
 DEFAULT_JOBS = 4

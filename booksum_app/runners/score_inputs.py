@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from booksum_app.books.detect import BOOK_SUFFIXES
 from booksum_app.errors import InputError
 from booksum_app.scoring.release import load_json, parse_summaries, summaries_in
 
 TEXT_SUFFIXES = (".txt", ".md")
-BOOK_SUFFIXES = (".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml")
 
 
 def _record_summary(data: Any, *, where: str) -> tuple[str | None, str] | None:
