@@ -102,6 +102,40 @@ def check_writable_dir(path: str | os.PathLike[str]) -> Path:
     return directory
 
 
+def files_in(
+    directory: str | os.PathLike[str], *, suffixes: tuple[str, ...] = (), what: str = "directory"
+) -> list[Path]:
+    """The files directly in ``directory`` (sorted; only those ending in ``suffixes`` when given).
+
+    Every reader of a directory lists it here, so one rule holds for all: a listed symbolic link
+    whose target lies outside the directory is refused, whatever it points at (a file, a folder) (``passwd.txt ->
+    /etc/passwd`` would otherwise be read as a book or a summary and sent to a model); a link
+    that stays inside is read like the file it names. Links are resolved whole (a chain of
+    links that leaves the directory anywhere is refused); a dangling link is no file.
+
+    Raises:
+        InputError: a listed entry is a link out of the directory, or the directory cannot be read.
+    """
+    folder = Path(directory)
+    root = folder.resolve()
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {folder}: {exc.strerror or exc}") from exc
+    files = []
+    for entry in entries:
+        if suffixes and entry.suffix.lower() not in suffixes:
+            continue
+        if entry.is_symlink() and not entry.resolve().is_relative_to(root):
+            raise InputError(
+                f"{entry} is a link out of {what} {folder} (its target lies outside); links are not followed: "
+                "copy the file in, or remove the link"
+            )
+        if entry.is_file():
+            files.append(entry)
+    return files
+
+
 def _temp_beside(target: Path) -> tuple[int, str]:
     """A new file (mode ``FILE_MODE``) beside ``target``, to be renamed onto it: ``(fd, path)``."""
     target.parent.mkdir(parents=True, exist_ok=True)

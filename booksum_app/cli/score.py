@@ -25,6 +25,7 @@ from booksum_app.cli.base import (
     stats_text,
 )
 from booksum_app.cli.model_notes import print_model_notes
+from booksum_app.files import files_in
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 from booksum_app.textsafe import printable
@@ -181,7 +182,7 @@ def _expand_summary_sets(paths: tuple[Path, ...], annotations: tuple[Path, ...])
         return paths
     out: list[Path] = []
     for path in paths:
-        files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+        files = files_in(path, what="scored directory") if path.is_dir() else []
         if files and all(p.suffix.lower() == ".json" for p in files) and all(map(_summary_set, files)):
             out.extend(files)
         else:

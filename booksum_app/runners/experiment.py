@@ -43,6 +43,7 @@ from booksum_app.config import (
     DEFAULT_MAX_SUMMARY_TOKENS,
 )
 from booksum_app.errors import ConfigError
+from booksum_app.files import files_in
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE, JUDGE_MODES
 from booksum_app.strategies import get_strategy
 from booksum_app.strategies.base import OptionValue
@@ -228,7 +229,7 @@ def book_files(paths: Sequence[Path]) -> tuple[Path, ...]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in BOOK_SUFFIXES)
+            found = files_in(path, suffixes=BOOK_SUFFIXES, what="books folder")  # no link out of it
             if not found:
                 raise ConfigError(f"{path} holds no books ({', '.join(BOOK_SUFFIXES)})")
             files.extend(found)

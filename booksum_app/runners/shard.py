@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.errors import ConfigError, InputError
-from booksum_app.files import write_json_atomic
+from booksum_app.files import files_in, write_json_atomic
 from booksum_app.jsonin import read_json
+from booksum_app.prompts import prompt_files
 from booksum_app.runners.experiment import Experiment
 
 MANIFEST = "shard.json"
@@ -68,7 +69,7 @@ def grid_fingerprint(exp: Experiment, judge: str | None) -> str:
     prompts: Any = exp.prompts
     if Path(exp.prompts).is_dir():  # a prompt directory: its files' bytes, not its path
         prompts = sorted((str(p.relative_to(exp.prompts)), hashlib.sha256(p.read_bytes()).hexdigest())
-                         for p in Path(exp.prompts).rglob("*") if p.is_file())
+                         for p in prompt_files(Path(exp.prompts)))
     fields = {
         "strategies": list(exp.strategies), "models": list(exp.models), "chunk_sizes": list(exp.chunk_sizes),
         "G": exp.max_summary_tokens, "judge": judge if exp.use_judge else None, "judge_mode": exp.judge_mode,
@@ -126,7 +127,12 @@ def merge_shards(dirs: Sequence[Path], *, out: Path, books: Sequence[Path], fing
                           "merge all N")
     copied = 0
     for directory in dirs:
-        for source in sorted((Path(directory) / "records").glob("*/*.json")):
+        records = Path(directory) / "records"
+        folders = sorted(p for p in records.iterdir() if p.is_dir()) if records.is_dir() else []
+        for folder in folders:
+            if not folder.resolve().is_relative_to(records.resolve()):
+                raise ConfigError(f"{folder} is a link out of shard {directory}; links are not followed out of it")
+        for source in [f for folder in folders for f in files_in(folder, suffixes=(".json",), what="shard records")]:
             target = Path(out) / "records" / source.parent.name / source.name
             if target.resolve() == source.resolve():
                 continue
