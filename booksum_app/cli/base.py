@@ -170,15 +170,16 @@ class Heartbeat:
 
 
 HEARTBEAT_MIN_S = 0.1  # a smaller interval would flood the log (0 was a busy loop)
+HEARTBEAT_MAX_S = 86_400.0  # a day; threading's wait() overflows near 1e10 s (a traceback in the thread)
 
 
 def heartbeat_interval(raw: str | None) -> float:
-    """``BOOKSUM_HEARTBEAT_S`` as seconds: a finite number of at least a second, else the default."""
+    """``BOOKSUM_HEARTBEAT_S`` as seconds: a finite number clamped to [0.1 s, a day], else the default."""
     try:
         value = float(raw) if raw else HEARTBEAT_S
     except ValueError:
         return HEARTBEAT_S
-    return max(HEARTBEAT_MIN_S, value) if math.isfinite(value) else HEARTBEAT_S
+    return min(HEARTBEAT_MAX_S, max(HEARTBEAT_MIN_S, value)) if math.isfinite(value) else HEARTBEAT_S
 
 
 def _eta_s(snap: Snapshot) -> float | None:
