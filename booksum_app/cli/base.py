@@ -24,6 +24,7 @@ from rich.console import Console
 from booksum_app.config import DEFAULT_TIMEOUT_S, HEARTBEAT_S, MAX_TIMEOUT_S, REASONING_EFFORTS
 from booksum_app.errors import BooksumError
 from booksum_app.jsonin import parse_json_or_none
+from booksum_app.money import usd
 from booksum_app.textsafe import (
     markup_safe as esc,  # outside text: never markup, no control sequences
 )
@@ -121,7 +122,7 @@ def call_printer() -> Callable[[CallRecord], None] | None:
         return None
 
     def show(record: CallRecord) -> None:
-        source = "cache" if record.cache_hit else f"{record.latency_s:.1f}s, ${record.cost_usd:.4f}"
+        source = "cache" if record.cache_hit else f"{record.latency_s:.1f}s, {usd(record.cost_usd, digits=4)}"
         u = record.usage  # prompt-cache reads / writes, when the provider reported any
         cached = f" ({u.cached_input_tokens:,} cached)" if u.cached_input_tokens else ""
         cached += f" ({u.cache_write_input_tokens:,} written to cache)" if u.cache_write_input_tokens else ""
@@ -196,7 +197,7 @@ def stats_text(snap: Snapshot) -> str:
     in_flight_limit = getattr(snap, "limit", 0)  # summarize's adaptive limit; compare shows none
     limit = f" (limit {in_flight_limit})" if in_flight_limit else ""
     return (f"calls {snap.calls} ({snap.cache_hits} cached) · {snap.in_flight} in flight{limit} · "
-            f"{snap.input_tokens:,}+{snap.output_tokens:,} tok · ${snap.cost_usd:.4f}{eta_text}")
+            f"{snap.input_tokens:,}+{snap.output_tokens:,} tok · {usd(snap.cost_usd, digits=4)}{eta_text}")
 
 
 def progress_bar(label: str, count: str, *, running: bool = False) -> Progress:
@@ -230,7 +231,7 @@ def _spent_before(exc: BooksumError) -> str:
         return ""
     wasted = f", {spent.wasted_attempts} of them wasted replies" if spent.wasted_attempts else ""
     where = f"; recorded in {exc.spent_record}" if exc.spent_record is not None else ""
-    return (f" (spent before failing: ${spent.spent_usd:.4f}, {spent.input_tokens:,}+{spent.output_tokens:,} "
+    return (f" (spent before failing: {usd(spent.spent_usd, digits=4)}, {spent.input_tokens:,}+{spent.output_tokens:,} "
             f"tokens{wasted}; answered calls are cached{where})")
 
 
@@ -376,7 +377,7 @@ def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str,
         return
     if live is not None:
         live.stop()
-    click.confirm(f"{what} could cost up to ${cost_usd:.2f} (above --max-plan-cost ${max_plan_cost:.2f}). "
+    click.confirm(f"{what} could cost up to {usd(cost_usd)} (above --max-plan-cost {usd(max_plan_cost)}). "
                   "Run it?", abort=True, err=True)
     if live is not None:
         live.start()

@@ -29,6 +29,7 @@ from booksum_app.cli.base import (
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, LANG_CHOICES
 from booksum_app.errors import BooksumError
+from booksum_app.money import usd
 from booksum_app.prompts import DIRECT_TEMPLATES
 
 if TYPE_CHECKING:
@@ -332,9 +333,9 @@ def _render_plan(plan: GridPlan, *, output: bool = False) -> None:
         name = f"judge ({plan.judge})" if line.name == "judge" else line.name
         cached = f" ({line.cached_input_tokens:,})" if line.cached_input_tokens else ""
         table.add_row(esc(name), f"{line.remaining}", f"{line.calls:,}", f"{line.input_tokens:,}{cached}",
-                      f"{line.output_tokens:,}", f"${line.cost_usd:.2f}")
+                      f"{line.output_tokens:,}", f"{usd(line.cost_usd)}")
     table.add_row("[bold]total[/]", "", f"{plan.calls:,}", f"{plan.input_tokens:,}", f"{plan.output_tokens:,}",
-                  f"[bold]${plan.cost_usd:.2f}[/]")
+                  f"[bold]{usd(plan.cost_usd)}[/]")
     where = console if output else err_console
     (where if where.is_terminal else Console(stderr=not output, width=160)).print(table)
     if plan.judge_replayed_calls:
@@ -386,9 +387,9 @@ def _render_compare(result: CompareResult) -> None:
             score = f"{100 * b.score:.1f} ({100 * (b.ci_low or 0):.1f}–{100 * (b.ci_high or 0):.1f})"
         usage, judge = row.usage, row.judge_usage
         per = row.judge_billed_input_per_sentence  # billed input-token equivalents (docs/scoring.md)
-        judge_cells = [f"${judge.cost_usd:.4f}" if judge.calls or row.kind == "run" else "–", f1(per)]
+        judge_cells = [f"{usd(judge.cost_usd, digits=4)}" if judge.calls or row.kind == "run" else "–", f1(per)]
         cost_cells = [f"{usage.calls} ({usage.cache_hits})", f"{usage.input_tokens:,}", f"{usage.output_tokens:,}",
-                      f"${usage.cost_usd:.4f}", *judge_cells, f"{row.wall_s:.1f}"] \
+                      f"{usd(usage.cost_usd, digits=4)}", *judge_cells, f"{row.wall_s:.1f}"] \
             if row.kind == "run" else (["–"] * 4 + judge_cells + ["–"])
         strategy = f"{row.strategy or '–'}{' ' + row.template if row.template else ''}"
         name = row.model if row.kind == "run" else f"{row.model} (released)" if row.strategy else row.name

@@ -26,6 +26,7 @@ from booksum_app.cli.base import (
 )
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.files import files_in
+from booksum_app.money import usd
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 from booksum_app.textsafe import printable
@@ -118,11 +119,11 @@ def score_command(
     plan = plan_score(list(summaries), settings)
     if plan is not None:  # the judge is paid: say how much at most, and ask above the threshold
         cached = (f" ({plan.cached_input_tokens:,} read from the prompt cache; "
-                  f"${plan.uncached_cost_usd:.2f} if it misses)") if plan.cached_input_tokens else ""
+                  f"{usd(plan.uncached_cost_usd)} if it misses)") if plan.cached_input_tokens else ""
         per = plan.billed_input_per_sentence
         err_console.print(
             f"judge plan ({esc(plan.judge)}, upper bound): {plan.calls:,} calls, {plan.input_tokens:,} in + "
-            f"{plan.output_tokens:,} out tokens, ${plan.cost_usd:.2f}{cached}"
+            f"{plan.output_tokens:,} out tokens, {usd(plan.cost_usd)}{cached}"
             + ("" if per is None else f"; {per:,.0f} billed input tokens per sentence")
             + (f"; {plan.replayed_calls:,} calls answered from the call cache, free" if plan.replayed_calls else ""),
             highlight=False, soft_wrap=True)
@@ -241,7 +242,7 @@ def _render_scores(run: ScoreRun) -> None:
         ("Failure modes (summaries)", failures_cell, any(s.failures and any(s.failures.counts.values())
                                                          for s in run.systems)),
         ("Calls (cached) / cost",
-         lambda s: f"{s.totals.calls} ({s.totals.cache_hits}) / ${s.totals.cost_usd:.4f}", any_calls),
+         lambda s: f"{s.totals.calls} ({s.totals.cache_hits}) / {usd(s.totals.cost_usd, digits=4)}", any_calls),
         # billed input-token equivalents per judged sentence: prompt-cache reads at their price
         ("In/sent.", lambda s: f1(s.totals.billed_input_per_sentence), any_calls),
     ]

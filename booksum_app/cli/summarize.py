@@ -31,6 +31,7 @@ from booksum_app.config import (
     LENGTH_POLICIES,
 )
 from booksum_app.errors import BooksumError
+from booksum_app.money import usd
 from booksum_app.prompts import DIRECT_TEMPLATES
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 from booksum_app.textsafe import printable
@@ -147,7 +148,7 @@ def summarize_command(
             return
         err_console.print(
             f"plan ({esc(spec.info.name)}, {esc(plan.strategy)}, upper bound): {plan.calls:,} calls, "
-            f"{plan.input_tokens:,} in + {plan.output_tokens:,} out tokens, ${plan.cost_usd:.2f}",
+            f"{plan.input_tokens:,} in + {plan.output_tokens:,} out tokens, {usd(plan.cost_usd)}",
             highlight=False, soft_wrap=True)
         confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="This summary", live=bar)
 
@@ -182,7 +183,7 @@ def summarize_command(
     err_console.print(printable(
         f"record: {record_path}  |  {t.calls} calls ({t.cache_hits} cached), "
         f"{t.input_tokens:,} in{f' ({t.cached_input_tokens:,} cached)' if t.cached_input_tokens else ''} + "
-        f"{t.output_tokens:,} out tokens, ${t.spent_usd:.4f}, {t.wall_s:.1f}s  |  "
+        f"{t.output_tokens:,} out tokens, {usd(t.spent_usd, digits=4)}, {t.wall_s:.1f}s  |  "
         f"{record.signature}"), highlight=False, soft_wrap=True, markup=False)
     cut = cut_note(record)  # the record says it per call; the terminal must say it too
     if cut is not None:
