@@ -90,7 +90,7 @@ def summarize_command(
     no_clean: bool, include_front_matter: bool, chapter_aware: bool, per_chapter: bool, length_policy: str | None,
     output: Path | None, max_plan_cost: float, yes: bool, **llm: Any,
 ) -> None:
-    """Summarize BOOK (.epub, .txt, .html, .md; - reads it from standard input) and write the summary and its
+    """Summarize BOOK (.epub, .pdf, .txt, .html, .md; - reads it from standard input) and write the summary and its
     full record."""
 
     from booksum_app.books import Book, open_book
