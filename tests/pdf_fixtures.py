@@ -101,8 +101,8 @@ def write_pdf(path: Path, book: PdfBook) -> Path:
         state["y"] = float(state["y"]) - gap
 
     for n, (title, paragraphs) in enumerate(book.chapters):
-        if n and book.chapter_on_new_page:
-            new_page()
+        if n and book.chapter_on_new_page or float(state["y"]) - 34 < BOTTOM:
+            new_page()  # a title never stands alone at a page's foot, nor heads a page it is not on
         state["chapter"] = title
         key = f"chapter-{n}"
         c.bookmarkHorizontal(key, 0, float(state["y"]) + 20)

@@ -51,6 +51,12 @@ def _read(tmp_path: Path, book: PdfBook, name: str = "book.pdf") -> tuple[list[s
          seed=374, chapters=3)
 @example(outline=True, numbers="bare", at_top=False, chapter_heads=False, break_words=False, new_page=False,
          seed=2670, chapters=4)
+@example(outline=False, numbers="bare", at_top=False, chapter_heads=True, break_words=False, new_page=False,
+         seed=154, chapters=2)  # a LaTeX-style head names the chapter opening at the page's foot
+@example(outline=False, numbers="bare", at_top=False, chapter_heads=False, break_words=False, new_page=True,
+         seed=326, chapters=4)  # a chapter's one-word last line at two pages' feet is no footer
+@example(outline=False, numbers="bare", at_top=False, chapter_heads=False, break_words=False, new_page=False,
+         seed=1522, chapters=2)  # a book of one page: its head is the document's title
 @given(outline=st.booleans(), numbers=st.sampled_from(["bare", "page of", "dashes", None]),
        at_top=st.booleans(), chapter_heads=st.booleans(), break_words=st.booleans(),
        new_page=st.booleans(), seed=st.integers(0, 10_000), chapters=st.integers(2, 4))
@@ -82,6 +88,16 @@ def test_without_an_outline_headings_open_chapters(tmp_path: Path) -> None:
     read = open_book(write_pdf(tmp_path / "b.pdf", sample_book(outline=False, chapter_on_new_page=False)))
     assert [c.title for c in read.chapters] == ["Chapter 1", "Chapter 2", "Chapter 3"]
     assert read.metadata["chapters_from"] == "headings"
+
+
+@pytest.mark.parametrize("outline", [True, False])
+def test_a_contents_page_opens_no_chapter(tmp_path: Path, outline: bool) -> None:
+    chapters = [(f"Chapter {n}", sample_paragraphs(n, count=3)) for n in range(1, 4)]
+    book = PdfBook([("Contents", ["Chapter 1", "Chapter 2", "Chapter 3"]), *chapters], outline=outline,
+                   chapter_heads=True)
+    read = open_book(write_pdf(tmp_path / "b.pdf", book))
+    narrative = [(c.title, [_norm(p) for p in c.paragraphs]) for c in read.chapters if c.narrative]
+    assert narrative == [(t, [_norm(p) for p in ps]) for t, ps in chapters]
 
 
 @pytest.mark.parametrize("line, number", [

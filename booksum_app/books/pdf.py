@@ -223,7 +223,7 @@ def read_pdf(path: Path, *, lang: str | None = None, include_front_matter: bool 
     titles = {" ".join(e.title.split()).lower() for e in entries}
     # with an outline its titles are the headings (a "Chapter 2" in the text may be a cross-reference)
     heading = (lambda line: " ".join(line.split()).lower() in titles) if entries else is_heading
-    pages = strip_page_furniture(lines, is_heading=heading)
+    pages = strip_page_furniture(lines, is_heading=heading, title=title)
     metadata = {"pages": str(count), "chapters_from": "outline" if entries else "headings"}
     if not entries:
         text = blocks_text(page_blocks(pages, is_heading=is_heading))

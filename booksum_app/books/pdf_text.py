@@ -5,10 +5,11 @@ their position, a blank line where the page has a vertical gap, leading spaces w
 starts right of the page's text margin). Three things a printed page carries that the book
 does not:
 
-- **Running heads and footers**: a line among the first or last three lines of a page whose
-  text, digits aside, comes back at the top or bottom of another page ("The Time Machine",
-  "Chapter III 41"). A chapter heading that is also the running head of its chapter stays
-  once, where it opens the chapter (its first appearance in the book).
+- **Running heads and footers**: a line at a page's top or foot set apart from the body by a
+  vertical gap, whose text, digits aside, comes back so at another page ("The Time Machine",
+  "Chapter III 41"); a short last line of a paragraph at a page's foot is never one. A
+  chapter heading that is also the running head of its chapter stays once, where it opens
+  the chapter.
 - **Page numbers**: an edge line that is only a number ("12", "- 12 -", "[12]", "xii"),
   "Page 12", "Page 12 of 300" or "12 / 300".
 - **Line-end hyphens**: "extra-" at the end of a line followed by "ordinary" at the start of
@@ -22,11 +23,13 @@ the next page's first line starts one.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
 SHORT_LINE = 0.7  # a line ending a sentence under this share of a full line's length ends its paragraph
+APART_LINES = 5  # a page's head (number, book, chapter, title) above its first gap: more is body text
 EDGE_LINES = 3  # lines at the top and at the bottom of a page where heads and footers live
 # lower-case Roman numerals only: "xii" numbers a preface's page, "XII" or "I" heads a chapter
 _PAGE_NUMBER = re.compile(
@@ -59,50 +62,90 @@ def edge_lines(lines: Sequence[str]) -> list[int]:
     return _edges(lines)
 
 
+def _set_apart(lines: Sequence[str]) -> set[int]:
+    """The edge lines a blank line (a vertical gap) sets apart from the page's body: those above
+    the first gap and below the last one, at most :data:`APART_LINES` each. A short last line of
+    a paragraph at a page's foot ("extraordinary.") sits against the body and is never one."""
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    apart: set[int] = set()
+    for run in (filled, filled[::-1]):
+        block = []
+        for a, b in itertools.pairwise(run):
+            block.append(a)
+            if abs(b - a) > 1:  # a blank line between them
+                break
+        else:
+            block = []  # no gap at all: nothing is set apart
+        if len(block) <= APART_LINES:
+            apart.update(block)
+    return apart
+
+
 def _edges(lines: Sequence[str]) -> list[int]:
     filled = [i for i, line in enumerate(lines) if line.strip()]
     return sorted(set(filled[:EDGE_LINES] + filled[-EDGE_LINES:]))
 
 
 def strip_page_furniture(
-    pages: Sequence[Sequence[str]], *, is_heading: Callable[[str], bool] = lambda line: False
+    pages: Sequence[Sequence[str]], *, is_heading: Callable[[str], bool] = lambda line: False,
+    title: str = "",
 ) -> list[list[str]]:
     """Each page's lines without running heads, footers and page numbers (blank lines kept).
 
-    ``is_heading(line)`` says which lines may open a chapter. A heading at a page's edge is a
-    running head when the same heading, digits included, came before anywhere in the book or
-    stands inside a page anywhere ("Chapter 2" above the pages of chapter 2, and above the page
-    where it opens mid-page); else its first appearance opens the chapter and is kept. Any other
-    edge line is furniture when it comes back, digits aside, at the edge of another page.
+    ``title`` (the document's own, from its information) is a running head wherever it stands
+    set apart at a page's edge, even in a book of one page.
+
+    ``is_heading(line)`` says which lines may open a chapter. A heading opens its chapter once:
+    at its first appearance below the top three lines of a page (the chapter opening mid-page,
+    or at a page's foot), else at its first appearance; at a page's edge anywhere else it is a
+    running head ("Chapter 2" above the pages of chapter 2, and above the page where it opens,
+    as LaTeX heads a page with its last chapter). Any other edge line is furniture when it comes
+    back, digits aside, at the edge of another page.
     """
     seen_on: Counter[str] = Counter()
-    for lines in pages:
-        keys = {head_key(lines[i]) for i in _edges(lines) if len(lines[i].strip()) <= 100}
-        seen_on.update(keys)
+    apart = [_set_apart(lines) for lines in pages]
+    for lines, edges in zip(pages, apart, strict=True):
+        seen_on.update({head_key(lines[i]) for i in edges if len(lines[i].strip()) <= 100})
     repeated = {key for key, count in seen_on.items() if count >= 2}
-    # a heading standing inside a page somewhere is where its chapter opens: at an edge it is a head
-    headings_seen: set[str] = set()
-    for lines in pages:
-        edges = set(_edges(lines))
-        headings_seen.update(" ".join(line.split()).lower() for i, line in enumerate(lines)
-                             if i not in edges and line.strip() and is_heading(line.strip()))
+    if title.strip():
+        repeated.add(head_key(title))
+    openings = _heading_openings(pages, is_heading)
     out: list[list[str]] = []
-    for lines in pages:
+    for p, lines in enumerate(pages):
         edges = set(_edges(lines))
         kept: list[str] = []
         for i, raw in enumerate(lines):
             line = raw.strip()
-            heading = bool(line) and is_heading(line)
-            key = " ".join(line.split()).lower()
-            doomed = i in edges and (
-                is_page_number(line)
-                or (key in headings_seen if heading else head_key(line) in repeated)
-            )
-            if heading:
-                headings_seen.add(key)
+            if line and is_heading(line):  # a heading is a head only where it does not open its chapter
+                doomed = (i in edges or i in apart[p]) and openings.get(" ".join(line.split()).lower()) != (p, i)
+            else:
+                doomed = (i in edges and is_page_number(line)) or (i in apart[p] and head_key(line) in repeated)
             kept.append("" if doomed else raw)
         out.append(kept)
     return out
+
+
+def _heading_openings(
+    pages: Sequence[Sequence[str]], is_heading: Callable[[str], bool]
+) -> dict[str, tuple[int, int]]:
+    """Where each heading opens its chapter, as (page, line): its first appearance below the top
+    of a page (a running head sits at the top, above a chapter opening mid-page or at the foot),
+    else its first appearance. A page with three different headings or more is a table of
+    contents: its lines open nothing."""
+    first: dict[str, tuple[int, int]] = {}
+    below_top: dict[str, tuple[int, int]] = {}
+    for p, lines in enumerate(pages):
+        filled = [i for i, line in enumerate(lines) if line.strip()]
+        headings = [i for i in filled if is_heading(lines[i].strip())]
+        if len({" ".join(lines[i].split()).lower() for i in headings}) >= 3:
+            continue
+        top = set(filled[:EDGE_LINES])
+        for i in headings:
+            key = " ".join(lines[i].split()).lower()
+            first.setdefault(key, (p, i))
+            if i not in top:
+                below_top.setdefault(key, (p, i))
+    return {**first, **below_top}
 
 
 def _visible(line: str) -> str:
