@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from typing import TypeGuard
+
 DEFAULT_CHUNK_SIZE = 2048  # tokens per chunk (BooookScore §5)
 DEFAULT_MAX_SUMMARY_TOKENS = 900  # G: the final summary's token budget (BooookScore §5)
 DEFAULT_TEMPERATURE = 0.5  # summarization calls (BooookScore §5)
@@ -29,6 +32,24 @@ ADAPTIVE_INITIAL_CONCURRENCY = 128  # a hosted API's first burst
 # back, so the first burst is small and slow start doubles it per window while answers keep pace
 SERVER_INITIAL_CONCURRENCY = 16
 ADAPTIVE_MAX_CONCURRENCY = 512  # War and Peace's 370 leaves at once; threads and sockets stay few hundred
+
+# a price past this (USD per million tokens) is a typo or a hostile table: the dearest model lists
+# a few hundred, and 1e308 made every cost print as "$inf"
+MAX_PRICE_USD_PER_MTOK = 10_000.0
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    """Whether a value read from JSON or TOML is an integer: ``true`` is not, though Python's
+    ``bool`` is an ``int`` (``context_window = true`` must not be a window of one token)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_price(value: object) -> bool:
+    """Whether a value read from a config or model table is a price: a number (not a bool),
+    finite, from 0 to :data:`MAX_PRICE_USD_PER_MTOK`."""
+    return (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+            and 0 <= value <= MAX_PRICE_USD_PER_MTOK)
+
 
 ENV_MODEL = "BOOKSUM_MODEL"  # default model string
 ENV_JUDGE = "BOOKSUM_JUDGE"  # BooookScore judge model string (no default: a judge is chosen on purpose)

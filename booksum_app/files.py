@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -80,7 +81,7 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
         return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=target.parent)
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".probe", dir=target.parent)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
@@ -101,10 +102,45 @@ def check_writable_dir(path: str | os.PathLike[str]) -> Path:
     return directory
 
 
+def files_in(
+    directory: str | os.PathLike[str], *, suffixes: tuple[str, ...] = (), what: str = "directory"
+) -> list[Path]:
+    """The files directly in ``directory`` (sorted; only those ending in ``suffixes`` when given).
+
+    Every reader of a directory lists it here, so one rule holds for all: a listed symbolic link
+    whose target lies outside the directory is refused, whatever it points at (a file, a folder) (``passwd.txt ->
+    /etc/passwd`` would otherwise be read as a book or a summary and sent to a model); a link
+    that stays inside is read like the file it names. Links are resolved whole (a chain of
+    links that leaves the directory anywhere is refused); a dangling link is no file.
+
+    Raises:
+        InputError: a listed entry is a link out of the directory, or the directory cannot be read.
+    """
+    folder = Path(directory)
+    root = folder.resolve()
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {folder}: {exc.strerror or exc}") from exc
+    files = []
+    for entry in entries:
+        if suffixes and entry.suffix.lower() not in suffixes:
+            continue
+        if entry.is_symlink() and not entry.resolve().is_relative_to(root):
+            raise InputError(
+                f"{entry} is a link out of {what} {folder} (its target lies outside); links are not followed: "
+                "copy the file in, or remove the link"
+            )
+        if entry.is_file():
+            files.append(entry)
+    return files
+
+
 def _temp_beside(target: Path) -> tuple[int, str]:
     """A new file (mode ``FILE_MODE``) beside ``target``, to be renamed onto it: ``(fd, path)``."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    # the pid in the name tells a later run whether its writer is still alive (:func:`recover_interrupted`)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, FILE_MODE)
     except BaseException:
@@ -174,33 +210,130 @@ def atomic_write_texts(files: Mapping[Path, str]) -> list[Path]:
     """Write several files so that they appear together or not at all (e.g. a summary and its record).
 
     Every file is written to a temporary file first (a full disk fails here, before any target
-    changes); then all are renamed. Targets are checked first, so a rename can only fail for
-    reasons outside booksum (the directory vanished between two calls). Streams among the
-    targets (:func:`is_stream`) are written after the renames, in place.
+    changes). Then a journal naming the temporary files and their targets is written (itself
+    atomically) beside the first target, and the targets are swapped in this order: the old
+    targets but the first are removed, the first is replaced, the others are renamed in; the
+    journal is removed last. A reader looking at the targets at any moment therefore sees files
+    of one run only, the old run's or the new one's, never a new summary beside an old record;
+    a kill between two steps leaves the journal, and the next write to these targets
+    (:func:`recover_interrupted`) finishes the swap from it. Targets are checked first, so a
+    rename can only fail for reasons outside booksum. Streams among the targets
+    (:func:`is_stream`) are written after the swap, in place.
 
     Raises:
-        InputError: a target cannot be written; no target was changed.
+        InputError: a target cannot be written; the message says whether any target changed.
     """
     targets = [check_writable(p) for p in files]
+    recover_interrupted(targets)
     temps: list[tuple[str, Path]] = []
     streams = [(t, text) for t, text in zip(targets, files.values(), strict=True) if is_stream(t)]
-    replaced = 0
+    journal: Path | None = None
+    swapping = False
     try:
         for target, text in zip(targets, files.values(), strict=True):
             if not is_stream(target):
                 temps.append((_write_temp(target, text), target))
-        for tmp, target in temps:
-            os.replace(tmp, target)
-            replaced += 1
+        if len(temps) > 1:
+            journal = _write_journal(temps)
+        swapping = True
+        _swap_in(temps)
+        if journal is not None:
+            journal.unlink()
         for target, text in streams:
             _write_stream(target, text)
     except OSError as exc:
-        done = "nothing was written" if replaced == 0 else f"only {replaced} of {len(targets)} files were replaced"
+        done = "nothing was written"
+        if swapping:
+            done = "the swap is unfinished; the next write to these files finishes it"
+            if journal is not None:
+                temps = []  # the journal and its temporary files are what finishes it
+        elif journal is not None:
+            journal.unlink(missing_ok=True)
         raise InputError(f"cannot write {exc.filename or 'output'}: {exc.strerror or exc}; {done}") from exc
     finally:
         for tmp, _ in temps:
             Path(tmp).unlink(missing_ok=True)
     return targets
+
+
+_JOURNAL = ".booksum-swap"
+_OWNED = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]*\.(?:tmp|probe|booksum-swap)$")
+
+
+def _write_journal(temps: list[tuple[str, Path]]) -> Path:
+    """The swap's journal beside the first target, written atomically: present means complete."""
+    first = temps[0][1]
+    journal = first.with_name(f".{first.name}.{os.getpid()}.journal{_JOURNAL}")
+    body = json_text({"swap": [[tmp, str(target)] for tmp, target in temps]})
+    tmp = _write_temp(journal, body)
+    os.replace(tmp, journal)
+    return journal
+
+
+def _swap_in(temps: list[tuple[str, Path]]) -> None:
+    """Rename the (still present) temporary files onto their targets so that the targets present
+    at any moment are all old or all new: the old ones but the first go, the first is replaced."""
+    pending = [(tmp, target) for tmp, target in temps if os.path.exists(tmp)]
+    for _, target in pending[1:]:
+        target.unlink(missing_ok=True)
+    for tmp, target in pending:
+        os.replace(tmp, target)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def recover_interrupted(targets: list[Path]) -> None:
+    """Finish what a killed writer of these targets left (same host): a swap whose journal is
+    present is completed from it; its lone temporary and probe files (killed before the journal)
+    are removed.
+
+    Only files of writers whose process is gone are touched: a live writer's files are its own.
+    """
+    directories = {t.parent for t in targets if not is_stream(t)}
+    names = {t.name for t in targets}
+    for directory in directories:
+        try:
+            entries = list(directory.iterdir())
+        except OSError:
+            continue
+        owned = [(e, m) for e in entries if (m := _OWNED.match(e.name)) and _owner(m["name"]) in names]
+        for entry, match in owned:  # journals first: their temporary files finish the swap
+            if entry.name.endswith(_JOURNAL) and not _alive(int(match["pid"])):
+                _finish_swap(entry)
+        for entry, match in owned:
+            if entry.name.endswith((".tmp", ".probe")) and not _alive(int(match["pid"])):
+                entry.unlink(missing_ok=True)
+
+
+def _owner(name: str) -> str:
+    """The target a temporary file is for: a journal's own temporary file is the journal's target's."""
+    inner = _OWNED.match(name)
+    return inner["name"] if inner else name
+
+
+def _finish_swap(journal: Path) -> None:
+    from booksum_app.jsonin import parse_json_or_none
+
+    try:
+        data = parse_json_or_none(journal.read_bytes())
+    except OSError:
+        return
+    pairs = data.get("swap") if isinstance(data, dict) else None
+    if isinstance(pairs, list) and all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p) for p in pairs
+    ):
+        _swap_in([(tmp, Path(target)) for tmp, target in pairs])
+    journal.unlink(missing_ok=True)
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:

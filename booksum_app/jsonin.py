@@ -1,74 +1,104 @@
-"""JSON from outside (summaries, annotations, references, records, datasets) read into one-line errors.
+"""JSON from outside (summaries, annotations, references, records, datasets, manifests, replies)
+read into one-line errors.
 
-Every way such a file can fail to be JSON ends in :class:`~booksum_app.errors.InputError`
-with one line that names the file: missing, a directory, not UTF-8, not valid JSON, and
-nested too deeply for the parser (``[[[[...]]]]`` 100,000 levels deep makes Python's ``json``
-raise ``RecursionError``, which is not a ``ValueError`` and would otherwise be a traceback).
+Every way such a text can fail to be JSON booksum trusts ends in
+:class:`~booksum_app.errors.InputError` (exit 2) with one line that names it:
+
+- missing, a directory, not UTF-8, not valid JSON;
+- nested too deeply for the parser (``[[[[...]]]]`` 100,000 levels deep makes Python's
+  ``json`` raise ``RecursionError``, which is not a ``ValueError``);
+- an object holding one key twice (``{"n": 1, "n": 2}``): Python keeps the last value
+  silently, another reader the first, so the text has no one meaning and is refused;
+- a number that is not a finite float (``1e999``, ``NaN``, ``Infinity``) or an integer
+  of more digits than Python converts (4,300): both would reach a count or a price as
+  ``inf``/``nan`` or a ``ValueError`` traceback.
+
+This module is the only place booksum calls ``json.loads``; ruff's banned-API rule (TID251,
+``pyproject.toml``) fails any other call.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
-from booksum_app.errors import InputError
+from booksum_app.errors import BooksumError, InputError
 
 
 class _Refused(ValueError):
-    """What the strict hooks raise: a value standard JSON does not allow, said in words."""
+    """A JSON text that parses but that booksum does not take (duplicate key, non-finite number)."""
 
 
-def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for key, value in pairs:
-        if key in seen:
-            raise _Refused(f"the key {key[:80]!r} appears twice in one object")
-        seen[key] = value
-    return seen
+        if key in out:
+            raise _Refused(f"holds the key {key[:60]!r} twice in one object")
+        out[key] = value
+    return out
 
 
-def _no_constant(name: str) -> Any:
-    raise _Refused(f"{name} is not a JSON number")
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"holds the number {text[:40]}, too large for a float")
+    return value
 
 
-def parse_json(text: str | bytes, *, where: str, unique_keys: bool = False, standard_numbers: bool = False) -> Any:
+def _constant(name: str) -> float:
+    raise _Refused(f"holds {name}, which is not a JSON number")
+
+
+def parse_json(
+    text: str | bytes, *, where: str, error: type[BooksumError] = InputError, allow_nonfinite: bool = False
+) -> Any:
     """``text`` parsed as JSON; ``where`` names it in the error ("annotations file x.json").
 
-    Two checks refuse what Python's parser lets through and standard JSON does not allow:
-    ``unique_keys``, a key twice in one object (Python keeps the last, so two readers of the
-    same text could see two different values); ``standard_numbers``, ``NaN`` and ``Infinity``
-    (a reader that range-checks its fields can leave them to that check, which names the field).
+    ``error`` is the class raised (``InputError`` for files; the call layer passes
+    ``TransientModelError`` for a server's reply, which is retried and then exits 4).
+    ``allow_nonfinite`` lets NaN/Infinity through, for a reader whose range check names the field.
 
     Raises:
-        InputError: not valid JSON, nested too deeply to parse, a number too long to read
-            (Python refuses integers of more than 4,300 digits), or what a check refuses.
+        InputError: (or ``error``) not valid JSON, not UTF-8, nested too deeply, a duplicate
+            key, a non-finite number, or an integer too long to convert.
     """
-    hooks: dict[str, Any] = {}
-    if unique_keys:
-        hooks["object_pairs_hook"] = _unique_object
-    if standard_numbers:
-        hooks["parse_constant"] = _no_constant
+    is_file = error is InputError
+    numbers: dict[str, Any] = {} if allow_nonfinite else {"parse_float": _finite, "parse_constant": _constant}
     try:
-        return json.loads(text, **hooks)
+        return json.loads(text, object_pairs_hook=_no_duplicates, **numbers)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+        raise error(f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
     except UnicodeDecodeError as exc:
-        raise InputError(f"{where} is not UTF-8 text; pass a JSON file") from exc
+        raise error(f"{where} is not UTF-8 text" + ("; pass a JSON file" if is_file else "")) from exc
     except RecursionError as exc:
-        raise InputError(f"{where} is nested too deeply to be read as JSON; it cannot be a booksum input") from exc
+        why = "; it cannot be a booksum input" if is_file else ""
+        raise error(f"{where} is nested too deeply to be read as JSON{why}") from exc
     except _Refused as exc:
-        raise InputError(f"{where} is not standard JSON: {exc}") from exc
-    except ValueError as exc:  # an integer past Python's digit limit: not a JSONDecodeError
-        raise InputError(f"{where} holds a number too long to read as JSON") from exc
+        raise error(f"{where} {exc}; it cannot be read as one value") from exc
+    except ValueError as exc:  # an integer past Python's int-conversion limit (4,300 digits)
+        raise error(f"{where} holds a number too long to read as JSON") from exc
+
+
+def parse_json_or_none(text: str | bytes) -> Any:
+    """``text`` parsed as :func:`parse_json` does, or None when it is not JSON booksum takes.
+
+    For text that is JSON only sometimes (a model's answer, a probe's reply): whatever
+    :func:`parse_json` refuses is "no JSON here", never an exception.
+    """
+    try:
+        return parse_json(text, where="text")
+    except InputError:
+        return None
 
 
 def read_json(path: str | Path, *, what: str) -> Any:
     """The JSON value in the file at ``path``; ``what`` says what the file is ("summaries").
 
     Raises:
-        InputError: the file is missing, a directory, unreadable, not UTF-8, not JSON, or
-            nested too deeply.
+        InputError: the file is missing, a directory, unreadable, not UTF-8, or not JSON
+            booksum takes (:func:`parse_json`).
     """
     path = Path(path)
     try:
@@ -84,4 +114,4 @@ def read_json(path: str | Path, *, what: str) -> Any:
     return parse_json(text, where=f"{what} file {path}")
 
 
-__all__ = ["parse_json", "read_json"]
+__all__ = ["parse_json", "parse_json_or_none", "read_json"]

@@ -187,7 +187,7 @@ def test_markdown_without_headings_is_one_chapter(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "data", "fragment"),
     [
-        ("book.pdf", b"%PDF-1.7\n...", "PDF is not supported"),
+        ("book.pdf", b"%PDF-1.7\n...", "not a readable PDF"),
         ("book.docx", b"PK\x03\x04rest", "Word files are not supported"),
         ("book.xyz", b"some words", "unknown book format '.xyz'"),
         ("book", b"some words", "unknown book format 'no extension'"),

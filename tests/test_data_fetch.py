@@ -6,6 +6,7 @@ import hashlib
 import http.server
 import json
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ class _Server:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.cut: set[str] = set()
+        self.drip: set[str] = set()  # paths sent a byte every 50 ms
         self.requests: list[str] = []
         server = self
 
@@ -43,6 +45,15 @@ class _Server:
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                if self.path.lstrip("/") in server.drip:
+                    for byte in body:
+                        try:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                        except OSError:  # the client gave up
+                            return
+                        time.sleep(0.05)
+                    return
                 if self.path.lstrip("/") in server.cut:
                     self.wfile.write(body[: len(body) // 2])
                     self.wfile.flush()
@@ -127,7 +138,7 @@ def test_fetch_refuses_a_bad_checksum_and_keeps_nothing(server: _Server, tmp_pat
     manifest = _manifest(server, corrupt="rel/summaries/a.json")
     with pytest.raises(BooksumError, match=r"refused .*a\.json: expected .* SHA-256 .*nothing was kept"):
         fetch("release", env, manifest=manifest, workers=1)
-    assert not (tmp_path / "data" / "data" / "release" / "summaries" / "a.json").exists()
+    assert not list((tmp_path / "data").rglob("a.json"))
     assert not _leftovers(tmp_path)
 
 
@@ -217,3 +228,27 @@ def test_cli_path_and_fetch(server: _Server, tmp_path: Path, monkeypatch: pytest
     assert fetched.stdout.strip() == str(where)
     assert runner.invoke(cli, ["data", "path", "release"]).stdout.strip() == str(where)
     assert json.loads((where / "summaries" / "a.json").read_text()) == {"book.epub": "A summary."}
+
+
+def test_a_dripping_server_is_cut_off_at_the_download_bound(
+    server: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each read arrives well within the socket timeout, so only a bound on the whole download ends it."""
+    from booksum_app.runners import data
+
+    monkeypatch.setattr(data, "MIN_BOUND_S", 0.5)
+    manifest = _manifest(server)
+    server.drip.add("rel/summaries/a.json")
+    start = time.monotonic()
+    with pytest.raises(BooksumError, match=r"after 0 s, slower than 32 KiB/s") as caught:
+        fetch("release", {ENV_DATA_DIR: str(tmp_path / "data")}, manifest=manifest)
+    assert time.monotonic() - start < 3, "cut at the bound, not after the whole drip"
+    assert "\n" not in str(caught.value) and not _leftovers(tmp_path)
+    assert not list((tmp_path / "data").rglob("a.json"))
+
+
+def test_the_download_bound_grows_with_the_file() -> None:
+    from booksum_app.runners.data import MIN_BOUND_S, MIN_BYTES_PER_S, download_bound_s
+
+    assert download_bound_s(10) == MIN_BOUND_S
+    assert download_bound_s(100 * MIN_BYTES_PER_S * 60) == 6000

@@ -1,4 +1,4 @@
-"""Books: read .epub, .txt, .html and .md files into ``Book`` values.
+"""Books: read .epub, .pdf, .txt, .html and .md files into ``Book`` values.
 
 ``open_book(path)`` detects the format; each reader flags front/back matter as
 non-narrative (see ``matter.py``) and refuses malformed, hostile, DRM-protected or

@@ -11,6 +11,7 @@ from booksum_app.books.epub import read_epub
 from booksum_app.books.html import read_html
 from booksum_app.books.markdown import read_markdown
 from booksum_app.books.model import Book
+from booksum_app.books.pdf import read_pdf
 from booksum_app.books.text import read_text
 from booksum_app.errors import BookFormatError
 
@@ -23,10 +24,9 @@ _EXTENSIONS = {
     ".xhtml": "html",
     ".md": "md",
     ".markdown": "md",
+    ".pdf": "pdf",
 }
-BOOK_SUFFIXES = tuple(_EXTENSIONS)  # what a folder of books is read for (books/folder.py)
 _UNSUPPORTED = {
-    ".pdf": "PDF",
     ".mobi": "Kindle MOBI",
     ".azw": "Kindle AZW",
     ".azw3": "Kindle AZW3",
@@ -39,11 +39,12 @@ _UNSUPPORTED = {
     ".djvu": "DjVu",
     ".cbz": "comic book archive",
 }
-_SUPPORTED = "supported formats: .epub, .txt, .html, .md"
+BOOK_SUFFIXES = tuple(_EXTENSIONS)  # what a folder of books is read for (compare, score --source)
+_SUPPORTED = "supported formats: .epub, .pdf, .txt, .html, .md"
 
 
 def sniff_format(path: Path, head: bytes) -> str:
-    """The reader to use ("epub", "txt", "html", "md") from leading bytes and extension.
+    """The reader to use ("epub", "pdf", "txt", "html", "md") from leading bytes and extension.
 
     Raises:
         BookFormatError: the format is not supported.
@@ -51,10 +52,8 @@ def sniff_format(path: Path, head: bytes) -> str:
     ext = path.suffix.lower()
     if head.startswith((b"PK\x03\x04", b"PK\x05\x06")) and ext not in (".docx", ".odt", ".cbz"):
         return "epub"  # any zip we are asked to read must be an EPUB; read_epub says if not
-    if head.startswith(b"%PDF"):
-        raise BookFormatError(
-            f"{path.name}: PDF is not supported; convert it to EPUB or text ({_SUPPORTED})"
-        )
+    if head.startswith(b"%PDF") or (b"%PDF-" in head[:1024] and ext == ".pdf"):
+        return "pdf"  # the header may follow up to 1 KiB of junk (ISO 32000-1, 7.5.2 note)
     if head[60:68] in (b"BOOKMOBI", b"TEXtREAd"):
         raise BookFormatError(
             f"{path.name}: Kindle/MOBI is not supported; convert it to EPUB, e.g. with Calibre"
@@ -85,8 +84,8 @@ def sniff_suffix(head: bytes) -> str:
 
     A zip is an EPUB, a document opening with ``<html``/``<!doctype html`` is HTML, text with
     an ATX heading line (``# Title``) or YAML front matter naming a title or author is
-    Markdown, anything else plain text (whose own readers refuse binary data). PDF and MOBI
-    keep their signatures so :func:`sniff_format` refuses them by name.
+    Markdown, anything else plain text (whose own readers refuse binary data). A PDF is a PDF;
+    MOBI keeps its signature so :func:`sniff_format` refuses it by name.
     """
     if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
         return ".epub"
@@ -105,7 +104,7 @@ def sniff_suffix(head: bytes) -> str:
 def open_book(
     path: str | os.PathLike[str], *, lang: str | None = None, include_front_matter: bool = False
 ) -> Book:
-    """Read a book file (.epub, .txt, .html, .md) into a Book.
+    """Read a book file (.epub, .pdf, .txt, .html, .md) into a Book.
 
     Args:
         path: the book file; its format is detected from content, then extension.
@@ -115,7 +114,7 @@ def open_book(
 
     Raises:
         BookFormatError: unreadable, unsupported, malformed, hostile or empty file.
-        DRMProtectedError: an encrypted (DRM) epub.
+        DRMProtectedError: an encrypted (DRM) epub or an encrypted PDF.
     """
     p = Path(path)
     if not p.exists():
@@ -134,6 +133,7 @@ def open_book(
         "txt": read_text,
         "html": read_html,
         "md": read_markdown,
+        "pdf": read_pdf,
     }
     reader = readers[sniff_format(p, head)]
     return reader(p, lang=lang, include_front_matter=include_front_matter)

@@ -253,7 +253,7 @@ def _decode_utf16_without_bom(data: bytes, name: str) -> tuple[str, str]:
             return text, encoding
     raise BookFormatError(
         f"{name}: looks like a binary file, not text (it contains NUL bytes); "
-        "give booksum an .epub, .txt, .html or .md book"
+        "give booksum an .epub, .pdf, .txt, .html or .md book"
     )
 
 
@@ -282,6 +282,6 @@ def _check_not_binary(text: str, name: str) -> str:
     if _too_many_controls(text):
         raise BookFormatError(
             f"{name}: looks like a binary file, not text (many control characters); "
-            "give booksum an .epub, .txt, .html or .md book"
+            "give booksum an .epub, .pdf, .txt, .html or .md book"
         )
     return text

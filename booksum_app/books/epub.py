@@ -27,8 +27,10 @@ applied to fonts is harmless and accepted.
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -257,7 +259,14 @@ def _read_navigation(
 
 
 def _walk_nav_list(el: etree._Element, base: str, parent: int | None, out: list[_NavEntry]) -> None:
-    for child in el:
+    """The entries of a nav's lists, depth first; a stack, not recursion: any depth is read."""
+    stack: list[tuple[Iterator[etree._Element], int | None]] = [(iter(el), parent)]
+    while stack:
+        children, parent = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            continue
         tag = localname(child)
         if tag == "li":
             link = next((c for c in child if localname(c) in ("a", "span")), None)
@@ -267,21 +276,27 @@ def _walk_nav_list(el: etree._Element, base: str, parent: int | None, out: list[
                 path, frag = join_href(base, link.get("href", "")) if link.get("href") else ("", "")
                 out.append(_NavEntry(label, path, frag, parent))
                 index = len(out) - 1
-            for sub in child:
-                if localname(sub) == "ol":
-                    _walk_nav_list(sub, base, index, out)
+            subs = [sub for sub in child if localname(sub) == "ol"]
+            stack.append((itertools.chain.from_iterable(subs), index))
         elif tag in ("ol", "div"):
-            _walk_nav_list(child, base, parent, out)
+            stack.append((iter(child), parent))
 
 
 def _walk_ncx(el: etree._Element, base: str, parent: int | None, out: list[_NavEntry]) -> None:
-    for point in el.iterchildren(f"{{{NCX_NS}}}navPoint"):
+    """The navPoints of an NCX map, depth first, with a stack."""
+    stack: list[tuple[Iterator[etree._Element], int | None]] = [(el.iterchildren(f"{{{NCX_NS}}}navPoint"), parent)]
+    while stack:
+        points, parent = stack[-1]
+        point = next(points, None)
+        if point is None:
+            stack.pop()
+            continue
         text = point.find(f"{{{NCX_NS}}}navLabel/{{{NCX_NS}}}text")
         content = point.find(f"{{{NCX_NS}}}content")
         label = clean_text("".join(text.itertext())) if text is not None else ""
         path, frag = join_href(base, content.get("src", "")) if content is not None else ("", "")
         out.append(_NavEntry(label, path, frag, parent))
-        _walk_ncx(point, base, len(out) - 1, out)
+        stack.append((point.iterchildren(f"{{{NCX_NS}}}navPoint"), len(out) - 1))
 
 
 # ---- spine -----------------------------------------------------------------

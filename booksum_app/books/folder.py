@@ -22,6 +22,7 @@ from pathlib import Path
 
 from booksum_app.books.detect import BOOK_SUFFIXES
 from booksum_app.errors import ConfigError
+from booksum_app.files import files_in
 
 # the notes a folder carries beside its contents (GitHub's and Debian's usual names, any case),
 # with or without a suffix: README, README.md, LICENSE.txt, CHANGELOG.markdown, NOTES.txt ...
@@ -64,25 +65,13 @@ def books_in(directory: str | os.PathLike[str]) -> BookFolder:
     """The book files of ``directory`` (not its subfolders) under the rule of this module.
 
     Raises:
-        ConfigError: a link in it leads out of it.
+        InputError: a link in it leads out of it, or it cannot be read.
     """
     folder = Path(directory)
-    root = folder.resolve()
     books: list[Path] = []
     skipped: list[Path] = []
-    for entry in sorted(folder.iterdir()):
-        if entry.is_dir():
-            continue  # a folder's subfolders are not read (they are not counted as skipped files either)
-        if book_kind(entry) is not None:
-            skipped.append(entry)
-            continue
-        if entry.is_symlink() and not entry.resolve().is_relative_to(root):
-            raise ConfigError(
-                f"{entry} is a link to a file outside {folder}; a books folder's links are not followed out of "
-                "it: copy the book in, or remove the link"
-            )
-        if entry.is_file():
-            books.append(entry)
+    for entry in files_in(folder, what="books folder"):  # the one listing rule: no link out of the folder
+        (skipped if book_kind(entry) is not None else books).append(entry)
     return BookFolder(folder, tuple(books), tuple(skipped))
 
 

@@ -10,6 +10,9 @@ parentheses included), images (dropped), inline code (kept as text), raw HTML
 (``<script>``, ``<style>`` and ``<template>`` bodies and HTML comments are dropped whole, as
 the HTML reader does; other tags are stripped, their text kept), footnote references and
 definitions; list items, blockquote paragraphs, table rows and code blocks are paragraphs.
+Blockquotes and lists are read to any depth up to the parser's :data:`MAX_NESTING` levels
+(197 nested blockquotes, 98 nested lists); a book nested deeper is refused with one line,
+never read with its deepest text missing.
 """
 
 from __future__ import annotations
@@ -18,18 +21,26 @@ import re
 from pathlib import Path
 from typing import Any
 
+from lxml import etree
+from lxml import html as lxml_html
+
 from booksum_app.books.encoding import decode_text
 from booksum_app.books.language import detect_language
+from booksum_app.books.markup import extract_segments, is_hidden, parse_html
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter
 from booksum_app.books.text import join_lines, read_book_bytes
+from booksum_app.errors import BookFormatError
 
+MAX_NESTING = 200  # markdown-it's block nesting levels (a list takes two: the list and its item)
 _FENCE = re.compile(r"^(```|~~~)")
 _FOOTDEF = re.compile(r"^\[\^[^\]]+\]:")
 _FOOTREF = re.compile(r"\[\^[^\]\s]+\]")  # footnote references: not part of CommonMark, dropped
 _TAG = re.compile(r"<[^>\n]+>")
+_OPEN_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9-]*)\b")
+_CLOSE_TAG = re.compile(r"</([A-Za-z][A-Za-z0-9-]*)\s*>")
 _RAW_ELEMENT = re.compile(
-    r"<(script|style|template)\b[^>]*>.*?(?:</\1\s*>|\Z)|<!--.*?(?:-->|\Z)",
+    r"<(script|style|template|noscript)\b[^>]*>.*?(?:</\1\s*>|\Z)|<!--.*?(?:-->|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
 
@@ -87,28 +98,88 @@ def _parser() -> Any:
     from markdown_it import MarkdownIt
 
     # CommonMark, plus the GFM tables and strikethrough books written in Markdown use
-    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    # the preset's limit (20) drops a 20-deep blockquote's or a 10-deep list's text without a word
+    md.options["maxNesting"] = MAX_NESTING
+    return md
 
 
 def _inline_text(token: Any) -> str:
-    """The words of an inline token: markup dropped, link text kept, images and raw HTML dropped."""
+    """The words of an inline token: markup dropped, link text kept, images and raw HTML dropped,
+    and the text inside inline HTML that hides it (``<span hidden>``, ``style="display:none"``)."""
     parts: list[str] = []
+    hidden: list[str] = []  # the open hiding tags, innermost last
     for child in token.children or ():
-        if child.type in ("text", "code_inline"):
+        if child.type == "html_inline":
+            _track_hiding(child.content, hidden)
+        elif hidden:
+            continue
+        elif child.type in ("text", "code_inline"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             parts.append("\n")
     return _FOOTREF.sub("", join_lines([line.strip() for line in "".join(parts).split("\n")]))
 
 
-def _parse(lines: list[str]) -> list[tuple[int, str, list[str], int]]:
+def _track_hiding(tag: str, hidden: list[str]) -> None:
+    """Update the open hiding tags with one inline HTML tag."""
+    closing = _CLOSE_TAG.match(tag)
+    if closing:
+        if hidden and hidden[-1] == closing.group(1).lower():
+            hidden.pop()
+        return
+    opening = _OPEN_TAG.match(tag)
+    if opening is None or tag.rstrip().endswith("/>"):
+        return
+    name = opening.group(1).lower()
+    if hidden and name == hidden[-1]:
+        hidden.append(name)  # nested inside a hidden one of the same name: its close must match
+    elif hidden or _hides(tag, name):
+        hidden.append(name)
+
+
+def _hides(tag: str, name: str) -> bool:
+    try:
+        return is_hidden(lxml_html.fragment_fromstring(tag + f"</{name}>"))
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError):  # not a tag lxml reads: hides nothing
+        return False
+
+
+def _html_block_text(content: str) -> str:
+    """The visible text of a raw HTML block, read by the HTML reader's rules (hidden parts dropped)."""
+    try:
+        root = parse_html(f"<html><body>{content}</body></html>", name="html block")
+    except BookFormatError:
+        return _TAG.sub("", content).strip()
+    return join_lines([b.text for seg in extract_segments(root) for b in seg.blocks] or [""])
+
+
+def _too_deep(name: str) -> BookFormatError:
+    return BookFormatError(
+        f"{name}: blockquotes or lists nested past the Markdown parser's {MAX_NESTING} levels (about "
+        f"{MAX_NESTING // 2} nested lists); the text past that depth could not be read, so the book is "
+        "refused rather than cut short"
+    )
+
+
+def _parse(lines: list[str], *, name: str) -> list[tuple[int, str, list[str], int]]:
     """Items (heading level or 0, heading text, paragraph lines, line number), from markdown-it's tokens.
 
     Headings of any level come as items with their level; every paragraph, list item,
     blockquote paragraph, table row and code block is one paragraph item.
+
+    Raises:
+        BookFormatError: block nesting reached the parser's limit, past which it drops text.
     """
     items: list[tuple[int, str, list[str], int]] = []
-    tokens = _parser().parse("\n".join(lines))
+    try:
+        tokens = _parser().parse("\n".join(lines))
+    except RecursionError:
+        raise _too_deep(name) from None
+    # markdown-it stops a block at MAX_NESTING and skips the rest of it: a token that near the
+    # limit means text may be gone (a book nested that deep is refused, never cut)
+    if any(token.level >= MAX_NESTING - 1 for token in tokens):
+        raise _too_deep(name)
     heading_level = 0
     row: list[str] = []
     for i, token in enumerate(tokens):
@@ -131,7 +202,7 @@ def _parse(lines: list[str]) -> list[tuple[int, str, list[str], int]]:
         elif token.type in ("fence", "code_block") and token.content.strip():
             items.append((0, "", [token.content.rstrip("\n")], line))
         elif token.type == "html_block":
-            text = _TAG.sub("", _RAW_ELEMENT.sub("", token.content)).strip()
+            text = _html_block_text(_RAW_ELEMENT.sub("", token.content)).strip()
             if text:
                 items.append((0, "", [join_lines(text.split("\n"))], line))
     return items
@@ -148,7 +219,7 @@ def read_markdown(
     data = read_book_bytes(path)
     text, encoding = decode_text(data, name=path.name, lang=lang)
     fields, lines = _front_matter(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
-    items = _parse(drop_raw_html(lines))
+    items = _parse(drop_raw_html(lines), name=path.name)
     levels = [lvl for lvl, *_ in items if lvl]
     h1, h2 = levels.count(1), levels.count(2)
     book_title = fields.get("title", "")

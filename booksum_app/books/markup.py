@@ -1,9 +1,13 @@
 """Safe XML/HTML parsing and (X)HTML to paragraphs, shared by the epub and html readers.
 
 Parsing never touches the network or the file system and never expands entities:
-lxml parsers run with ``resolve_entities=False, no_network=True, load_dtd=False,
-huge_tree=False``, and a document that declares entities in its DOCTYPE (the
-shape of external-entity and entity-expansion attacks) is refused outright.
+lxml parsers run with ``resolve_entities=False, no_network=True, load_dtd=False``, and a
+document that declares entities in its DOCTYPE (the shape of external-entity and
+entity-expansion attacks) is refused outright. ``huge_tree=True`` lifts libxml2's depth
+limit from 256 to :data:`MAX_DEPTH` elements (2048): past its limit libxml2 drops the rest of
+the document without an error a reader would see, later chapters included, so a document
+nested deeper than that is refused with one line instead (entities are refused above, and
+files are capped at 512 MiB, which is what the other huge-tree limits guard against).
 EPUB 2 files often use HTML named entities (``&nbsp;``) that are only defined
 by the XHTML DTD we refuse to load; they are replaced by character references
 before parsing.
@@ -16,6 +20,14 @@ reference markers (``epub:type="noteref"``, ``role="doc-noteref"``, and links
 whose whole text is a marker like ``[3]`` or ``*`` pointing at a fragment) and
 footnote asides are dropped; headings are kept as blocks flagged ``heading``,
 so a reader can take the leading ones as the chapter title.
+
+Hidden content is not the book's text and is dropped with its element: the ``hidden``
+attribute, an inline style ``display: none`` or ``visibility: hidden``/``collapse``, and
+``<noscript>`` (what a page shows only without scripts). Hiding by a class in a stylesheet is
+not seen (stylesheets are not evaluated); ``aria-hidden="true"`` text is kept: it is hidden
+from screen readers, not from the eye (a drop cap's letter, a decorative ornament).
+The tree is walked with an explicit stack, never recursion, so every depth the parser
+accepts is read whole.
 """
 
 from __future__ import annotations
@@ -32,13 +44,16 @@ from booksum_app.errors import BookFormatError
 EPUB_NS = "http://www.idpf.org/2007/ops"
 EPUB_TYPE = f"{{{EPUB_NS}}}type"
 
+MAX_DEPTH = 2048  # libxml2's element depth limit with huge_tree (256 without)
 _XML_PARSER_OPTS = {
     "resolve_entities": False,
     "no_network": True,
     "load_dtd": False,
-    "huge_tree": False,
+    "huge_tree": True,
     "remove_comments": True,
 }
+_TOO_DEEP = "Excessive depth in document"
+_HIDING_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))\b", re.IGNORECASE)
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 _BINARY = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f]")
 _NAMED_REF = re.compile(r"&([A-Za-z][A-Za-z0-9]{1,31});")
@@ -52,7 +67,7 @@ _BLOCK = frozenset(
     h1 h2 h3 h4 h5 h6 details summary""".split()  # noqa: SIM905
 )
 _SKIP = frozenset(
-    "head script style template svg math img object embed video audio title".split()  # noqa: SIM905
+    "head script style template svg math img object embed video audio title noscript".split()  # noqa: SIM905
 )
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _NOTE_ASIDES = frozenset({"footnote", "endnote", "rearnote", "note", "footnotes", "endnotes"})
@@ -61,6 +76,23 @@ _MARKER = re.compile(r"^\s*(?:\[\s*\w{1,4}\s*\]|\(\s*\d{1,4}\s*\)|\d{1,4}|[*â€ â
 
 class HostileXMLError(BookFormatError):
     """A document declares entities: the shape of XXE and entity-expansion attacks."""
+
+
+class NestedTooDeepError(BookFormatError):
+    """Elements nested past the parser's depth limit: what lies deeper would be lost."""
+
+
+def _too_deep(name: str) -> NestedTooDeepError:
+    return NestedTooDeepError(
+        f"{name}: elements nested more than {MAX_DEPTH} levels deep; the text past that depth (the rest "
+        "of the file) could not be read, so the book is refused rather than cut short"
+    )
+
+
+def is_hidden(el: etree._Element) -> bool:
+    """Whether the element is hidden from a reader: ``hidden``, an inline ``display: none`` /
+    ``visibility: hidden``."""
+    return el.get("hidden") is not None or bool(_HIDING_STYLE.search(el.get("style") or ""))
 
 
 def _check_entities(data: bytes, name: str) -> None:
@@ -101,6 +133,8 @@ def parse_xml(data: bytes, *, name: str) -> etree._Element:
     try:
         root = etree.fromstring(_fix_named_entities(data), parser)
     except etree.XMLSyntaxError as exc:
+        if _TOO_DEEP in str(exc):
+            raise _too_deep(name) from None
         raise BookFormatError(f"{name}: malformed XML ({exc})") from exc
     if root is None:
         raise BookFormatError(f"{name}: empty XML document")
@@ -118,14 +152,18 @@ def parse_html(data: bytes | str, *, name: str) -> etree._Element:
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     _check_entities(raw, name)
     parser = lxml_html.HTMLParser(
-        no_network=True, huge_tree=False, remove_comments=True, remove_pis=True
+        no_network=True, huge_tree=True, remove_comments=True, remove_pis=True
     )
     if isinstance(data, str):
         data = re.sub(r"^\s*<\?xml[^>]*\?>", "", data)  # lxml refuses str with an encoding decl
     try:
         root = lxml_html.document_fromstring(data, parser=parser)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
+        if _TOO_DEEP in str(exc):
+            raise _too_deep(name) from None
         raise BookFormatError(f"{name}: cannot parse HTML ({exc})") from exc
+    if any(_TOO_DEEP in entry.message for entry in parser.error_log):  # the forgiving parser stops there
+        raise _too_deep(name)
     return root
 
 
@@ -133,7 +171,7 @@ def parse_xhtml(data: bytes, *, name: str) -> etree._Element:
     """Parse an epub content document as XML, falling back to the HTML parser if malformed."""
     try:
         return parse_xml(data, name=name)
-    except HostileXMLError:
+    except (HostileXMLError, NestedTooDeepError):
         raise
     except BookFormatError:
         head = data[:4096]
@@ -197,6 +235,7 @@ class _Extractor:
         self.parts: list[str] = []
         self.heading_level = 0
         self.pre = 0
+        self._saved = (0, 0)
 
     def flush(self) -> None:
         if self.parts:
@@ -211,11 +250,30 @@ class _Extractor:
         if text:
             self.parts.append(text.replace("\n", _BREAK) if self.pre else text)
 
-    def walk(self, el: etree._Element) -> None:
-        name = localname(el)
-        if name and name not in _SKIP and not self._is_note(el, name):
-            self._element(el, name)
-        self.add(el.tail)
+    def walk(self, top: etree._Element) -> None:
+        """Read ``top`` and everything inside it, then its tail, depth first with a stack."""
+        stack: list[tuple[str, etree._Element, tuple[bool, int, int]]] = [("enter", top, (False, 0, 0))]
+        while stack:
+            step, el, saved = stack.pop()
+            if step == "tail":
+                self.add(el.tail)
+                continue
+            if step == "exit":
+                block, level, pre = saved
+                if block:
+                    self.flush()
+                self.heading_level, self.pre = level, pre
+                continue
+            stack.append(("tail", el, saved))
+            name = localname(el)
+            if not name or name in _SKIP or self._is_note(el, name) or is_hidden(el):
+                continue
+            opened = self._open(el, name)
+            if opened is None:  # <br>: no children to read
+                continue
+            stack.append(("exit", el, (opened, *self._saved)))
+            stack.extend(("enter", child, (False, 0, 0)) for child in reversed(el))
+            self.add(el.text)
 
     def _is_note(self, el: etree._Element, name: str) -> bool:
         if name == "a":
@@ -233,14 +291,16 @@ class _Extractor:
             )
         return False
 
-    def _element(self, el: etree._Element, name: str) -> None:
+    def _open(self, el: etree._Element, name: str) -> bool | None:
+        """Start element ``el``: split, flush, heading and ``<pre>`` state; whether it is a block
+        (None for ``<br>``, which holds nothing). The state to restore is left in ``_saved``."""
         ident = el.get("id")
         if (ident and ident in self.split_ids) or name in self.split_tags:
             self.flush()
             self.segments.append(Segment(ident if ident in self.split_ids else name))
         if name == "br":
             self.parts.append(_BREAK)
-            return
+            return None
         block = name in _BLOCK
         level = 0
         if name in _HEADINGS:
@@ -249,17 +309,12 @@ class _Extractor:
             level = 7  # provisional: an hgroup counts as a heading of its own
         if block:
             self.flush()
-        saved_level, saved_pre = self.heading_level, self.pre
+        self._saved = (self.heading_level, self.pre)
         if level and not self.heading_level:
             self.heading_level = level
         if name == "pre":
             self.pre += 1
-        self.add(el.text)
-        for child in el:
-            self.walk(child)
-        if block:
-            self.flush()
-        self.heading_level, self.pre = saved_level, saved_pre
+        return block
 
 
 def extract_segments(

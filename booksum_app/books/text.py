@@ -130,6 +130,11 @@ def _is_heading(line: str, *, romans: bool) -> bool:
     )
 
 
+def is_heading(line: str) -> bool:
+    """A chapter heading line of the kinds above ("Chapter 12", "BOOK ONE", "第十二章"; Roman numerals aside)."""
+    return _is_heading(" ".join(line.split()), romans=False)
+
+
 def is_web_residue(line: str) -> bool:
     """A line of a web page's furniture: navigation words only, a menu bar, a bare address."""
     line = line.strip()

@@ -7,7 +7,6 @@ paths, server messages) is escaped with ``esc`` or printed with ``markup=False``
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sqlite3
@@ -24,6 +23,8 @@ from rich.console import Console
 
 from booksum_app.config import DEFAULT_TIMEOUT_S, HEARTBEAT_S, MAX_TIMEOUT_S, REASONING_EFFORTS
 from booksum_app.errors import BooksumError
+from booksum_app.jsonin import parse_json_or_none
+from booksum_app.money import usd
 from booksum_app.textsafe import (
     markup_safe as esc,  # outside text: never markup, no control sequences
 )
@@ -137,7 +138,7 @@ def call_printer() -> Callable[[CallRecord], None] | None:
         return None
 
     def show(record: CallRecord) -> None:
-        source = "cache" if record.cache_hit else f"{record.latency_s:.1f}s, ${record.cost_usd:.4f}"
+        source = "cache" if record.cache_hit else f"{record.latency_s:.1f}s, {usd(record.cost_usd, digits=4)}"
         u = record.usage  # prompt-cache reads / writes, when the provider reported any
         cached = f" ({u.cached_input_tokens:,} cached)" if u.cached_input_tokens else ""
         cached += f" ({u.cache_write_input_tokens:,} written to cache)" if u.cache_write_input_tokens else ""
@@ -186,15 +187,16 @@ class Heartbeat:
 
 
 HEARTBEAT_MIN_S = 0.1  # a smaller interval would flood the log (0 was a busy loop)
+HEARTBEAT_MAX_S = 86_400.0  # a day; threading's wait() overflows near 1e10 s (a traceback in the thread)
 
 
 def heartbeat_interval(raw: str | None) -> float:
-    """``BOOKSUM_HEARTBEAT_S`` as seconds: a finite number of at least a second, else the default."""
+    """``BOOKSUM_HEARTBEAT_S`` as seconds: a finite number clamped to [0.1 s, a day], else the default."""
     try:
         value = float(raw) if raw else HEARTBEAT_S
     except ValueError:
         return HEARTBEAT_S
-    return max(HEARTBEAT_MIN_S, value) if math.isfinite(value) else HEARTBEAT_S
+    return min(HEARTBEAT_MAX_S, max(HEARTBEAT_MIN_S, value)) if math.isfinite(value) else HEARTBEAT_S
 
 
 def _eta_s(snap: Snapshot) -> float | None:
@@ -211,7 +213,7 @@ def stats_text(snap: Snapshot) -> str:
     in_flight_limit = getattr(snap, "limit", 0)  # summarize's adaptive limit; compare shows none
     limit = f" (limit {in_flight_limit})" if in_flight_limit else ""
     return (f"calls {snap.calls} ({snap.cache_hits} cached) · {snap.in_flight} in flight{limit} · "
-            f"{snap.input_tokens:,}+{snap.output_tokens:,} tok · ${snap.cost_usd:.4f}{eta_text}")
+            f"{snap.input_tokens:,}+{snap.output_tokens:,} tok · {usd(snap.cost_usd, digits=4)}{eta_text}")
 
 
 def stat_parts(snap: Snapshot) -> list[tuple[int, str]]:
@@ -220,7 +222,7 @@ def stat_parts(snap: Snapshot) -> list[tuple[int, str]]:
     in_flight_limit = getattr(snap, "limit", 0)  # summarize's adaptive limit; compare shows none
     limit = f" (limit {in_flight_limit})" if in_flight_limit else ""
     parts = [(0, f"calls {snap.calls} ({snap.cache_hits} cached)"), (4, f"{snap.in_flight} in flight{limit}"),
-             (3, f"{snap.input_tokens:,}+{snap.output_tokens:,} tok"), (1, f"${snap.cost_usd:.4f}")]
+             (3, f"{snap.input_tokens:,}+{snap.output_tokens:,} tok"), (1, f"{usd(snap.cost_usd, digits=4)}")]
     if eta is not None:
         parts.append((2, f"ETA {int(eta) // 60}:{int(eta) % 60:02d}"))
     return parts
@@ -264,7 +266,7 @@ def _spent_before(exc: BooksumError) -> str:
         return ""
     wasted = f", {spent.wasted_attempts} of them wasted replies" if spent.wasted_attempts else ""
     where = f"; recorded in {exc.spent_record}" if exc.spent_record is not None else ""
-    return (f" (spent before failing: ${spent.spent_usd:.4f}, {spent.input_tokens:,}+{spent.output_tokens:,} "
+    return (f" (spent before failing: {usd(spent.spent_usd, digits=4)}, {spent.input_tokens:,}+{spent.output_tokens:,} "
             f"tokens{wasted}; answered calls are cached{where})")
 
 
@@ -356,9 +358,8 @@ def _engine_args(items: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--engine-arg {item!r}: give KEY=VALUE, e.g. gpu_memory_utilization=0.85")
-        try:
-            value: Any = json.loads(raw)  # numbers, true/false, null, lists; anything else is a string
-        except ValueError:
+        value: Any = parse_json_or_none(raw)  # numbers, true/false, null, lists; anything else is a string
+        if value is None and raw.strip() != "null":
             value = raw
         parsed.append((key.strip().replace("-", "_"), value))
     return tuple(parsed)
@@ -434,7 +435,7 @@ def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str,
         return
     if live is not None:
         live.stop()
-    ask_or_decline(f"{what} could cost up to ${cost_usd:.2f} (above --max-plan-cost ${max_plan_cost:.2f}). "
+    ask_or_decline(f"{what} could cost up to {usd(cost_usd)} (above --max-plan-cost {usd(max_plan_cost)}). "
                    "Run it?", declined="declined: nothing was spent")
     if live is not None:
         live.start()

@@ -18,6 +18,7 @@ from booksum_app.cli.base import (
     json_file,
     json_option,
 )
+from booksum_app.money import usd
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -35,7 +36,7 @@ def _bill(totals: Sequence[ModelTotal]) -> str:
     priced = sum(t.cost_usd for t in totals if t.cost_usd is not None)
     unpriced = sum(t.calls for t in totals if t.cost_usd is None)
     extra = f"; {unpriced:,} of them from models with no known price" if unpriced else ""
-    return f"{calls:,} stored answers (${priced:.2f} at today's list prices{extra})"
+    return f"{calls:,} stored answers ({usd(priced)} at today's list prices{extra})"
 
 if TYPE_CHECKING:
     from booksum_app.llm.cache import CallCache
@@ -104,7 +105,7 @@ def cache_command(cache_dir: Path | None, clear: bool, older_than_days: float | 
                   f"({day(stats.oldest)} to {day(stats.newest)}), {stats.leases} requests in flight",
                   markup=False, highlight=False, soft_wrap=True)
     for t in totals:
-        cost = "no known price" if t.cost_usd is None else f"${t.cost_usd:.4f}"
+        cost = "no known price" if t.cost_usd is None else f"{usd(t.cost_usd, digits=4)}"
         console.print(f"  {t.model}: {t.calls:,} answers, {t.input_tokens:,} input + {t.output_tokens:,} output "
                       f"tokens, {cost}", markup=False, highlight=False, soft_wrap=True)
 

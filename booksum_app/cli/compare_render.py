@@ -11,6 +11,7 @@ from rich.console import Console
 
 from booksum_app.cli.base import console, err_console, esc
 from booksum_app.errors import BooksumError
+from booksum_app.money import usd
 from booksum_app.signature import detector_signature
 
 if TYPE_CHECKING:
@@ -40,9 +41,9 @@ def render_plan(plan: GridPlan, *, output: bool = False) -> None:
         name = f"judge ({plan.judge})" if line.name == "judge" else line.name
         cached = f" ({line.cached_input_tokens:,})" if line.cached_input_tokens else ""
         rows.append([esc(name), f"{line.remaining}", f"{line.calls:,}", f"{line.input_tokens:,}{cached}",
-                     f"{line.output_tokens:,}", f"${line.cost_usd:.2f}"])
+                     f"{line.output_tokens:,}", f"{usd(line.cost_usd)}"])
     rows.append(["total", "", f"{plan.calls:,}", f"{plan.input_tokens:,}", f"{plan.output_tokens:,}",
-                 f"${plan.cost_usd:.2f}"])
+                 f"{usd(plan.cost_usd)}"])
     where = console if output else err_console
     columns = [Col(h, p, "left" if h == "configuration" else "right") for h, p in PLAN_COLUMNS]
     print_fitted(where if where.is_terminal else Console(stderr=not output, width=WIDE_TABLE),
@@ -88,9 +89,9 @@ def render_compare(result: CompareResult) -> None:
             score = f"{100 * b.score:.1f} ({100 * (b.ci_low or 0):.1f}–{100 * (b.ci_high or 0):.1f})"
         usage, judge = row.usage, row.judge_usage
         per = row.judge_billed_input_per_sentence  # billed input-token equivalents (docs/scoring.md)
-        judge_cells = [f"${judge.cost_usd:.4f}" if judge.calls or row.kind == "run" else "–", f1(per)]
+        judge_cells = [f"{usd(judge.cost_usd, digits=4)}" if judge.calls or row.kind == "run" else "–", f1(per)]
         cost_cells = [f"{usage.calls} ({usage.cache_hits})", f"{usage.input_tokens:,}", f"{usage.output_tokens:,}",
-                      f"${usage.cost_usd:.4f}", *judge_cells, f"{row.wall_s:.1f}"] \
+                      f"{usd(usage.cost_usd, digits=4)}", *judge_cells, f"{row.wall_s:.1f}"] \
             if row.kind == "run" else (["–"] * 4 + judge_cells + ["–"])
         strategy = f"{row.strategy or '–'}{' ' + row.template if row.template else ''}"
         name = row.model if row.kind == "run" else f"{row.model} (released)" if row.strategy else row.name

@@ -23,6 +23,7 @@ from booksum_app.config import (
     DEFAULT_TIMEOUT_S,
     MAX_TIMEOUT_S,
 )
+from booksum_app.money import usd
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 
 if TYPE_CHECKING:
@@ -119,6 +120,6 @@ def _render_inspect(report: InspectReport) -> None:
         if p.truncated_tokens:
             note = f"{p.truncated_tokens:,} tokens cut (head+tail kept)"
         rows.append([esc(p.strategy), str(p.calls), f"{p.input_tokens:,}", f"{p.output_tokens:,}",
-                     f"${p.cost_usd:.2f}", esc(note)])
+                     f"{usd(p.cost_usd)}", esc(note)])
     print_fitted(fitted, f"Plan for {esc(report.model)} (upper bounds before regenerations; "
                  f"context {report.context_window:,})", plan_columns, rows, where="booksum inspect --json")

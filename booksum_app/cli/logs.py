@@ -18,6 +18,7 @@ import click
 from rich.console import Console
 
 from booksum_app.cli.base import console, err_console, handle_errors
+from booksum_app.money import usd
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 from booksum_app.textsafe import printable
 
@@ -70,7 +71,7 @@ def _when(ts: float) -> str:
 def _cost(value: float | None) -> str:
     if value is None:
         return ""
-    return "$0" if value == 0 else "<$0.0001" if value < 0.0001 else f"${value:.4f}"
+    return "$0" if value == 0 else usd(value, digits=4)
 
 
 def _as_dict(call: LoggedCall, *, prompts: bool, responses: bool) -> dict[str, Any]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 from booksum_app.cli.base import err_console, esc
+from booksum_app.jsonin import parse_json_or_none
 
 if TYPE_CHECKING:
     from booksum_app.llm.registry import ModelSpec
@@ -27,7 +27,7 @@ def is_ollama(base_url: str) -> bool:
         try:
             with urllib.request.urlopen(f"{parts.scheme}://{parts.netloc}{path}",  # http(s) only: checked above
                                         timeout=OLLAMA_PROBE_TIMEOUT_S) as reply:
-                data = json.loads(reply.read(1 << 20))
+                data = parse_json_or_none(reply.read(1 << 20))
         except (OSError, ValueError, urllib.error.URLError):
             continue
         if isinstance(data, dict) and field in data:

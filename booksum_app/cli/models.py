@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING
 import click
 
 from booksum_app.cli.base import console, emit_json, esc, handle_errors, json_file, json_option
+from booksum_app.money import usd
 
 if TYPE_CHECKING:
     from booksum_app.llm.registry import ModelEntry
 
 
 def _price(value: float | None) -> str:
-    return "–" if value is None else f"${value:g}"
+    return "–" if value is None else usd(value)
 
 
 @click.command("models")

@@ -28,6 +28,8 @@ from booksum_app.cli.base import (
     judge_mode as choose_judge_mode,
 )
 from booksum_app.cli.model_notes import print_model_notes
+from booksum_app.files import files_in
+from booksum_app.money import usd
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
 from booksum_app.signature import detector_signature
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
@@ -147,10 +149,10 @@ def _judge_settings(judge_name: str | None, judge_base_url: str | None, *, no_ju
 
 def _judge_plan_line(plan: JudgePlan) -> str:
     cached = (f" ({plan.cached_input_tokens:,} read from the prompt cache; "
-              f"${plan.uncached_cost_usd:.2f} if it misses)") if plan.cached_input_tokens else ""
+              f"{usd(plan.uncached_cost_usd)} if it misses)") if plan.cached_input_tokens else ""
     per = plan.billed_input_per_sentence
     return (f"judge plan ({esc(plan.judge)}, upper bound): {plan.calls:,} calls, {plan.input_tokens:,} in + "
-            f"{plan.output_tokens:,} out tokens, ${plan.cost_usd:.2f}{cached}"
+            f"{plan.output_tokens:,} out tokens, {usd(plan.cost_usd)}{cached}"
             + ("" if per is None else f"; {per:,.0f} billed input tokens per sentence")
             + (f"; {plan.replayed_calls:,} calls answered from the call cache, free" if plan.replayed_calls else ""))
 
@@ -224,7 +226,7 @@ def _expand_summary_sets(paths: tuple[Path, ...], annotations: tuple[Path, ...])
         return paths
     out: list[Path] = []
     for path in paths:
-        files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+        files = files_in(path, what="scored directory") if path.is_dir() else []
         if files and all(p.suffix.lower() == ".json" for p in files) and all(map(_summary_set, files)):
             out.extend(files)
         else:
@@ -284,7 +286,7 @@ def _render_scores(run: ScoreRun) -> None:
         ("Failure modes (summaries)", failures_cell, any(s.failures and any(s.failures.counts.values())
                                                          for s in run.systems)),
         ("Calls (cached) / cost",
-         lambda s: f"{s.totals.calls} ({s.totals.cache_hits}) / ${s.totals.cost_usd:.4f}", any_calls),
+         lambda s: f"{s.totals.calls} ({s.totals.cache_hits}) / {usd(s.totals.cost_usd, digits=4)}", any_calls),
         # billed input-token equivalents per judged sentence: prompt-cache reads at their price
         ("In/sent.", lambda s: f1(s.totals.billed_input_per_sentence), any_calls),
     ]

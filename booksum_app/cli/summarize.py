@@ -33,6 +33,7 @@ from booksum_app.config import (
     LENGTH_POLICIES,
 )
 from booksum_app.errors import BooksumError
+from booksum_app.money import usd
 from booksum_app.prompts import DIRECT_TEMPLATES
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 from booksum_app.textsafe import printable
@@ -102,7 +103,7 @@ def summarize_command(
     evidence_tokens: int | None, no_clean: bool, include_front_matter: bool, chapter_aware: bool, per_chapter: bool,
     length_policy: str | None, output: Path | None, max_plan_cost: float, yes: bool, plan_only: bool, **llm: Any,
 ) -> None:
-    """Summarize BOOK (.epub, .txt, .html, .md; - reads it from standard input) and write the summary and its
+    """Summarize BOOK (.epub, .pdf, .txt, .html, .md; - reads it from standard input) and write the summary and its
     full record."""
     from booksum_app.books import Book, open_book
     from booksum_app.llm.registry import choose_model
@@ -134,7 +135,7 @@ def summarize_command(
 def plan_line(model: str, plan: CallPlan) -> str:
     """One plan as one line: ``plan (MODEL, STRATEGY, upper bound): calls, tokens, dollars``."""
     return (f"plan ({model}, {plan.strategy}, upper bound): {plan.calls:,} calls, "
-            f"{plan.input_tokens:,} in + {plan.output_tokens:,} out tokens, ${plan.cost_usd:.2f}")
+            f"{plan.input_tokens:,} in + {plan.output_tokens:,} out tokens, {usd(plan.cost_usd)}")
 
 
 def _print_plan_only(source: Book, run: RunConfig, settings: LLMSettings) -> None:
@@ -203,7 +204,7 @@ def _write_and_report(record: SummaryRecord, source: Book, run: RunConfig, paths
     err_console.print(printable(
         f"record: {paths.record}  |  {t.calls} calls ({t.cache_hits} cached), "
         f"{t.input_tokens:,} in{f' ({t.cached_input_tokens:,} cached)' if t.cached_input_tokens else ''} + "
-        f"{t.output_tokens:,} out tokens, ${t.spent_usd:.4f}, {t.wall_s:.1f}s  |  "
+        f"{t.output_tokens:,} out tokens, {usd(t.spent_usd, digits=4)}, {t.wall_s:.1f}s  |  "
         f"{record.signature}"), highlight=False, soft_wrap=True, markup=False)
     cut = cut_note(record)  # the record says it per call; the terminal must say it too
     if cut is not None:

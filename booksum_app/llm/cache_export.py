@@ -72,7 +72,7 @@ def _rows(handle: BinaryIO, path: Path) -> Iterator[dict[str, Any]]:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise InputError(f"{where}: not UTF-8 text; {_FIX}") from None
-        row = parse_json(text, where=where, unique_keys=True)  # NaN: left to the field's range check
+        row = parse_json(text, where=where, allow_nonfinite=True)  # NaN: left to the field's range check
         problem = _problem(row)
         if problem is not None:
             raise InputError(f"{where}: {problem}; {_FIX}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
-import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,7 +18,15 @@ from typing import Any
 
 import platformdirs
 
-from booksum_app.config import ENV_CACHE_DIR, ENV_CONFIG, LENGTH_POLICIES, unknown_config_keys
+from booksum_app.config import (
+    ENV_CACHE_DIR,
+    ENV_CONFIG,
+    LENGTH_POLICIES,
+    MAX_PRICE_USD_PER_MTOK,
+    is_int,
+    is_price,
+    unknown_config_keys,
+)
 from booksum_app.errors import ConfigError
 from booksum_app.jsonin import parse_json
 
@@ -59,8 +66,7 @@ def _shipped_table() -> dict[str, Any]:
     )
     # shipped with booksum, so trusted; read strictly all the same (a key written twice in
     # models.json would silently drop a model), through the one reader of JSON
-    data: dict[str, Any] = parse_json(text, where="booksum's model table data/models.json", unique_keys=True,
-                                      standard_numbers=True)
+    data: dict[str, Any] = parse_json(text, where="booksum's model table data/models.json")
     return data
 
 
@@ -94,16 +100,16 @@ def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
     if policy is not None and policy not in LENGTH_POLICIES:
         raise ConfigError(f"{where}: model {name!r} length_policy {policy!r}; use one of {LENGTH_POLICIES}")
     cw = entry.get("context_window")
-    if cw is not None and (not isinstance(cw, int) or cw <= 0):
+    if cw is not None and (not is_int(cw) or cw <= 0):
         raise ConfigError(f"{where}: model {name!r} context_window must be a positive integer")
     for key in _PRICE_FIELDS:
         price = entry.get(key)
         # a nan price makes every comparison with --max-cost false: the ceiling would never hold
-        if price is not None and (isinstance(price, bool) or not isinstance(price, int | float)
-                                  or not math.isfinite(price) or price < 0):
-            raise ConfigError(f"{where}: model {name!r} {key} must be a finite number of at least 0")
+        if price is not None and not is_price(price):
+            raise ConfigError(f"{where}: model {name!r} {key} must be a number from 0 to "
+                              f"{MAX_PRICE_USD_PER_MTOK:,.0f} (USD per million tokens)")
     max_out = entry.get("max_output_tokens")
-    if max_out is not None and (isinstance(max_out, bool) or not isinstance(max_out, int) or max_out <= 0):
+    if max_out is not None and (not is_int(max_out) or max_out <= 0):
         raise ConfigError(f"{where}: model {name!r} max_output_tokens must be a positive integer")
 
 

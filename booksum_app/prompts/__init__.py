@@ -162,6 +162,11 @@ def load_template(
                 f"prompt directory {override_dir} does not exist; pass an existing directory"
             )
         for candidate in (override_dir / lang / f"{name}.txt", override_dir / f"{name}.txt"):
+            if candidate.is_file() and not candidate.resolve().is_relative_to(override_dir.resolve()):
+                raise PromptError(
+                    f"{candidate} is a link out of prompt directory {override_dir}; links are not "
+                    "followed out of it: copy the template in"
+                )
             if candidate.is_file():
                 return parse_template(
                     name, candidate.read_text(encoding="utf-8"), source=str(candidate)
@@ -181,6 +186,25 @@ def load_template(
     )
 
 
+def prompt_files(directory: Path) -> list[Path]:
+    """The template files of a ``--prompts`` directory and its language folders, sorted; a link
+    out of the directory is refused as :func:`load_template` refuses it.
+
+    Raises:
+        PromptError: a file of the directory is a link out of it.
+    """
+    root = Path(directory).resolve()
+    found = []
+    for path in sorted(Path(directory).rglob("*")):
+        if not path.is_file():
+            continue
+        if not path.resolve().is_relative_to(root):
+            raise PromptError(f"{path} is a link out of prompt directory {directory}; links are not "
+                              "followed out of it: copy the template in")
+        found.append(path)
+    return found
+
+
 def templates_signature(label: str, templates: Iterable[Template]) -> str:
     """``<label>-<hash>`` over the templates' names and versions (order-independent)."""
     parts = sorted(f"{t.name}={t.version}" for t in templates)
@@ -195,5 +219,6 @@ __all__ = [
     "Template",
     "load_template",
     "parse_template",
+    "prompt_files",
     "templates_signature",
 ]

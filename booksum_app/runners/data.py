@@ -22,9 +22,9 @@ import functools
 import hashlib
 import http.client
 import importlib.resources
-import json
 import os
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -36,11 +36,20 @@ from typing import Any, BinaryIO, Protocol
 
 from booksum_app.errors import BooksumError, ConfigError, InputError
 from booksum_app.files import FILE_MODE
+from booksum_app.jsonin import parse_json
 from booksum_app.llm.registry import default_cache_dir
 
 ENV_DATA_DIR = "BOOKSUM_DATA_DIR"
 _CHUNK = 1 << 16
-_TIMEOUT_S = 60.0
+_TIMEOUT_S = 60.0  # one read of the socket
+# the whole download of a file: a server dripping its bytes is cut off, one fast or slow is not
+MIN_BYTES_PER_S = 32 << 10
+MIN_BOUND_S = 120.0
+
+
+def download_bound_s(size: int) -> float:
+    """Seconds a file of ``size`` bytes may take to download in all (32 KiB/s, at least 2 minutes)."""
+    return max(MIN_BOUND_S, size / MIN_BYTES_PER_S)
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed, so the same members always zip to the same bytes
 
 
@@ -84,7 +93,7 @@ def _pinned(base_url: str, entry: Mapping[str, Any]) -> Pinned:
 def packaged_manifest() -> dict[str, Any]:
     """``booksum_app/data/fetchable.json``: every data set, file, URL and checksum."""
     raw = importlib.resources.files("booksum_app").joinpath("data", "fetchable.json").read_text("utf-8")
-    manifest: dict[str, Any] = json.loads(raw)
+    manifest: dict[str, Any] = parse_json(raw, where="booksum_app/data/fetchable.json")
     return manifest
 
 
@@ -144,9 +153,17 @@ def _download(pin: Pinned, opener: _Opener) -> bytes:
     digest = hashlib.sha256()
     parts: list[bytes] = []
     got = 0
+    bound = download_bound_s(pin.size)
+    deadline = time.monotonic() + bound
     try:
-        with opener(pin.url, timeout=_TIMEOUT_S) as response:
+        with opener(pin.url, timeout=min(_TIMEOUT_S, bound)) as response:
             while chunk := response.read(_CHUNK):
+                if time.monotonic() > deadline:
+                    raise BooksumError(
+                        f"cannot download {pin.url}: {got + len(chunk)} of {pin.size} bytes after {bound:.0f} s, "
+                        f"slower than {MIN_BYTES_PER_S >> 10} KiB/s; nothing was kept; rerun to retry, or set "
+                        f"{ENV_DATA_DIR} to a local copy"
+                    )
                 got += len(chunk)
                 if got > pin.size:  # a wrong file, or a server that never stops: stop reading
                     break

@@ -141,9 +141,27 @@ class Sample:
         return self.path.name
 
 
+# a sample's record is "<dataset>--<id>.json" (and its temporary files add ~30 bytes): file systems
+# allow 255 bytes a name, and a longer one failed at the first record, after the calls were paid
+MAX_NAME_BYTES = 200
+
+
 def _sample_path(dataset: str, sample_id: str, line: int) -> Path:
+    """``<dataset>/<dataset>--<id slug>.txt``; an id too long for a file name is cut and given a
+    hash of the whole id, so each sample keeps a name of its own that reruns find again.
+
+    Raises:
+        InputError: the dataset's own file name leaves no room for sample names.
+    """
     slug = _SLUG_BAD.sub("-", sample_id).strip("-") or str(line)
-    return Path(dataset) / f"{dataset}--{slug}.txt"
+    name = f"{dataset}--{slug}"
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        room = MAX_NAME_BYTES - len(f"{dataset}---".encode()) - 12
+        if room < 8:
+            raise InputError(f"dataset {dataset!r}: its file name is too long to name its samples' records "
+                             f"(over {MAX_NAME_BYTES - 20} bytes); rename the file")
+        name = f"{dataset}--{slug[:room]}-{hashlib.sha256(sample_id.encode('utf-8')).hexdigest()[:12]}"
+    return Path(dataset) / f"{name}.txt"
 
 
 def _preset(spec: DatasetSpec, first: Mapping[str, Any]) -> str:
@@ -280,8 +298,13 @@ def read_dataset(spec: DatasetSpec, *, lang: str = "auto",
             item["bucket"] = quartile
     limits = dict(bucket_max_tokens or {})
     out = []
+    named: dict[str, int] = {}
     for i in items:
         name = _sample_path(path.stem, i["id"], i["line"]).name
+        if name in named:  # "a b" and "a-b" slug alike: two samples must not share a record
+            raise InputError(f"{path.name} lines {named[name]} and {i['line']}: ids {i['id']!r} and one before it "
+                             f"name one record ({name}); make the ids differ in letters or digits")
+        named[name] = i["line"]
         limit, replaced = _limit(i["bucket"], bench, limits)
         out.append(Sample(
             dataset=path.stem, sample_id=i["id"], line=i["line"],

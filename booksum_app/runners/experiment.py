@@ -41,6 +41,7 @@ from booksum_app.config import (
     ADAPTIVE_INITIAL_CONCURRENCY,
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_SUMMARY_TOKENS,
+    is_int,
 )
 from booksum_app.errors import ConfigError
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE, JUDGE_MODES
@@ -304,7 +305,7 @@ def _rel(path: Path, base: Path | None) -> Path:
 def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [v for v in value.split(",") if v.strip()]
-    if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
+    if not isinstance(value, list) or not all(isinstance(v, str) or is_int(v) for v in value):
         raise ConfigError(f"{where}: {key} must be a list of strings")
     return tuple(str(v).strip() for v in value)
 
@@ -337,11 +338,11 @@ def load_experiment(path: str | os.PathLike[str]) -> dict[str, Any]:
             values[key] = _strings(value, key, where)
         elif key == "chunk_sizes":
             items = value if isinstance(value, list) else [value]
-            if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+            if not all(is_int(v) for v in items):
                 raise ConfigError(f"{where}: chunk_sizes must be a list of integers")
             values["chunk_sizes"] = tuple(items)
         elif key in ("max_summary_len", "batch_size", "jobs"):
-            if not isinstance(value, int) or isinstance(value, bool):
+            if not is_int(value):
                 raise ConfigError(f"{where}: {key} must be an integer")
             values["max_summary_tokens" if key == "max_summary_len" else key] = value
         elif key in ("use_judge", "clean", "chapter_aware", "include_front_matter", "regenerate"):
@@ -351,7 +352,7 @@ def load_experiment(path: str | os.PathLike[str]) -> dict[str, Any]:
         elif key == "datasets":
             values["datasets"] = tuple(DatasetSpec(_rel(Path(p), base)) for p in _strings(value, key, where))
         elif key == "bucket_max_tokens":
-            if not isinstance(value, dict) or not all(isinstance(v, int) for v in value.values()):
+            if not isinstance(value, dict) or not all(is_int(v) for v in value.values()):
                 raise ConfigError(f"{where}: bucket_max_tokens must be a table of integers, e.g. {{L = 400}}")
             values["bucket_max_tokens"] = tuple((str(k), int(v)) for k, v in value.items())
         elif key == "options":

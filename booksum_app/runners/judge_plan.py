@@ -30,6 +30,7 @@ from typing import Literal
 from booksum_app.errors import BooksumError, ConfigError
 from booksum_app.llm.base import ModelInfo, Usage
 from booksum_app.llm.registry import LLMSettings, choose_model, get_model, native_counter
+from booksum_app.money import usd
 from booksum_app.scoring.booookscore import (
     BATCH_MAX_TOKENS_PER_SENTENCE,
     SENTENCE_MAX_TOKENS,
@@ -254,8 +255,8 @@ def check_cost(cost_usd: float, *, max_cost_usd: float, confirmed: bool, interac
         return True
     if not interactive:
         raise ConfigError(
-            f"the plan could cost up to ${cost_usd:.2f}, above --max-plan-cost "
-            f"${max_cost_usd:.2f}; pass --yes to run it or raise --max-plan-cost"
+            f"the plan could cost up to {usd(cost_usd)}, above --max-plan-cost "
+            f"{usd(max_cost_usd)}; pass --yes to run it or raise --max-plan-cost"
         )
     return False
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from booksum_app.llm.calls import CallRecord
+from booksum_app.money import usd
 from booksum_app.strategies.base import ProgressEvent
 
 
@@ -233,7 +234,7 @@ def grid_stat_parts(snap: GridSnapshot) -> list[tuple[int, str]]:
     parts = [(0, f"{snap.calls:,} calls"), *([(5, f"{snap.cache_hits:,} cached")] if snap.cache_hits else []),
              (4, f"{snap.in_flight} in flight"),
              (3, f"{snap.input_tokens:,}+{snap.output_tokens:,} tok"),
-             (1, f"${snap.cost_usd:.4f}")]
+             (1, f"{usd(snap.cost_usd, digits=4)}")]
     if snap.done and snap.total > snap.done:
         eta = snap.elapsed_s / snap.done * (snap.total - snap.done)
         parts.append((2, f"ETA {int(eta) // 60}:{int(eta) % 60:02d}"))

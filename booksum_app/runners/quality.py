@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from booksum_app.books import Book, open_book
+from booksum_app.config import is_int
 from booksum_app.scoring.detectors import FailureReport, detect_failures, report_to_dict
 from booksum_app.scoring.ngrams import ngram_stats
 from booksum_app.strategies.record import SummaryRecord
@@ -103,7 +104,7 @@ def record_quality(
     requested = record.config.get("max_summary_tokens")
     quality = assess(record.summary, source=book.text(include_front_matter=include_front),
                      lang=str(record.config.get("lang", "en")),
-                     requested_tokens=int(requested) if isinstance(requested, int) else None)
+                     requested_tokens=int(requested) if is_int(requested) else None)
     return dataclasses.replace(record, extra={**record.extra, "quality": quality.to_dict()}), quality
 
 

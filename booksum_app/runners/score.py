@@ -166,7 +166,7 @@ def run_score(
         )
     stage = on_stage or (lambda _: None)
     notes: list[str] = []
-    loaded = [(Path(p), load_summaries(Path(p))) for p in paths]
+    loaded = [(Path(p), load_summaries(Path(p), notes)) for p in paths]
     annotations, judge_name = _score_sources(settings, loaded)
     references = inputs.references(settings.references) if settings.references else None
     check_variant(settings.rouge_variant)

@@ -8,7 +8,9 @@ from typing import Any
 
 from booksum_app.books.folder import BOOK_SUFFIXES, books_in
 from booksum_app.errors import InputError
+from booksum_app.files import files_in
 from booksum_app.scoring.release import load_json, parse_summaries, summaries_in
+from booksum_app.strategies.record import RECORD_KIND
 
 TEXT_SUFFIXES = (".txt", ".md")
 
@@ -48,46 +50,64 @@ def _read_text(path: Path) -> str:
 
 
 def _files_in(directory: Path, suffixes: tuple[str, ...]) -> list[Path]:
-    """The files of ``directory`` with these suffixes, sorted. A link out of it is an InputError:
+    """The files of ``directory`` with these suffixes, sorted; a link out of it is an InputError:
     its files go into judge prompts, and ``passwd.txt -> /etc/passwd`` must not."""
-    root = directory.resolve()
-    files = []
-    for entry in sorted(directory.iterdir()):
-        if entry.suffix.lower() not in suffixes:
-            continue
-        if entry.is_symlink() and not entry.resolve().is_relative_to(root):
-            raise InputError(
-                f"{entry} is a link to a file outside {directory}; a scored directory's links are not "
-                "followed out of it: copy the file in, or remove the link"
-            )
-        if entry.is_file():
-            files.append(entry)
-    return files
+    return files_in(directory, suffixes=suffixes, what="scored directory")
 
 
-def _load_directory(path: Path) -> dict[str, str]:
+# files a folder of summaries often holds beside them, by stem: never a summary of a book
+NOT_SUMMARIES = frozenset({"readme", "notes", "license", "licence", "changelog", "copying", "authors", "todo"})
+
+
+def _json_summary(file: Path, notes: list[str]) -> tuple[str, str] | None:
+    """``(book key, text)`` of a JSON file of a scored directory, or None (with a note) when it
+    is no summary: booksum's own records are read by their kind, its other files skipped."""
+    data = load_json(file, what="summary record")
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if isinstance(kind, str) and kind.startswith("booksum.") and kind != RECORD_KIND:
+        notes.append(f"skipped {file.name}: a booksum {kind.removeprefix('booksum.')} file, not a summary")
+        return None
+    if isinstance(data, dict) and data.get("status") == "failed":
+        notes.append(f"skipped {file.name}: the record of a failed run, which holds no summary")
+        return None
+    record = _record_summary(data, where=str(file))
+    if record is None:
+        notes.append(f"skipped {file.name}: not a summary record (a JSON object with a 'summary' string)")
+        return None
+    return record[0] or file.stem, record[1]
+
+
+def _load_directory(path: Path, notes: list[str]) -> dict[str, str]:
     """One summary per file stem: ``book.json`` + ``book.md`` written by one run are one summary.
 
     ``summarize -o out/book`` writes both files; counting them twice would double n and the
     judge's bill, so files sharing a stem must hold the same text (else it is an input error).
+    What is no summary is skipped with a note in ``notes``: booksum files of other kinds (a
+    failed run's record, score or compare results, a shard manifest), JSON without a summary,
+    and text files named README, NOTES, LICENSE, ... (any other text file is a summary: a
+    folder may mix records and text summaries).
     """
     out: dict[str, str] = {}
     by_stem: dict[str, list[Path]] = {}
     for file in _files_in(path, (".json", *TEXT_SUFFIXES)):
         by_stem.setdefault(file.stem, []).append(file)
-    for files in by_stem.values():
+    records: dict[str, tuple[str, str]] = {}
+    for stem_name, files in by_stem.items():
+        for file in files:
+            if file.suffix.lower() == ".json" and (record := _json_summary(file, notes)) is not None:
+                records[stem_name] = record
+    for stem_name, files in by_stem.items():
         found: list[tuple[Path, str, str]] = []  # (file, book key, text)
         for file in files:
             if file.suffix.lower() == ".json":
-                record = _record_summary(load_json(file, what="summary record"), where=str(file))
-                if record is None:
-                    raise InputError(
-                        f"{file} is not a summary record (a JSON object with a 'summary' string); "
-                        "move it out of the directory"
-                    )
-                found.append((file, record[0] or file.stem, record[1]))
+                if stem_name in records:
+                    found.append((file, *records[stem_name]))
+            elif stem_name.lower() in NOT_SUMMARIES:
+                notes.append(f"skipped {file.name}: a {stem_name.lower()} file, not a summary")
             else:
                 found.append((file, file.name, _read_text(file)))
+        if not found:
+            continue
         found.sort(key=lambda f: f[0].suffix.lower() != ".json")  # the record names the book best
         first_file, key, text = found[0]
         for other, _, other_text in found[1:]:
@@ -102,15 +122,17 @@ def _load_directory(path: Path) -> dict[str, str]:
     return out
 
 
-def load_summaries(path: Path) -> dict[str, str]:
+def load_summaries(path: Path, notes: list[str] | None = None) -> dict[str, str]:
     """Read SUMMARIES: a release JSON, a summary record, a directory, or a text file.
+
+    ``notes`` gets one line per file of a directory that was skipped as no summary.
 
     Raises:
         InputError: nothing readable as summaries at ``path``.
     """
     path = Path(path)
     if path.is_dir():
-        return _load_directory(path)
+        return _load_directory(path, [] if notes is None else notes)
     if not path.exists():
         raise InputError(f"summaries file {path} does not exist; check the path")
     if path.suffix.lower() in TEXT_SUFFIXES:

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from booksum_app.errors import ConfigError
-from booksum_app.files import write_json_atomic
+from booksum_app.errors import ConfigError, InputError
+from booksum_app.files import files_in, write_json_atomic
+from booksum_app.jsonin import read_json
+from booksum_app.prompts import prompt_files
 from booksum_app.runners.experiment import Experiment
 
 MANIFEST = "shard.json"
@@ -67,7 +69,7 @@ def grid_fingerprint(exp: Experiment, judge: str | None) -> str:
     prompts: Any = exp.prompts
     if Path(exp.prompts).is_dir():  # a prompt directory: its files' bytes, not its path
         prompts = sorted((str(p.relative_to(exp.prompts)), hashlib.sha256(p.read_bytes()).hexdigest())
-                         for p in Path(exp.prompts).rglob("*") if p.is_file())
+                         for p in prompt_files(Path(exp.prompts)))
     fields = {
         "strategies": list(exp.strategies), "models": list(exp.models), "chunk_sizes": list(exp.chunk_sizes),
         "G": exp.max_summary_tokens, "judge": judge if exp.use_judge else None, "judge_mode": exp.judge_mode,
@@ -126,7 +128,12 @@ def merge_shards(dirs: Sequence[Path], *, out: Path, books: Sequence[Path], fing
                           "merge all N")
     copied = 0
     for directory in dirs:
-        for source in sorted((Path(directory) / "records").glob("*/*.json")):
+        records = Path(directory) / "records"
+        folders = sorted(p for p in records.iterdir() if p.is_dir()) if records.is_dir() else []
+        for folder in folders:
+            if not folder.resolve().is_relative_to(records.resolve()):
+                raise ConfigError(f"{folder} is a link out of shard {directory}; links are not followed out of it")
+        for source in [f for folder in folders for f in files_in(folder, suffixes=(".json",), what="shard records")]:
             target = Path(out) / "records" / source.parent.name / source.name
             if target.resolve() == source.resolve():
                 continue
@@ -140,12 +147,12 @@ def merge_shards(dirs: Sequence[Path], *, out: Path, books: Sequence[Path], fing
 
 def _read_manifest(directory: Path) -> dict[str, Any]:
     path = directory / MANIFEST
+    if not path.is_file():
+        raise ConfigError(f"{directory} holds no {MANIFEST}: not the output of compare --shard")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{directory} holds no {MANIFEST}: not the output of compare --shard") from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path} is unreadable ({type(exc).__name__}); rerun that shard") from None
+        data = read_json(path, what="shard manifest")
+    except InputError as exc:  # deep nesting, a duplicate key, not JSON: one line, exit 2
+        raise ConfigError(f"{exc}; rerun that shard") from None
     keys = ("index", "count", "grid", "books")
     if not isinstance(data, dict) or data.get("kind") != MANIFEST_KIND or any(k not in data for k in keys):
         raise ConfigError(f"{path} is not a booksum shard manifest")

@@ -92,7 +92,7 @@ def summarize_book(
     """Summarize a book file (or a :class:`Book`) with one strategy and return its full record.
 
     Args:
-        path_or_book: .epub/.txt/.html/.md path, or an already opened Book.
+        path_or_book: .epub/.pdf/.txt/.html/.md path, or an already opened Book.
         strategy: an installed strategy ("hier", "inc", "direct", or a plugin's).
         model: a model string (see ``booksum_app.llm.registry``), a ready ChatModel, or None
             for the default model.

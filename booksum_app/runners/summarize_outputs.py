@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from booksum_app.books import Book
-from booksum_app.files import atomic_write_texts, check_writable, is_stream, json_text
+from booksum_app.files import atomic_write_texts, check_writable, is_stream, json_text, recover_interrupted
 from booksum_app.runners.quality import SummaryQuality, record_quality
 from booksum_app.runners.summarize import default_record_path
 from booksum_app.strategies.record import SummaryRecord
@@ -36,6 +36,8 @@ def output_paths(book: str | Path, strategy: str, output: str | Path | None) -> 
     elif out is not None:
         summary = check_writable(out if out.suffix == ".md" else out.with_suffix(".md"))
     record = check_writable(default_record_path("stdin" if str(book) == "-" else str(book), strategy, out))
+    # a pair a killed run left half swapped is finished now, before this run reads or replaces it
+    recover_interrupted([p for p in (summary, record) if p is not None])
     return OutputPaths(summary, record)
 
 

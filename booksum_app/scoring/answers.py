@@ -27,12 +27,12 @@ reply with two JSON lists, or two verdicts for one sentence number, is not read 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from booksum_app.errors import JudgeParseError
+from booksum_app.jsonin import parse_json_or_none
 from booksum_app.scoring.judgement import is_no_confusion, normalise_type
 
 _QUESTIONS = re.compile(r"questions?\s*:", re.IGNORECASE)
@@ -171,20 +171,14 @@ def _json_list(text: str) -> list[Any]:
         start, end = candidate.find("["), candidate.rfind("]")
         if start == -1 or end <= start:
             continue
-        try:
-            value = json.loads(candidate[start : end + 1])
-        except json.JSONDecodeError:
-            continue
+        value = parse_json_or_none(candidate[start : end + 1])
         if isinstance(value, list):
             return value
     raise JudgeParseError(f"no JSON list in the answer {_short(text)!r}")
 
 
 def _loads_list(text: str) -> list[Any] | None:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
+    value = parse_json_or_none(text)
     return value if isinstance(value, list) else None
 
 

@@ -50,7 +50,8 @@ from typing import Literal
 
 from booksum_app.chunking import SPLITTER_NAMES, detect_lang, split_sentences
 from booksum_app.config import JUDGE_TEMPERATURE
-from booksum_app.errors import ConfigError, JudgeParseError, PromptError
+from booksum_app.errors import ConfigError, InputError, JudgeParseError, PromptError
+from booksum_app.jsonin import parse_json
 from booksum_app.llm.base import ChatModel, Completion, Request
 from booksum_app.prompts import Template, parse_template
 from booksum_app.scoring.answers import JudgeAnswer, parse_batch_answer, parse_sentence_answer
@@ -100,7 +101,7 @@ def load_demonstrations(raw: str | None = None) -> tuple[Demonstration, ...]:
         PromptError: the file is malformed.
     """
     try:
-        data = json.loads(raw if raw is not None else _resource("demonstrations.json"))
+        data = parse_json(raw if raw is not None else _resource("demonstrations.json"), where="demonstrations")
         demos = []
         for demo in data["demonstrations"]:
             pairs = tuple(
@@ -108,7 +109,7 @@ def load_demonstrations(raw: str | None = None) -> tuple[Demonstration, ...]:
                 for a in demo["annotations"]
             )
             demos.append(Demonstration(title=str(demo["title"]), annotations=pairs))
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, InputError) as exc:
         raise PromptError(f"judge demonstrations are malformed ({exc}); fix demonstrations.json") from exc
     return tuple(demos)
 

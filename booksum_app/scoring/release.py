@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from booksum_app.chunking import detect_lang, split_sentences
+from booksum_app.config import is_int
 from booksum_app.errors import InputError
 from booksum_app.files import write_json_atomic
 from booksum_app.jsonin import read_json
@@ -323,7 +324,7 @@ def _batched(book: str, entries: Mapping[str, Any], *, summary: str | None, sour
     judged = []
     for position, (sentence, entry) in enumerate(entries.items()):
         num = entry.get("sentence_num") if isinstance(entry, dict) else None
-        index = num - 1 if isinstance(num, int) and num >= 1 else position
+        index = num - 1 if is_int(num) and num >= 1 else position
         judged.append(_entry(sentence, entry, index=index, where=f"{source}[{book!r}]"))
     return SummaryJudgement(book=book, n_sentences=len(entries), sentences=tuple(judged), summary=summary)
 

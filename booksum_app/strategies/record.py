@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.compression.validity import AttemptInfo, CallEntry
+from booksum_app.config import is_int
 from booksum_app.errors import InputError
 from booksum_app.files import write_json_atomic
 from booksum_app.jsonin import read_json
@@ -97,7 +98,7 @@ class SummaryRecord:
         if data.get("kind") != RECORD_KIND:
             raise InputError("not a booksum summary record (missing kind 'booksum.summary')")
         version = data.get("schema_version")
-        if not isinstance(version, int) or version > SCHEMA_VERSION:
+        if not is_int(version) or version > SCHEMA_VERSION:
             raise InputError(
                 f"summary record schema {version!r} is newer than this booksum reads ({SCHEMA_VERSION}); "
                 "upgrade booksum"

@@ -28,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self, cast
 
 from booksum_app.chunking import ReversibleTokenizer, get_tokenizer
+from booksum_app.jsonin import parse_json_or_none
 from booksum_app.llm.base import Request
 from booksum_app.testing.fake_replies import THINKING, default_reply, with_thinking
 
@@ -72,9 +73,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
-        try:
-            payload = json.loads(body or b"{}")
-        except json.JSONDecodeError:
+        payload = parse_json_or_none(body or b"{}")
+        if payload is None:
             self._json(400, {"error": "invalid character in request body"})
             return
         if not isinstance(payload, dict):

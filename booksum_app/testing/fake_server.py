@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
+from booksum_app.jsonin import parse_json_or_none
 from booksum_app.llm.base import Request, Usage
 from booksum_app.testing.fake_prompt_cache import BreakpointCache, PrefixCache, count_tokens, encode
 from booksum_app.testing.fake_replies import THINKING, default_reply, with_thinking
@@ -104,9 +105,8 @@ class _Handler(BaseHTTPRequestHandler):
                 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}
             )
             return
-        try:
-            payload = json.loads(body or b"{}")
-        except json.JSONDecodeError:
+        payload = parse_json_or_none(body or b"{}")
+        if payload is None:
             self._send_error(api, 400, "invalid_request_error", "body is not JSON")
             return
         had_key = bool(self.headers.get("authorization") or self.headers.get("x-api-key"))

@@ -1,0 +1,241 @@
+"""PDF reader (pypdf): chapters from the outline, else from headings; page furniture dropped.
+
+Text comes from pypdf's layout extraction, page by page, then ``pdf_text`` drops running
+heads, footers and page numbers, joins words broken at a line end and finds paragraphs.
+
+Chapters: a PDF with an outline (bookmarks) has one chapter per outline entry of its first
+level with two or more entries (a lone top entry, the book's own title, is descended into);
+a chapter starts on its entry's page, at the line that carries its title when the page (or
+the next one: a destination at a page's foot) has one, else at the top of the page, and runs
+to the next entry. Text before the first entry
+is classified like a text book's opening (``matter.classify_leading``); entries titled
+Contents, Preface, Index, ... are excluded (``matter.classify_title``). A PDF without an
+outline is read as a plain-text book (``text.book_from_text``): chapter headings on a line
+of their own ("Chapter 12", "CHAPTER XII", "第十二章", ...) open chapters.
+
+Refused with one line: an encrypted PDF (``DRMProtectedError``, as an encrypted epub: a
+password or the publisher's DRM, whatever the permissions say), a PDF pypdf cannot parse, and
+a scanned PDF whose pages are images with no text layer (``BookFormatError``; OCR it first).
+Title and author come from the document information (``/Title``, ``/Author``) when set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import itertools
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pypdf.errors import PyPdfError
+
+from booksum_app.books.language import detect_language
+from booksum_app.books.matter import check_has_text, classify_leading, classify_title
+from booksum_app.books.model import Book, Chapter
+from booksum_app.books.pdf_text import blocks_text, edge_lines, page_blocks, strip_page_furniture
+from booksum_app.books.text import book_from_text, is_heading, join_lines, read_book_bytes
+from booksum_app.errors import BookFormatError, DRMProtectedError
+
+# what pypdf raises on a damaged or hostile file (its own errors, and Python's from objects of
+# the wrong type where it expected others); each is turned into one line here
+_DAMAGED = (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, LookupError,
+            RecursionError, AssertionError, ZeroDivisionError, OverflowError, MemoryError)
+
+_WORDS = re.compile(r"[^\W\d_]{2,}")
+_MIN_TEXT_CHARS = 25  # letters a page needs to count as a page with text
+SCANNED_SHARE = 0.5  # refused when at least this share of pages is images with no text
+
+
+@dataclass(frozen=True)
+class _Entry:
+    title: str
+    page: int
+
+
+def _reader(data: bytes, name: str) -> Any:
+    from pypdf import PdfReader
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings on sloppy files are not ours to print
+    try:
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        encrypted = reader.is_encrypted
+    except _DAMAGED as exc:
+        raise BookFormatError(f"{name}: not a readable PDF ({type(exc).__name__}); use an undamaged copy") from exc
+    if encrypted:
+        raise DRMProtectedError(
+            f"{name}: the PDF is encrypted (a password or DRM); booksum cannot read encrypted books: "
+            "use an unprotected copy of this book"
+        )
+    return reader
+
+
+def _page_text(reader: Any, index: int, name: str) -> str:
+    try:
+        text = reader.pages[index].extract_text(extraction_mode="layout")
+    except _DAMAGED as exc:  # pypdf raises many types on a damaged page
+        raise BookFormatError(
+            f"{name}: page {index + 1} cannot be read ({type(exc).__name__}); use an undamaged copy"
+        ) from exc
+    return str(text or "")
+
+
+def _has_image(page: Any) -> bool:
+    try:
+        resources: Any = page.get("/Resources")
+        xobjects: Any = resources.get_object().get("/XObject") if resources is not None else None
+        if xobjects is None:
+            return False
+        xobjects = xobjects.get_object()
+        return any(xobjects[k].get_object().get("/Subtype") == "/Image" for k in xobjects)
+    except _DAMAGED:  # a damaged resource dictionary is "no image seen"
+        return False
+
+
+def _check_not_scanned(reader: Any, texts: list[str], name: str) -> None:
+    """Refuse a PDF whose pages are mostly images without text (a scan with no OCR layer)."""
+    bare = [i for i, text in enumerate(texts) if sum(map(len, _WORDS.findall(text))) < _MIN_TEXT_CHARS]
+    scanned = [i for i in bare if _has_image(reader.pages[i])]
+    if texts and len(scanned) >= max(1, SCANNED_SHARE * len(texts)):
+        raise BookFormatError(
+            f"{name}: a scanned PDF ({len(scanned)} of {len(texts)} pages are images with no text layer); "
+            "booksum reads text, not images: run OCR on it first (e.g. ocrmypdf) or use a text edition"
+        )
+
+
+def _outline(reader: Any) -> list[_Entry]:
+    """The outline's entries at its first level with two or more entries, in page order."""
+    try:
+        level: list[Any] = list(reader.outline)
+    except _DAMAGED:  # a broken outline is read as no outline: headings decide
+        return []
+    while True:
+        items = [item for item in level if not isinstance(item, list)]
+        nested = [item for item in level if isinstance(item, list)]
+        if len(items) >= 2 or not nested:
+            break
+        level = nested[0]
+    entries = []
+    for item in items:
+        page = _entry_page(reader, item)  # None: an entry pointing nowhere opens no chapter
+        title = " ".join(str(getattr(item, "title", "") or "").split())
+        if page is not None and page >= 0 and title:
+            entries.append(_Entry(title, int(page)))
+    entries.sort(key=lambda e: e.page)  # stable: entries on one page keep their order
+    return entries if len(entries) >= 2 else []
+
+
+def _entry_page(reader: Any, item: Any) -> int | None:
+    try:
+        page = reader.get_destination_page_number(item)
+    except _DAMAGED:  # a destination pypdf cannot resolve
+        return None
+    return int(page) if isinstance(page, int) else None
+
+
+def _title_line(lines: list[str], title: str) -> int | None:
+    """Index of the line of ``lines`` that carries the outline title, if any (the last one: a
+    running head naming the chapter stands above its title)."""
+    want = " ".join(title.split()).lower()
+    for i, line in reversed(list(enumerate(lines))):
+        got = " ".join(line.split()).lower()
+        if got and (got == want or (len(got) >= 4 and want.startswith(got)) or got.startswith(want)):
+            return i
+    return None
+
+
+def _outline_chapters(pages: list[list[str]], entries: list[_Entry]) -> list[Chapter]:
+    # each chapter's pages, its first page cut at its title line (the lines above stay before it)
+    cuts: list[tuple[int, int]] = []
+    for entry in entries:
+        page = min(entry.page, len(pages) - 1)
+        cut = (page, 0)
+        # a destination at the foot of a page may point above a title set on the next one
+        for candidate in (page, page + 1)[: 2 if page + 1 < len(pages) else 1]:
+            line = _title_line(pages[candidate], entry.title)
+            if line is not None:
+                cut = (candidate, line)
+                break
+        cuts.append(max(cut, cuts[-1]) if cuts else cut)  # chapters never run backwards
+    # a chapter's title at a page's edge anywhere but where it opens is a running head
+    titles = {" ".join(e.title.split()).lower() for e in entries}
+    pages = [[("" if i in edges and (p, i) not in cuts and " ".join(line.split()).lower() in titles else line)
+              for i, line in enumerate(lines)] for p, lines in enumerate(pages) for edges in [set(edge_lines(lines))]]
+    bounds = [(0, 0), *cuts, (len(pages), 0)]
+    spans: list[list[list[str]]] = []
+    for (p0, l0), (p1, l1) in itertools.pairwise(bounds):
+        span: list[list[str]] = []
+        for p in range(p0, min(p1, len(pages) - 1) + 1):
+            lines = pages[p]
+            start = l0 if p == p0 else 0
+            stop = l1 if p == p1 else len(lines)
+            if p < p1 or (p == p1 and stop > start):
+                span.append(lines[start:stop])
+        spans.append(span)
+    chapters = []
+    opening = [join_lines(b) for b in page_blocks(spans[0])]
+    if opening:
+        chapters.append(Chapter("Opening", tuple(opening), narrative=classify_leading(opening) is None,
+                                excluded_reason=classify_leading(opening), source="page 1"))
+    for entry, span in zip(entries, spans[1:], strict=True):
+        blocks = page_blocks(span)
+        if blocks and " ".join(blocks[0]).lower().startswith(entry.title.lower()):
+            rest = " ".join(blocks[0])[len(entry.title):].strip()  # the title line itself
+            blocks = [[rest], *blocks[1:]] if rest else blocks[1:]
+        paragraphs = tuple(join_lines(b) for b in blocks)
+        reason = classify_title(entry.title) or (None if paragraphs else "no text")
+        chapters.append(Chapter(entry.title, paragraphs, narrative=reason is None, excluded_reason=reason,
+                                source=f"page {entry.page + 1}"))
+    return chapters
+
+
+def _info(reader: Any) -> tuple[str, tuple[str, ...]]:
+    try:
+        meta = reader.metadata or {}
+        title = " ".join(str(meta.get("/Title") or "").split())
+        author = " ".join(str(meta.get("/Author") or "").split())
+    except _DAMAGED:  # damaged document information: the file name titles the book
+        return "", ()
+    authors = tuple(a.strip() for a in re.split(r"\s*(?:;|\band\b|&)\s*", author) if a.strip())
+    return title, authors
+
+
+def read_pdf(path: Path, *, lang: str | None = None, include_front_matter: bool = False) -> Book:
+    """Read a PDF book.
+
+    Raises:
+        DRMProtectedError: an encrypted PDF.
+        BookFormatError: unreadable, damaged, scanned (no text layer) or empty PDF.
+    """
+    reader = _reader(read_book_bytes(path), path.name)
+    try:
+        count = len(reader.pages)
+    except _DAMAGED as exc:  # a page tree pypdf cannot walk
+        raise BookFormatError(f"{path.name}: its page tree cannot be read; use an undamaged copy") from exc
+    texts = [_page_text(reader, i, path.name) for i in range(count)]
+    _check_not_scanned(reader, texts, path.name)
+    title, authors = _info(reader)
+    entries = _outline(reader)
+    # with an outline the titles come from it: every repeated edge line is furniture
+    lines = [t.split("\n") for t in texts]
+    titles = {" ".join(e.title.split()).lower() for e in entries}
+    # with an outline its titles are the headings (a "Chapter 2" in the text may be a cross-reference)
+    heading = (lambda line: " ".join(line.split()).lower() in titles) if entries else is_heading
+    pages = strip_page_furniture(lines, is_heading=heading, title=title)
+    metadata = {"pages": str(count), "chapters_from": "outline" if entries else "headings"}
+    if not entries:
+        text = blocks_text(page_blocks(pages, is_heading=is_heading))
+        language = lang or detect_language(text[:50000])
+        book = book_from_text(text, path=path, language=language, include_front_matter=include_front_matter)
+        return dataclasses.replace(book, title=title or book.title, authors=authors or book.authors,
+                                   format="pdf", metadata=metadata)
+    chapters = _outline_chapters(pages, entries)
+    check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
+    language = lang or detect_language(" ".join(c.text for c in chapters)[:50000])
+    return Book(title=title or path.stem, authors=authors, language=language, chapters=tuple(chapters),
+                source_path=str(path), format="pdf", metadata=metadata)
+
+
+__all__ = ["read_pdf"]
