@@ -1,7 +1,9 @@
-"""JSON from outside (summaries, annotations, references, records, datasets) read into one-line errors.
+"""JSON from outside (summaries, annotations, references, records, datasets, servers' replies) read
+into one-line errors.
 
 Every way such a file can fail to be JSON ends in :class:`~booksum_app.errors.InputError`
-with one line that names the file: missing, a directory, not UTF-8, not valid JSON, and
+(or the error class the caller names: a server's reply is a model failure, exit 4, not a bad
+input file) with one line that names the file: missing, a directory, not UTF-8, not valid JSON, and
 nested too deeply for the parser (``[[[[...]]]]`` 100,000 levels deep makes Python's ``json``
 raise ``RecursionError``, which is not a ``ValueError`` and would otherwise be a traceback).
 """
@@ -12,23 +14,28 @@ import json
 from pathlib import Path
 from typing import Any
 
-from booksum_app.errors import InputError
+from booksum_app.errors import BooksumError, InputError
 
 
-def parse_json(text: str | bytes, *, where: str) -> Any:
+def parse_json(text: str | bytes, *, where: str, error: type[BooksumError] = InputError) -> Any:
     """``text`` parsed as JSON; ``where`` names it in the error ("annotations file x.json").
 
+    ``error`` is the class raised (``InputError`` for files; the call layer passes
+    ``TransientModelError`` for a server's reply, which is retried and then exits 4).
+
     Raises:
-        InputError: not valid JSON, or nested too deeply to parse.
+        InputError: (or ``error``) not valid JSON, not UTF-8, or nested too deeply to parse.
     """
+    is_file = error is InputError
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+        raise error(f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
     except UnicodeDecodeError as exc:
-        raise InputError(f"{where} is not UTF-8 text; pass a JSON file") from exc
+        raise error(f"{where} is not UTF-8 text" + ("; pass a JSON file" if is_file else "")) from exc
     except RecursionError as exc:
-        raise InputError(f"{where} is nested too deeply to be read as JSON; it cannot be a booksum input") from exc
+        why = "; it cannot be a booksum input" if is_file else ""
+        raise error(f"{where} is nested too deeply to be read as JSON{why}") from exc
 
 
 def read_json(path: str | Path, *, what: str) -> Any:

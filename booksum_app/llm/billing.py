@@ -78,8 +78,10 @@ def priced(
     elif not completion.usage_reported:
         note = (f"{info.name}: the server's replies carry no token usage; tokens are counted with "
                 "the tokenizer (estimated)")
-    if not trusted:
-        usage = Usage(count_prompt(request), count(completion.text))
+    if not trusted:  # a provider bills at most the request's room; a longer text is not tokenized whole
+        room = request.max_tokens + extra_output_tokens
+        text = completion.text
+        usage = Usage(count_prompt(request), room if len(text) > 16 * room else min(count(text), room))
     return dataclasses.replace(completion, usage=usage, usage_reported=trusted, cost_usd=info.cost_usd(usage)), note
 
 

@@ -340,6 +340,7 @@ def get_model(
         on_call=on_call,
         spec=spec,
         notice=spec.notice,
+        attempt_timeout_s=settings.timeout_s,  # --timeout, at the door for backends that do not bound themselves
     )
     return client
 
