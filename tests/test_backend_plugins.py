@@ -93,6 +93,7 @@ class UrllibChat(BackendBase):
             with urllib.request.urlopen(sent, timeout=self.timeout) as reply:
                 body = json.loads(reply.read())
         except urllib.error.HTTPError as exc:
+            exc.close()
             raise RuntimeError(f"HTTP {exc.code} for key {self.key}") from None
         usage = body["usage"]
         return Completion(body["choices"][0]["message"]["content"], "stop",
@@ -185,10 +186,24 @@ def test_a_factory_s_model_defaults_are_read_and_checked_through_inspect(
     assert odd.exit_code == 2 and "declares context_window = 'lots'" in odd.stderr and "Traceback" not in odd.output
 
 
-def _plugin_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Any:
+class Quitter(EchoBackend):
+    """Answers once, then ends the process the way a careless plugin might."""
+
+    kind = "quitter"
+    default_concurrency = 1
+    answered = 0
+
+    def complete(self, request: Request) -> Completion:
+        if Quitter.answered:
+            raise SystemExit(0)
+        Quitter.answered += 1
+        return super().complete(request)
+
+
+def _plugin_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str, model: str = "urlchat:x") -> Any:
     from booksum_app.cli import cli
 
-    _install(tmp_path, monkeypatch, "urlchat = booksum_echo_plugin:UrllibChat\n")
+    _install(tmp_path, monkeypatch, "urlchat = booksum_echo_plugin:UrllibChat\nquitter = booksum_echo_plugin:Quitter\n")
     monkeypatch.setenv("URLCHAT_API_KEY", URLCHAT_KEY)
     monkeypatch.setenv("BOOKSUM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("BOOKSUM_CONFIG", str(tmp_path / "none.toml"))
@@ -196,7 +211,7 @@ def _plugin_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> 
     book = tmp_path / "lisk.txt"
     book.write_text("\n".join(f"Chapter {n}\n\nThe {n}th morning began in Lisk. Mara baked bread before dawn. "
                               "Teo counted the coins twice.\n" for n in range(1, 4)), encoding="utf-8")
-    return CliRunner().invoke(cli, ["summarize", str(book), "-m", "urlchat:x", "--no-clean", *args])
+    return CliRunner().invoke(cli, ["summarize", str(book), "-m", model, "--no-clean", *args])
 
 
 @pytest.mark.slow
@@ -230,3 +245,14 @@ def test_a_plugin_failure_after_paid_calls_is_one_redacted_line_and_a_failed_rec
     assert "Zx9Yw8" not in result.output and "Traceback" not in result.output
     failed = json.loads((tmp_path / "out" / "lisk.failed.json").read_text(encoding="utf-8"))
     assert failed["status"] == "failed" and failed["totals"]["spent_usd"] > 0 and "Zx9Yw8" not in failed["error"]
+
+
+def test_a_plugin_that_raises_system_exit_fails_with_exit_4_and_its_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Quitter, "answered", 0)
+    result = _plugin_run(tmp_path, monkeypatch, "--chunk-size", "64", "-o", str(tmp_path / "out" / "lisk"),
+                         model="quitter:x")
+    assert result.exit_code == 4, result.output
+    assert "the backend raised SystemExit" in result.stderr.splitlines()[-1] and "Traceback" not in result.output
+    assert (tmp_path / "out" / "lisk.failed.json").exists() and not (tmp_path / "out" / "lisk.md").exists()
