@@ -118,9 +118,9 @@ class Door:
         """A reply that came after its attempt was given up: paid, so billed (never used)."""
         try:
             completion = checked(reply, name=self.name, latency_s=0.0)
-        except ModelError:
-            return  # not an answer: nothing a provider could have billed is known
-        self._on_late(request, completion)
+            self._on_late(request, completion)
+        except Exception:  # noqa: BLE001, S110 -- not an answer, or the client closed meanwhile: a worker
+            pass  # thread must not print a traceback after its caller moved on
 
 
 @dataclasses.dataclass
