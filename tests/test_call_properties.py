@@ -13,6 +13,8 @@ checks those promises on each. Failing examples it found are kept as ``@example`
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import tempfile
 import threading
 import time
@@ -228,3 +230,60 @@ def test_a_call_over_http_keeps_every_promise(path: str, script: list[str | None
             assert rerun.complete(request).text == cached.text and server.call_count == calls_before
             assert rerun.tally.spent_usd == 0
             rerun.close()
+
+
+# ---- any body a server may send: one Completion that can be counted, or one transient line -------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70) | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    max_leaves=25,
+)
+CHAT_LIKE = st.fixed_dictionaries({}, optional={
+    "choices": st.lists(st.fixed_dictionaries({}, optional={
+        "message": st.fixed_dictionaries({}, optional={"content": JSON_VALUES, "role": JSON_VALUES}) | JSON_VALUES,
+        "finish_reason": JSON_VALUES}) | JSON_VALUES, max_size=2) | JSON_VALUES,
+    "content": st.lists(st.fixed_dictionaries({"type": st.sampled_from(["text", "tool_use"]) | JSON_VALUES},
+                                              optional={"text": JSON_VALUES}) | JSON_VALUES, max_size=2) | JSON_VALUES,
+    "usage": st.fixed_dictionaries({}, optional={k: COUNTS | JSON_VALUES for k in (
+        "prompt_tokens", "completion_tokens", "input_tokens", "output_tokens", "cache_read_input_tokens")})
+    | JSON_VALUES,
+    "error": JSON_VALUES, "model": JSON_VALUES, "stop_reason": JSON_VALUES,
+})
+
+
+@settings(max_examples=200, deadline=None)
+@given(body=CHAT_LIKE | JSON_VALUES, raw=st.none() | st.binary(max_size=40))
+@example(body=None, raw=b"[" * 100_000)
+@example(body={"choices": [{"message": {"content": "Hi."}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": -1000, "completion_tokens": "5"}}, raw=None)
+def test_any_reply_body_is_an_answer_that_can_be_counted_or_one_transient_line(body: Any, raw: bytes | None) -> None:
+    from booksum_app.llm.providers.anthropic_wire import completion_from_message
+    from booksum_app.llm.providers.openai_wire import completion_from_reply
+
+    data = raw if raw is not None else json.dumps(body, allow_nan=True).encode()
+    for read in (completion_from_reply, completion_from_message):
+        try:
+            answer = read(data, name="p:m", model_id="m", latency_s=0.0, secret=KEY)
+        except TransientModelError as exc:
+            assert "\n" not in str(exc) and "H7g6F5" not in str(exc)
+            continue
+        assert isinstance(answer.text, str) and isinstance(answer.finish_reason, str)
+        for f in dataclasses.fields(Usage):
+            value = getattr(answer.usage, f.name)
+            assert isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(status=st.integers(min_value=300, max_value=599), body=st.binary(max_size=60) | JSON_VALUES.map(
+    lambda v: json.dumps(v).encode()), retry_after=st.none() | st.text(max_size=12))
+def test_any_error_status_is_one_booksum_error_line(status: int, body: bytes, retry_after: str | None) -> None:
+    from booksum_app.errors import ModelError
+    from booksum_app.llm.http_status import error_for_status
+
+    headers = {} if retry_after is None else {"retry-after": retry_after}
+    made = error_for_status(status, body + f" Bearer {KEY}".encode(), headers, name="p:m", secret=KEY)
+    assert isinstance(made, ModelError) and str(made).startswith("p:m: ")
+    assert "\n" not in str(made) and "H7g6F5" not in str(made)
+    wait = getattr(made, "retry_after_s", None)
+    assert wait is None or (math.isfinite(wait) and wait >= 0)
