@@ -202,3 +202,13 @@ def test_an_answer_within_the_char_rule_passes() -> None:
     text = "x" * (MAX_CHARS_PER_TOKEN * 40)
     client, _ = _client(lambda r: Completion(text, "stop", Usage(10, 40)))
     assert client.complete(REQ).text == text
+
+
+def test_an_answer_of_many_times_its_room_by_the_tokenizer_is_refused_too() -> None:
+    text = "湖" * (5 * 40)  # 200 characters, about 200 tokens: far under 16 characters a token, 5x the room
+    client, _ = _client(lambda r: Completion(text, "stop", Usage(10, 40)), max_attempts=1)
+    with pytest.raises(TransientModelError, match="far longer than its max_tokens"):
+        client.complete(REQ)
+    short = "湖" * 30
+    client, _ = _client(lambda r: Completion(short, "stop", Usage(10, 30)))
+    assert client.complete(REQ).text == short

@@ -337,7 +337,7 @@ class Client:
             self._limit.release()  # also between retries: a backoff is not spent holding a slot
         spent.attempts += 1
         completion = self._priced(request, completion)
-        too_long = overlong(completion, request.max_tokens + self._extra_output_tokens)
+        too_long = overlong(completion, request.max_tokens + self._extra_output_tokens, self._count)
         empty = too_long or not completion.text.strip()
         self._ledger.bill(completion, spent, wasted=empty)
         if empty:

@@ -46,6 +46,7 @@ MAX_ABANDONED = 16  # attempts past their deadline that may still run, per backe
 # an answer longer than this many characters per token of its room is not one a provider can
 # have billed within max_tokens (the longest tokens are runs of spaces or repeated symbols)
 MAX_CHARS_PER_TOKEN = 16
+MAX_ROOM_FACTOR = 4  # an answer of more tokens than this times its room was not cut at max_tokens
 _SECRET_NAMES = re.compile(r"(?i)(key|token|secret|password)$")
 
 
@@ -185,15 +186,24 @@ def checked(reply: Any, *, name: str, latency_s: float) -> Completion:
     )
 
 
-def overlong(completion: Completion, room_tokens: int) -> bool:
+def overlong(completion: Completion, room_tokens: int, count: Callable[[str], int]) -> bool:
     """Whether an answer is far longer than ``room_tokens`` (max_tokens and a reasoning model's room)
-    could hold: no provider bills past it, so it is not an answer to the request."""
-    return len(completion.text) > MAX_CHARS_PER_TOKEN * max(1, room_tokens) + 1024
+    could hold: no provider bills past it, so it is not an answer to the request.
+
+    Far longer: more than :data:`MAX_CHARS_PER_TOKEN` characters a token of room (decided without
+    reading the text), or more than :data:`MAX_ROOM_FACTOR` times the room by the tokenizer
+    (counted only when the text has that many characters: a token is at least one).
+    """
+    room = max(1, room_tokens)
+    chars = len(completion.text)
+    if chars > MAX_CHARS_PER_TOKEN * room + 1024:
+        return True
+    return chars > MAX_ROOM_FACTOR * room and count(completion.text) > MAX_ROOM_FACTOR * room
 
 
 def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-__all__ = ["MAX_ABANDONED", "MAX_CHARS_PER_TOKEN", "Door", "checked", "environment_secrets", "overlong",
-           "translated"]
+__all__ = ["MAX_ABANDONED", "MAX_CHARS_PER_TOKEN", "MAX_ROOM_FACTOR", "Door", "checked", "environment_secrets",
+           "overlong", "translated"]

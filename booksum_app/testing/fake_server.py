@@ -3,6 +3,8 @@
 Speaks ``POST /v1/chat/completions`` (OpenAI, non-streaming) and ``POST /v1/messages``
 (Anthropic) wire formats. Replies come from a function of the parsed request (default:
 :func:`booksum_app.testing.fake_replies.default_reply`); usage is counted with cl100k_base.
+As a real server, it stops an answer at the request's ``max_tokens`` (``max_completion_tokens``)
+with finish reason "length" (``stop_reason: max_tokens``), whatever the reply function wrote.
 Latency (per call and per output token) and faults are configurable: a deterministic
 ``script`` of fault kinds for the next calls, and/or a seeded random ``fault_rate``.
 
@@ -153,6 +155,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "truncated":
             words = text.split()
             text, finish = " ".join(words[: max(1, len(words) // 2)]), "length"
+        text, cut = within_budget(text, payload)
+        if cut:  # as a real server does: it stops generating at max_tokens
+            finish = "length"
         prompt_text = (request.system or "") + request.user_text
         n_out = count_tokens(text)
         caching = _Caching(fake, api, payload, prompt_text)  # looked up now, stored when answered
@@ -252,6 +257,22 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Connection errors from clients that hung up are expected here; stay quiet."""
+
+
+def within_budget(text: str, payload: dict[str, Any]) -> tuple[str, bool]:
+    """``text`` cut to the request's ``max_tokens`` (``max_completion_tokens``) as a server stops
+    generating there, and whether it was cut. (The ``hugetext`` quirk is the server that does not.)"""
+    budget = payload.get("max_completion_tokens") or payload.get("max_tokens")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0 or count_tokens(text) <= budget:
+        return text, False
+    low, high = 0, len(text)  # the longest prefix within the budget
+    while low < high:
+        middle = (low + high + 1) // 2
+        if count_tokens(text[:middle]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low], True
 
 
 def _fmt(seconds: float) -> str:
