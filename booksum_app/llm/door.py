@@ -47,6 +47,7 @@ MAX_ABANDONED = 16  # attempts past their deadline that may still run, per backe
 # have billed within max_tokens (the longest tokens are runs of spaces or repeated symbols)
 MAX_CHARS_PER_TOKEN = 16
 MAX_ROOM_FACTOR = 4  # an answer of more tokens than this times its room was not cut at max_tokens
+SLACK_CHARS, SLACK_TOKENS = 1024, 256  # on top: a tokenizer other than the model's may count a short answer high
 _SECRET_NAMES = re.compile(r"(?i)(key|token|secret|password)$")
 
 
@@ -191,14 +192,15 @@ def overlong(completion: Completion, room_tokens: int, count: Callable[[str], in
     could hold: no provider bills past it, so it is not an answer to the request.
 
     Far longer: more than :data:`MAX_CHARS_PER_TOKEN` characters a token of room (decided without
-    reading the text), or more than :data:`MAX_ROOM_FACTOR` times the room by the tokenizer
-    (counted only when the text has that many characters: a token is at least one).
+    reading the text), or more than :data:`MAX_ROOM_FACTOR` times the room by the tokenizer, each
+    plus a fixed slack (counted only when the text has that many characters: a token is at least one).
     """
     room = max(1, room_tokens)
     chars = len(completion.text)
-    if chars > MAX_CHARS_PER_TOKEN * room + 1024:
+    if chars > MAX_CHARS_PER_TOKEN * room + SLACK_CHARS:
         return True
-    return chars > MAX_ROOM_FACTOR * room and count(completion.text) > MAX_ROOM_FACTOR * room
+    most = MAX_ROOM_FACTOR * room + SLACK_TOKENS
+    return chars > most and count(completion.text) > most
 
 
 def _is_count(value: Any) -> bool:
