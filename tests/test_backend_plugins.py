@@ -63,6 +63,11 @@ def make_broken_defaults(spec, settings, env):  # type: ignore[no-untyped-def]
 
 make_broken_defaults.MODEL_DEFAULTS = {"context_window": "lots"}  # type: ignore[attr-defined]
 
+
+def make_keyerror(spec, settings, env):  # type: ignore[no-untyped-def]
+    """A factory that fails as a careless author's does: a KeyError quoting the key it looked at."""
+    raise KeyError(f"no region for key {env['URLCHAT_API_KEY']}")
+
 URLCHAT_KEY = "urlchat-" + "Zx9Yw8Vu7Ts6" * 2
 
 
@@ -256,3 +261,14 @@ def test_a_plugin_that_raises_system_exit_fails_with_exit_4_and_its_record(
     assert result.exit_code == 4, result.output
     assert "the backend raised SystemExit" in result.stderr.splitlines()[-1] and "Traceback" not in result.output
     assert (tmp_path / "out" / "lisk.failed.json").exists() and not (tmp_path / "out" / "lisk.md").exists()
+
+
+def test_a_plugin_factory_that_raises_is_one_redacted_config_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _install(tmp_path, monkeypatch, "careless = booksum_echo_plugin:make_keyerror\n")
+    settings = LLMSettings(cache_dir=tmp_path / "cache", config_path=tmp_path / "none.toml")
+    with pytest.raises(ConfigError, match=r"backend 'careless' could not be built \(KeyError: ") as caught:
+        get_model("careless:x", settings=settings, env={"URLCHAT_API_KEY": URLCHAT_KEY})
+    assert "Zx9Yw8" not in str(caught.value) and "[redacted]" in str(caught.value)
+    assert "\n" not in str(caught.value)

@@ -35,7 +35,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from booksum_app.errors import BooksumError, ModelError, TransientModelError, redact, server_message
@@ -152,9 +152,11 @@ def translated(exc: BaseException, name: str) -> BaseException:
     return ModelError(f"{name}: the backend raised {kind} ({detail or 'no message'}) instead of answering")
 
 
-def environment_secrets() -> list[str]:
-    """Values of the environment variables whose names say they hold a secret (API keys, tokens)."""
-    return [value for key, value in os.environ.items() if _SECRET_NAMES.search(key) and len(value) >= 8]
+def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
+    """Values of the environment variables (``os.environ``, and ``env`` when given) whose names say
+    they hold a secret (API keys, tokens)."""
+    pairs = [*os.environ.items(), *(env or {}).items()]
+    return [value for key, value in pairs if _SECRET_NAMES.search(key) and isinstance(value, str) and len(value) >= 8]
 
 
 def checked(reply: Any, *, name: str, latency_s: float) -> Completion:

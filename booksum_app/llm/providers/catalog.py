@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from booksum_app.errors import ConfigError
+from booksum_app.errors import ConfigError, server_message
 from booksum_app.llm.base import Backend, BackendBase
+from booksum_app.llm.door import environment_secrets
 
 if TYPE_CHECKING:
     from booksum_app.llm.spec import LLMSettings, ModelSpec
@@ -184,7 +185,8 @@ class BackendRegistry:
                     try:
                         found[entry.name] = _plugin_provider(entry.name, entry.load(), _distribution(entry))
                     except Exception as exc:  # noqa: BLE001 -- one broken plugin must not break the rest
-                        self._broken[entry.name] = f"{type(exc).__name__}: {exc}"
+                        detail = server_message(str(exc), *environment_secrets())
+                        self._broken[entry.name] = f"{type(exc).__name__}: {detail}"
                 self._plugins = found
             return self._plugins
 
