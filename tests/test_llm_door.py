@@ -212,3 +212,11 @@ def test_an_answer_of_many_times_its_room_by_the_tokenizer_is_refused_too() -> N
     short = "湖" * 300  # within 4x the room plus the slack a short answer gets
     client, _ = _client(lambda r: Completion(short, "stop", Usage(10, 30)))
     assert client.complete(REQ).text == short
+
+
+def test_the_keys_a_backend_was_built_with_are_redacted_too() -> None:
+    key = "plainkey-from-a-library-env-456"
+    client, _ = _client(_raise(RuntimeError(f"rejected {key}")), secrets=[key])
+    with pytest.raises(ModelError) as caught:
+        client.complete(REQ)
+    assert key not in str(caught.value) and REDACTED in str(caught.value)

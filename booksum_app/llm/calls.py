@@ -76,7 +76,7 @@ class Client:
         backoff_max_s: float = BACKOFF_MAX_S,
         spec: Any = None,
         notice: str | None = None,
-        attempt_timeout_s: float | None = None,
+        attempt_timeout_s: float | None = None, secrets: Sequence[str] = (),  # the door's: --timeout, keys
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -85,8 +85,7 @@ class Client:
         if not isinstance(backend, Backend):  # BackendBase: every member read below has a default
             raise TypeError(f"{type(backend).__name__} is not a backend: derive it from booksum_app.plugin.BackendBase")
         self.concurrency = max(1, int(concurrency if concurrency is not None else backend.default_concurrency))
-        self.max_cost_usd = max_cost_usd
-        self.max_attempts = max_attempts
+        self.max_cost_usd, self.max_attempts = max_cost_usd, max_attempts
         self._ledger = Ledger(backend.info, on_call)
         self._sleep = sleep
         self._wait = retry_wait(backoff_initial_s, backoff_max_s)
@@ -115,7 +114,8 @@ class Client:
         # room a backend adds to each request's max_tokens (a reasoning model's hidden tokens)
         self._extra_output_tokens = backend.extra_output_tokens
         self._executor: PriorityPool | None = None
-        self._door = Door(backend, name=backend.info.name, timeout_s=attempt_timeout_s, on_late=self._bill_late)
+        self._door = Door(backend, name=backend.info.name, timeout_s=attempt_timeout_s, on_late=self._bill_late,
+                          secrets=secrets)
         self.spec: Any = spec  # the registry's ModelSpec when built by get_model
         self.notice = notice  # one line for the CLI (e.g. fell back to the demo model)
 

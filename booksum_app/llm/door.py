@@ -35,7 +35,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from booksum_app.errors import BooksumError, ModelError, TransientModelError, redact, server_message
@@ -55,9 +55,10 @@ class Door:
     """Calls one backend's ``complete``: bounded, checked, failures as one redacted line."""
 
     def __init__(self, backend: Backend, *, name: str, timeout_s: float | None,
-                 on_late: Callable[[Request, Completion], None]) -> None:
+                 on_late: Callable[[Request, Completion], None], secrets: Sequence[str] = ()) -> None:
         self.backend = backend
         self.name = name
+        self.secrets = tuple(secrets)  # the keys the backend was built with, removed from its messages
         # the door's own bound applies to backends that do not bound their attempts themselves
         guarded = timeout_s is not None and not backend.bounds_own_attempts
         self.timeout_s = timeout_s if guarded else None
@@ -72,7 +73,7 @@ class Door:
             try:
                 reply = self.backend.complete(request)
             except BaseException as exc:
-                raise translated(exc, self.name) from exc
+                raise translated(exc, self.name, self.secrets) from exc
         else:
             reply = self._bounded(request, self.timeout_s)
         return checked(reply, name=self.name, latency_s=time.perf_counter() - start)
@@ -113,7 +114,7 @@ class Door:
                 raise TransientModelError(f"{self.name}: request timed out (no reply within --timeout "
                                           f"{timeout_s:g} s; the attempt was abandoned)")
         if attempt.error is not None:
-            raise translated(attempt.error, self.name) from attempt.error
+            raise translated(attempt.error, self.name, self.secrets) from attempt.error
         return attempt.reply
 
     def _late(self, request: Request, reply: Any) -> None:
@@ -133,17 +134,19 @@ class _Attempt:
     done: threading.Event = dataclasses.field(default_factory=threading.Event)
 
 
-def translated(exc: BaseException, name: str) -> BaseException:
-    """``exc`` raised by a backend, as the booksum error it stands for, its text redacted."""
+def translated(exc: BaseException, name: str, secrets: Sequence[str] = ()) -> BaseException:
+    """``exc`` raised by a backend, as the booksum error it stands for, its text redacted (``secrets``
+    and every secret of the environment)."""
     if isinstance(exc, KeyboardInterrupt):
         return exc
+    known = [*secrets, *environment_secrets()]
     if isinstance(exc, BooksumError):
         text = str(exc)
-        clean = redact(text, *environment_secrets())
+        clean = redact(text, *known)
         if clean != text:
             exc.args = (clean,)
         return exc
-    detail = server_message(str(exc), *environment_secrets())
+    detail = server_message(str(exc), *known)
     kind = type(exc).__name__
     if isinstance(exc, OSError | http.client.HTTPException):  # urllib's URLError, a reset, a socket timeout
         return TransientModelError(f"{name}: the backend's connection failed ({kind}: {detail})")

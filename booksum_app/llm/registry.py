@@ -351,6 +351,7 @@ def get_model(
         spec=spec,
         notice=spec.notice,
         attempt_timeout_s=settings.timeout_s,  # --timeout, at the door for backends that do not bound themselves
+        secrets=environment_secrets(env),  # the keys of the mapping the backend was built from
     )
     return client
 
