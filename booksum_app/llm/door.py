@@ -98,10 +98,13 @@ class Door:
             with self._lock:
                 late = attempt.abandoned
                 attempt.done.set()
-                if late:
-                    self.abandoned -= 1
-            if late and attempt.error is None:
-                self._late(request, attempt.reply)
+            if late:
+                try:
+                    if attempt.error is None:
+                        self._late(request, attempt.reply)
+                finally:  # counted as running until its reply is billed
+                    with self._lock:
+                        self.abandoned -= 1
 
         worker = threading.Thread(target=context.run, args=(work,), name="booksum-attempt", daemon=True)
         worker.start()
