@@ -48,6 +48,7 @@ from booksum_app.testing.fake_wire import (
     openai_body,
     parse_anthropic,
     parse_openai,
+    within_budget,
 )
 from booksum_app.testing.quirks import QUIRKS, serve_quirk
 
@@ -257,22 +258,6 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Connection errors from clients that hung up are expected here; stay quiet."""
-
-
-def within_budget(text: str, payload: dict[str, Any]) -> tuple[str, bool]:
-    """``text`` cut to the request's ``max_tokens`` (``max_completion_tokens``) as a server stops
-    generating there, and whether it was cut. (The ``hugetext`` quirk is the server that does not.)"""
-    budget = payload.get("max_completion_tokens") or payload.get("max_tokens")
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0 or count_tokens(text) <= budget:
-        return text, False
-    low, high = 0, len(text)  # the longest prefix within the budget
-    while low < high:
-        middle = (low + high + 1) // 2
-        if count_tokens(text[:middle]) <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    return text[:low], True
 
 
 def _fmt(seconds: float) -> str:
