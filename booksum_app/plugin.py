@@ -13,6 +13,14 @@ everything else has a default (``kind``, ``default_concurrency``, ``base_url``, 
 ``close``, ``from_spec``, ``model_defaults``). booksum's client adds the call cache, retries on
 :class:`RateLimited`/:class:`TransientModelError`, the concurrency bound and the cost accounting.
 
+A backend that talks to a server sends with :func:`post_json` (the attempt's ``--timeout``
+deadline on every socket operation, the :data:`MAX_REPLY_BYTES` cap, JSON read safely) and maps
+an error status with :func:`error_for_status` (429, 5xx, 401... to the errors above, the
+server's text redacted); :func:`redact` and :func:`server_message` clean any other text that
+came from outside. Whatever a backend does, booksum's call layer bounds each attempt at
+``--timeout`` (a backend that ignores it is given up on and its late reply billed as wasted),
+checks every :class:`Completion`, and turns any exception into one redacted line (exit 4).
+
 A **strategy** derives from :class:`StrategyBase`, declares its :class:`Option` values (set with
 ``--set NAME=VALUE``; read with ``self.option(config, NAME)``), may ship templates in
 ``templates_dir`` and writes ``plan`` (upper bounds, no call) and ``run``. Every summary it asks
@@ -40,8 +48,13 @@ from booksum_app.errors import (
     ModelError,
     RateLimited,
     TransientModelError,
+    redact,
+    server_message,
 )
 from booksum_app.llm.base import BackendBase, ChatModel, Completion, ModelInfo, Request, Usage
+from booksum_app.llm.deadline import MAX_REPLY_BYTES
+from booksum_app.llm.http_status import error_for_status
+from booksum_app.llm.providers.plugin_http import post_json
 from booksum_app.llm.registry import LLMSettings, ModelSpec
 from booksum_app.strategies.base import (
     Option,
@@ -58,6 +71,7 @@ from booksum_app.strategies.base import (
 )
 
 __all__ = [
+    "MAX_REPLY_BYTES",
     "AuthError",
     "BackendBase",
     "BooksumError",
@@ -87,9 +101,13 @@ __all__ = [
     "SummaryNode",
     "TransientModelError",
     "Usage",
+    "error_for_status",
     "generate",
     "notify",
+    "post_json",
+    "redact",
     "regenerator",
+    "server_message",
     "split_sentences",
     "words_for_tokens",
 ]

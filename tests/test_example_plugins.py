@@ -139,3 +139,30 @@ def test_a_bad_model_string_leaves_no_output_behind(tmp_path: Path, monkeypatch:
     result = CliRunner().invoke(cli, ["summarize", str(book), "-m", "nobody:x"])
     assert result.exit_code == 2 and "unknown model 'nobody:x'" in result.stderr
     assert not (tmp_path / "booksum-out").exists()
+
+
+@pytest.mark.slow
+def test_the_chat_backend_talks_http_through_the_plugin_door(site: Path, tmp_path: Path) -> None:
+    from booksum_app.testing.fake_server import FakeServer
+
+    book = _book(tmp_path)
+    key = "sk-chat" + "K1j2H3g4F5d6" * 2
+    with FakeServer() as server:
+        env_key = {"CHAT_API_KEY": key}
+        os.environ.update(env_key)
+        try:
+            done = _booksum(site, "summarize", str(book), "--strategy", "direct", "-m", "chat:demo", "--no-clean",
+                            "--base-url", server.openai_base_url, "-o", str(tmp_path / "out" / "lisk"), cwd=tmp_path)
+            assert done.returncode == 0, done.stderr
+            record = json.loads((tmp_path / "out" / "lisk.json").read_text(encoding="utf-8"))
+            assert record["model"] == "chat:demo" and record["config"]["backend"] == "booksum-extract-0.1.0"
+            assert record["totals"]["input_tokens"] == server.billed.input_tokens, "its reported usage, counted"
+            server.add_faults("401")
+            refused = _booksum(site, "summarize", str(book), "--strategy", "direct", "-m", "chat:other",
+                               "--no-clean", "--base-url", server.openai_base_url, cwd=tmp_path)
+        finally:
+            for name in env_key:
+                os.environ.pop(name, None)
+    assert refused.returncode == 4, refused.stderr
+    assert "the API key was rejected (401); check CHAT_API_KEY" in refused.stderr.splitlines()[-1]
+    assert "K1j2H3" not in refused.stderr + refused.stdout and "Traceback" not in refused.stderr

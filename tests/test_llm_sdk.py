@@ -240,7 +240,7 @@ def test_a_200_reply_never_json_ends_in_one_transient_error(
 ) -> None:
     server.add_faults(*["notjson"] * 3)
     client = client_for(api, server, tmp_path, max_attempts=3)
-    with pytest.raises(TransientModelError, match="not JSON") as caught:
+    with pytest.raises(TransientModelError, match="not valid JSON") as caught:
         client.complete(REQ)
     assert "\n" not in str(caught.value) and server.call_count == 3
 

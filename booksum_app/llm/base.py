@@ -248,6 +248,10 @@ class BackendBase(ABC):
       part of the cache key when set.
     - ``expect_callers``: told how many callers may be waiting for a slot (a backend that
       gathers calls into batches waits for them); ignored by default.
+    - ``bounds_own_attempts``: True when ``complete`` itself stops at ``--timeout`` (the built-in
+      HTTP carriers, whose transports free the socket at the deadline) or has no remote peer (an
+      in-process model). False (the default, every plugin): the call layer runs each attempt on
+      a worker thread and gives up on it at the deadline (``llm/door.py``).
     """
 
     info: ModelInfo
@@ -256,6 +260,7 @@ class BackendBase(ABC):
     base_url: str | None = None
     extra_output_tokens: int = 0
     reasoning_effort: str | None = None
+    bounds_own_attempts: bool = False
     # a plugin's planning defaults (context_window, tokenizer, prices, note) for models that
     # neither booksum's table nor the user's config lists; None: 8192 tokens, estimated, unpriced
     model_defaults: ClassVar[Mapping[str, Any] | None] = None

@@ -87,7 +87,11 @@ def priced(
         note += (f", and each reply is charged the {extra_output_tokens:,} tokens reserved for "
                  "hidden reasoning")
     hidden = max(0, extra_output_tokens)  # what the text cannot show: the reasoning room, in full
-    usage = Usage(count_prompt(request), count(completion.text) + hidden)
+    # a provider bills at most the request's room: a longer text is not tokenized whole
+    visible_room = max(0, request.max_tokens)
+    text = completion.text
+    visible = visible_room if len(text) > 16 * max(1, visible_room) else min(count(text), visible_room)
+    usage = Usage(count_prompt(request), visible + hidden)
     estimated = dataclasses.replace(completion, usage=usage, usage_reported=False, reasoning_tokens=hidden,
                                     cost_usd=info.cost_usd(usage))
     return estimated, note

@@ -3,26 +3,19 @@
 :class:`Client` wraps any :class:`~booksum_app.llm.base.Backend` and implements
 :class:`~booksum_app.llm.base.ChatModel`:
 
-- a persistent call cache (``llm/cache.py``) consulted before and filled after each call,
-  with a lease on each request in flight so runs sharing the cache wait instead of re-paying;
-- retries (tenacity) with exponential backoff and full jitter on ``RateLimited`` and
-  ``TransientModelError`` (429, 5xx, timeouts, dropped connections), honouring the
-  server's Retry-After up to ``RETRY_AFTER_MAX_S`` (a longer one fails the call at once, with
-  the server's figure); no retry on other errors (auth, context too long, bad request);
-  a bounded number of attempts, then a one-line error that says what to do;
-- an empty reply is retried like a transient failure; if every attempt is empty the last
-  (empty, uncached) completion is returned so the strategy's own validation can resample. An
-  empty reply cut at the token limit is not resent (it would be cut again); a reasoning
-  model's that spent the budget on hidden tokens fails with a line that says so;
-- a bound on calls in flight, shared by ``complete`` from any thread, ``submit`` and
-  ``complete_many``; batch backends (vLLM) get whole batches instead;
-- accounting of every reply the provider sent, used or not (a retried empty answer was paid):
-  in the client's totals, in the call's record and in every :class:`~booksum_app.llm.meter.Meter`
-  open in the caller's context (a run's totals); a reply without usage, or with a count the
-  call cannot hold, is counted with the tokenizer and marked estimated (:attr:`Client.notes`);
-- an optional cost ceiling checked before every uncached call against its worst case (input
-  tokens + max_tokens + a reasoning model's hidden-token room), and again before each retry;
-- a thread-safe log of :class:`CallRecord` and an ``on_call`` hook for progress displays.
+- a persistent call cache (``llm/cache.py``) with a lease on each request in flight, so runs
+  sharing the cache wait instead of re-paying;
+- retries (tenacity, exponential backoff, full jitter) on ``RateLimited`` and ``TransientModelError``,
+  honouring Retry-After up to ``RETRY_AFTER_MAX_S``; other errors are not retried; then one line;
+- an empty reply is retried; if every attempt is empty the last (uncached) one is returned for the
+  strategy to resample; one cut at the limit is not resent (a reasoning model's fails with a line);
+- a bound on calls in flight (``complete`` from any thread, ``submit``, ``complete_many``); batches for vLLM;
+- every paid reply counted, used or not: in the totals, the call's record and every open
+  :class:`~booksum_app.llm.meter.Meter`; missing or absurd usage is counted with the tokenizer;
+- an optional cost ceiling checked against each uncached call's worst case, and before each retry;
+- a thread-safe log of :class:`CallRecord` and an ``on_call`` hook for progress displays;
+- every attempt through one door (``llm/door.py``: ``attempt_timeout_s`` bounds it, its Completion is checked, a
+  failure is one redacted line); a late reply is billed as wasted, an answer far past ``max_tokens`` retried.
 """
 
 from __future__ import annotations
@@ -46,6 +39,7 @@ from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, R
 from booksum_app.llm.billing import CallRecord, Ledger, Spent, fallback_counter, priced
 from booksum_app.llm.cache import CallMeta, CallStore, Lease
 from booksum_app.llm.context import current_context, ranked
+from booksum_app.llm.door import Door, checked, overlong
 from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
 from booksum_app.llm.request_key import OnceMemo, prompt_tokens, request_json, request_key
 from booksum_app.llm.retry_policy import (
@@ -58,6 +52,7 @@ from booksum_app.llm.retry_policy import (
     retry_wait,
     too_long_a_wait,
 )
+from booksum_app.money import usd
 
 
 class Client:
@@ -80,6 +75,7 @@ class Client:
         backoff_max_s: float = BACKOFF_MAX_S,
         spec: Any = None,
         notice: str | None = None,
+        attempt_timeout_s: float | None = None, secrets: Sequence[str] = (),  # the door's: --timeout, keys
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -88,8 +84,7 @@ class Client:
         if not isinstance(backend, Backend):  # BackendBase: every member read below has a default
             raise TypeError(f"{type(backend).__name__} is not a backend: derive it from booksum_app.plugin.BackendBase")
         self.concurrency = max(1, int(concurrency if concurrency is not None else backend.default_concurrency))
-        self.max_cost_usd = max_cost_usd
-        self.max_attempts = max_attempts
+        self.max_cost_usd, self.max_attempts = max_cost_usd, max_attempts
         self._ledger = Ledger(backend.info, on_call)
         self._sleep = sleep
         self._wait = retry_wait(backoff_initial_s, backoff_max_s)
@@ -119,6 +114,8 @@ class Client:
         # room a backend adds to each request's max_tokens (a reasoning model's hidden tokens)
         self._extra_output_tokens = backend.extra_output_tokens
         self._executor: PriorityPool | None = None
+        self._door = Door(backend, name=backend.info.name, timeout_s=attempt_timeout_s, on_late=self._bill_late,
+                          secrets=secrets)
         self.spec: Any = spec  # the registry's ModelSpec when built by get_model
         self.notice = notice  # one line for the CLI (e.g. fell back to the demo model)
 
@@ -298,16 +295,12 @@ class Client:
             committed = spent + self._reserved_usd
             if committed + estimate > self.max_cost_usd:
                 sent = self.in_flight
-                in_flight = (
-                    f"; {sent} call(s) in flight may add up to ${self._reserved_usd:.4f} and are "
-                    "cached when they finish" if sent else ""
-                )
+                in_flight = (f"; {sent} call(s) in flight may add up to {usd(self._reserved_usd, digits=4)} and are "
+                             "cached when they finish" if sent else "")
                 raise CostLimitExceeded(
-                    f"the next call could cost up to ${estimate:.4f}, which would pass the ceiling "
-                    f"of ${self.max_cost_usd:.2f} (spent ${spent:.4f}{in_flight}); raise "
-                    "--max-cost or rerun: a rerun replays every answered call for free and pays only "
-                    "for the rest"
-                )
+                    f"the next call could cost up to {usd(estimate, digits=4)}, which would pass the ceiling of "
+                    f"{usd(self.max_cost_usd)} (spent {usd(spent, digits=4)}{in_flight}); raise --max-cost or rerun: "
+                    "a rerun replays every answered call for free and pays only for the rest")
             self._reserved_usd += estimate
         return estimate
 
@@ -328,7 +321,7 @@ class Client:
             ticket = self._limit.send()  # a 429 meanwhile may have lowered the limit: wait for it
             overloaded: bool | None = None  # a 500 or a timeout says nothing of the quota
             try:
-                completion = self.backend.complete(request)
+                completion = self._door.call(request)
                 overloaded = False
             except (RateLimited, TransientModelError) as exc:
                 overloaded = True if isinstance(exc, RateLimited) or exc.overloaded else None
@@ -344,10 +337,14 @@ class Client:
             self._limit.release()  # also between retries: a backoff is not spent holding a slot
         spent.attempts += 1
         completion = self._priced(request, completion)
-        empty = not completion.text.strip()
+        too_long = overlong(completion, request.max_tokens + self._extra_output_tokens, self._count)
+        empty = too_long or not completion.text.strip()
         self._ledger.bill(completion, spent, wasted=empty)
         if empty:
             self._log_wasted(request, completion)
+        if too_long:  # paid (at most max_tokens), never an answer: not cached, retried like a malformed reply
+            raise TransientModelError(f"{self.info.name}: the answer ({len(completion.text):,} characters) is far "
+                                      f"longer than its max_tokens ({request.max_tokens:,}) allows")
         if empty and completion.cut_off:
             raise cut_empty_error(self.info.name, completion)
         if empty:
@@ -362,8 +359,8 @@ class Client:
         with self._lock:
             if spent + self._reserved_usd > self.max_cost_usd:
                 raise CostLimitExceeded(
-                    f"retrying a failed call could pass the ceiling of ${self.max_cost_usd:.2f} (spent "
-                    f"${spent:.4f}, including paid attempts that failed); raise --max-cost or rerun: a rerun "
+                    f"retrying a failed call could pass the ceiling of {usd(self.max_cost_usd)} (spent "
+                    f"{usd(spent, digits=4)}, including paid attempts that failed); raise --max-cost or rerun: a rerun "
                     "replays every answered call for free"
                 )
 
@@ -374,6 +371,12 @@ class Client:
         )
         self._ledger.note(note)
         return completion
+
+    def _bill_late(self, request: Request, completion: Completion) -> None:  # given up at --timeout, then paid
+        completion = self._priced(request, completion)
+        self._ledger.bill(completion, Spent(attempts=1), wasted=True)
+        self._log_wasted(request, completion)
+        self._ledger.note(f"{self.info.name}: replies that came after --timeout were billed as wasted replies")
 
     def _log_wasted(self, request: Request, completion: Completion) -> None:
         """Keep a wasted reply in the call log (``booksum logs`` counts its money); never fatal."""
@@ -467,7 +470,8 @@ class Client:
             with self._lock:
                 self._batch_in_flight += len(batch)
             try:
-                completions = self._retrying()(backend.complete_batch, batch)
+                completions = [checked(c, name=self.info.name, latency_s=0.0)
+                               for c in self._retrying()(backend.complete_batch, batch)]
             finally:
                 with self._lock:
                     self._batch_in_flight -= len(batch)

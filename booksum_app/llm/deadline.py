@@ -11,6 +11,11 @@ ways to hold an attempt to ``--timeout`` seconds in all:
   (the ``openai`` and ``anthropic`` SDKs and the Ollama client, which send on the calling
   thread). A read with no time left raises ``httpcore.ReadTimeout``, which the SDKs turn into
   their own timeout error.
+
+The same attempt also has a byte budget, :data:`MAX_REPLY_BYTES`, counted on every read of the
+transport: a server that sends 100 MB where a chat completion is kilobytes is cut there (the
+read raises ``httpcore.ReadError``; :func:`reply_over_cap` tells the backend why), instead of
+buffering gigabytes.
 """
 
 from __future__ import annotations
@@ -25,17 +30,38 @@ from contextlib import contextmanager
 from typing import Any
 
 _local = threading.local()
+MAX_REPLY_BYTES = 64 * 2**20  # a chat completion is kilobytes; a server sending more is broken
 
 
 @contextmanager
-def attempt_deadline(seconds: float) -> Iterator[None]:
-    """Run the block as one attempt that may take at most ``seconds`` of wall-clock time."""
-    previous = getattr(_local, "deadline", None)
+def attempt_deadline(seconds: float, *, max_bytes: int | None = None) -> Iterator[None]:
+    """Run the block as one attempt that may take at most ``seconds`` of wall-clock time and
+    read at most ``max_bytes`` (default :data:`MAX_REPLY_BYTES`) through :func:`deadline_transport`."""
+    previous = (getattr(_local, "deadline", None), getattr(_local, "budget", None))
     _local.deadline = time.monotonic() + seconds
+    _local.budget = MAX_REPLY_BYTES if max_bytes is None else max_bytes
+    _local.over = False  # kept after the block: the caller's error handler asks why the read failed
     try:
         yield
     finally:
-        _local.deadline = previous
+        _local.deadline, _local.budget = previous
+
+
+def reply_over_cap() -> bool:
+    """Whether the current (or just finished) attempt's reply passed its byte budget."""
+    return bool(getattr(_local, "over", False))
+
+
+def _spend(count: int) -> None:
+    """Count ``count`` bytes read against the attempt's budget; ReadError past it."""
+    budget = getattr(_local, "budget", None)
+    if budget is None:
+        return
+    _local.budget = budget - count
+    if _local.budget < 0:
+        _local.over = True
+        httpcore, _ = _http_modules()
+        raise httpcore.ReadError("the reply is larger than the byte cap")
 
 
 def time_left() -> float | None:
@@ -130,6 +156,9 @@ def _http_modules() -> tuple[Any, Any]:
     return httpcore2, httpx2
 
 
+http_modules = _http_modules  # the public name (plugin_http)
+
+
 # the pool limits a client would have had: a transport handed to an httpx client brings its own
 # pool, and httpcore's default is 10 connections
 SDK_POOL: dict[str, Any] = {"max_connections": 1000, "max_keepalive_connections": 100}  # openai/anthropic SDKs'
@@ -149,7 +178,9 @@ def deadline_transport(**pool_options: Any) -> Any:
             self._inner = inner
 
         def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-            return bytes(self._inner.read(max_bytes, _clamp(timeout)))
+            data = bytes(self._inner.read(max_bytes, _clamp(timeout)))
+            _spend(len(data))
+            return data
 
         def write(self, buffer: bytes, timeout: float | None = None) -> None:
             self._inner.write(buffer, _clamp(timeout))
@@ -187,6 +218,6 @@ def deadline_transport(**pool_options: Any) -> Any:
 
 
 __all__ = [
-    "HTTPX_POOL", "SDK_POOL", "WATCHDOG", "Watchdog", "attempt_deadline", "deadline_transport", "shut_down",
-    "time_left",
+    "HTTPX_POOL", "MAX_REPLY_BYTES", "SDK_POOL", "WATCHDOG", "Watchdog", "attempt_deadline", "deadline_transport",
+    "http_modules", "reply_over_cap", "shut_down", "time_left",
 ]

@@ -32,10 +32,11 @@ from booksum_app.config import (
     LENGTH_POLICIES,
     SERVER_INITIAL_CONCURRENCY,
 )
-from booksum_app.errors import ConfigError
+from booksum_app.errors import BooksumError, ConfigError, server_message
 from booksum_app.llm.base import Backend, BackendBase, ModelInfo
 from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import CallRecord, Client
+from booksum_app.llm.door import environment_secrets
 from booksum_app.llm.limiter import socket_room
 from booksum_app.llm.model_names import family, own_server
 from booksum_app.llm.model_table import (
@@ -297,7 +298,16 @@ def resolve_model(
 
 
 def _build_backend(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
-    built = provider_entry(spec).factory(spec, settings, env)  # built-ins and booksum.backends plugins
+    entry = provider_entry(spec)
+    try:
+        built = entry.factory(spec, settings, env)  # built-ins and booksum.backends plugins
+    except (BooksumError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # a plugin's bug (SystemExit included): one redacted line, not a traceback
+        if entry.name in BUILTIN:
+            raise
+        detail = server_message(str(exc), *environment_secrets(env)) or "no message"
+        raise ConfigError(f"backend {spec.provider!r} could not be built ({type(exc).__name__}: {detail})") from exc
     if not isinstance(built, BackendBase):
         raise ConfigError(f"backend {spec.provider!r} built a {type(built).__name__}, not a backend: "
                           "derive it from booksum_app.plugin.BackendBase")
@@ -365,6 +375,8 @@ def get_model(
         on_call=on_call,
         spec=spec,
         notice=spec.notice,
+        attempt_timeout_s=settings.timeout_s,  # --timeout, at the door for backends that do not bound themselves
+        secrets=environment_secrets(env),  # the keys of the mapping the backend was built from
     )
     return client
 

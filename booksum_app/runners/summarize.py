@@ -38,11 +38,12 @@ from booksum_app.config import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TOP_P,
 )
-from booksum_app.errors import BooksumError, ConfigError, ModelError
+from booksum_app.errors import BooksumError, ConfigError, ModelError, server_message
 from booksum_app.files import write_json_atomic
 from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request, Tally
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.context import default_context
+from booksum_app.llm.door import environment_secrets
 from booksum_app.llm.meter import Meter, metering
 from booksum_app.llm.registry import LLMSettings, ModelSpec, choose_model, get_model
 from booksum_app.runners.chapters import chapter_summaries
@@ -281,9 +282,9 @@ def _run(
     # the run's money is what the client billed while it ran (retries and wasted replies
     # included), not what the strategy says of its own calls
     with metering() as meter, _spent_on_failure(meter):
-        result = impl.run(
+        result = _strategy_result(impl.name, lambda: impl.run(
             StrategyJob(chunks, text, config, chapter_texts), model=chat, prompts=bundle, on_progress=on_progress
-        )
+        ))
         extra: dict[str, Any] = dict(result.extra)  # hier-evidence: the evidence of every merge
         if run.per_chapter:
             per_chapter, chapter_calls = chapter_summaries(book, chunks, result, model=chat, prompts=bundle,
@@ -369,6 +370,27 @@ def write_failed_record(record_path: Path, exc: BooksumError, *, run: RunConfig,
     except OSError:
         return None
     return path
+
+
+def _strategy_result(name: str, run: Callable[[], Any]) -> StrategyResult:
+    """A strategy's result, checked: whatever a (plugin) strategy raises or returns ends in one line, exit 1."""
+    try:
+        result = run()
+    except (BooksumError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # a plugin's bug, SystemExit included, is one line
+        detail = server_message(str(exc), *environment_secrets()) or "no message"
+        raise BooksumError(f"strategy {name!r} failed ({type(exc).__name__}: {detail})") from exc
+    if not isinstance(result, StrategyResult):
+        raise BooksumError(f"strategy {name!r} returned a {type(result).__name__}, not a StrategyResult")
+    wrong = [field for field, ok in (
+        ("summary", isinstance(result.summary, str)), ("nodes", isinstance(result.nodes, tuple | list)),
+        ("calls", isinstance(result.calls, tuple | list)), ("extra", isinstance(result.extra, Mapping)),
+    ) if not ok]
+    if wrong:
+        raise BooksumError(f"strategy {name!r} returned a StrategyResult whose {wrong[0]} is a "
+                           f"{type(getattr(result, wrong[0])).__name__}")
+    return result
 
 
 @contextmanager

@@ -8,8 +8,9 @@ logged with whether it was cut (:attr:`FakeOllama.requests`). Tokens are cl100k_
 
 Unknown models get 404 ``{"error": "model 'x' not found"}``. Faults for the next calls come
 from a ``script``: ``500``, ``notjson`` (a 200 whose body is HTML), ``drop`` (close the
-socket without a reply), ``drip`` (a normal reply, its body a byte every 0.2 s) and
-``nousage`` (a normal reply without ``prompt_eval_count``/``eval_count``, as Ollama answers
+socket without a reply), ``drip`` (a normal reply, its body a byte every 0.2 s),
+``deepjson`` (a body nested 100,000 deep), ``hugebody`` (300 MB) and ``nousage`` (a normal
+reply without ``prompt_eval_count``/``eval_count``, as Ollama answers
 when the prompt came from its KV cache). Replies come from :func:`booksum_app.testing.fake_replies.default_reply`
 applied to the text the model would really have seen.
 
@@ -32,7 +33,9 @@ from booksum_app.jsonin import parse_json_or_none
 from booksum_app.llm.base import Request
 from booksum_app.testing.fake_replies import THINKING, default_reply, with_thinking
 
-FAULTS = ("500", "notjson", "drop", "drip", "nousage")
+FAULTS = ("500", "notjson", "drop", "drip", "nousage", "deepjson", "hugebody")
+DEEP_LEVELS = 100_000
+HUGE_BODY_BYTES = 300 * 2**20  # far past the 64 MB reply cap
 DRIP_S = 0.2
 DEFAULT_NUM_CTX = 2048
 ReplyFn = Callable[[Request], str]
@@ -106,6 +109,10 @@ class _Handler(BaseHTTPRequestHandler):
             fake.log_fault(model, payload, fault)
             self._raw(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
             return
+        if fault in ("deepjson", "hugebody"):
+            fake.log_fault(model, payload, fault)
+            self._flood(DEEP_LEVELS if fault == "deepjson" else HUGE_BODY_BYTES)
+            return
         if fault == "drip":  # logged by chat() below, as a normal reply
             self._drip(json.dumps(fake.chat(model, payload)).encode("utf-8"))
             return
@@ -113,6 +120,20 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "nousage":
             reply = {k: v for k, v in reply.items() if k not in ("prompt_eval_count", "eval_count")}
         self._json(200, reply)
+
+    def _flood(self, size: int) -> None:
+        """A 200 of ``size`` bytes of ``[``: nested too deep to parse, or more than any reply may be."""
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "application/json; charset=utf-8")
+            self.send_header("content-length", str(size))
+            self.end_headers()
+            block = b"[" * min(size, 2**20)
+            for _ in range(size // len(block)):
+                self.wfile.write(block)
+        except OSError:
+            pass  # the client stopped reading at its cap
 
     def _drip(self, data: bytes) -> None:
         """Headers at once, then the body a byte at a time: no single read ever times out."""

@@ -3,6 +3,8 @@
 Speaks ``POST /v1/chat/completions`` (OpenAI, non-streaming) and ``POST /v1/messages``
 (Anthropic) wire formats. Replies come from a function of the parsed request (default:
 :func:`booksum_app.testing.fake_replies.default_reply`); usage is counted with cl100k_base.
+As a real server, it stops an answer at the request's ``max_tokens`` (``max_completion_tokens``)
+with finish reason "length" (``stop_reason: max_tokens``), whatever the reply function wrote.
 Latency (per call and per output token) and faults are configurable: a deterministic
 ``script`` of fault kinds for the next calls, and/or a seeded random ``fault_rate``.
 
@@ -50,6 +52,7 @@ from booksum_app.testing.fake_wire import (
     openai_body,
     parse_anthropic,
     parse_openai,
+    within_budget,
 )
 from booksum_app.testing.quirks import QUIRKS, serve_quirk
 
@@ -156,6 +159,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "truncated":
             words = text.split()
             text, finish = " ".join(words[: max(1, len(words) // 2)]), "length"
+        text, cut = within_budget(text, payload)
+        if cut:  # as a real server does: it stops generating at max_tokens
+            finish = "length"
         prompt_text = (request.system or "") + request.user_text
         text = with_thinking(text, fake.thinking) if fake.thinking else text
         n_out = count_tokens(text) + (count_tokens(THINKING) if fake.thinking == "parser" else 0)

@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from booksum_app.llm.base import Request
+from booksum_app.testing.fake_prompt_cache import count_tokens
 
 
 def text_of(content: Any) -> str:
@@ -140,3 +141,19 @@ def anthropic_body(
             "cache_read_input_tokens": cache_read,
         },
     }
+
+
+def within_budget(text: str, payload: dict[str, Any]) -> tuple[str, bool]:
+    """``text`` cut to the request's ``max_tokens`` (``max_completion_tokens``) as a server stops
+    generating there, and whether it was cut. (The ``hugetext`` quirk is the server that does not.)"""
+    budget = payload.get("max_completion_tokens") or payload.get("max_tokens")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0 or count_tokens(text) <= budget:
+        return text, False
+    low, high = 0, len(text)  # the longest prefix within the budget
+    while low < high:
+        middle = (low + high + 1) // 2
+        if count_tokens(text[:middle]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low], True

@@ -23,6 +23,13 @@ Transports that never let one socket read time out, or break the exchange:
 - ``farretry``: 429 with ``Retry-After: 999999999``;
 - ``echokeyfar``: a 500 whose message quotes the credentials where an error message is cut.
 
+Bodies no answer can be:
+
+- ``deepjson``: a 200 whose body is an array nested ``DEEP_LEVELS`` deep;
+- ``hugetext``: a well-formed answer of ``HUGE_TEXT_BYTES`` (under the byte cap), far past any
+  ``max_tokens``, its usage saying ``max_tokens`` completion tokens (what a provider bills);
+- ``hugebody``: a 200 announcing ``HUGE_BODY_BYTES`` and sending them (past the byte cap).
+
 The server counts what each 200 reply billed (``FakeServer.billed``): what a client must
 account for, to the token.
 """
@@ -35,7 +42,7 @@ import struct
 import time
 from typing import TYPE_CHECKING, Any
 
-from booksum_app.llm.providers.wire import DETAIL_CHARS
+from booksum_app.errors import DETAIL_CHARS
 from booksum_app.testing.fake_prompt_cache import count_tokens
 from booksum_app.testing.fake_wire import anthropic_body, openai_body, parse_anthropic, parse_openai
 
@@ -45,7 +52,11 @@ if TYPE_CHECKING:
 USAGE_QUIRKS = ("nousage", "hugeusage", "negusage", "cutempty", "reasoning", "reasoningbare",
                 "reasoningnousage")
 TRANSPORT_QUIRKS = ("drip", "slowheaders", "endless", "reset", "redirect", "farretry", "echokeyfar")
-QUIRKS = USAGE_QUIRKS + TRANSPORT_QUIRKS
+BODY_QUIRKS = ("deepjson", "hugetext", "hugebody")
+QUIRKS = USAGE_QUIRKS + TRANSPORT_QUIRKS + BODY_QUIRKS
+DEEP_LEVELS = 100_000
+HUGE_TEXT_BYTES = 8 * 2**20
+HUGE_BODY_BYTES = 100 * 2**20
 REASONING_TOKENS = 700
 HUGE_TOKENS = 10**13
 FAR_RETRY_AFTER_S = 999_999_999
@@ -58,6 +69,8 @@ def serve_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[str
         _hostile(handler, api, quirk)
     elif quirk in USAGE_QUIRKS:
         _usage_quirk(handler, fake, api, payload, quirk)
+    elif quirk in BODY_QUIRKS:
+        _body_quirk(handler, fake, api, payload, quirk)
     elif quirk == "redirect":
         _raw(handler, b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:9/elsewhere\x1b[2J\r\n"
                       b"Content-Length: 0\r\n\r\n")
@@ -108,6 +121,39 @@ def _usage_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[st
         body["usage"][key] = -5
     fake._completed()
     handler._send_json(200, body)
+
+
+def _body_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[str, Any], quirk: str) -> None:
+    if quirk == "hugetext":
+        budget = int(payload.get("max_completion_tokens") or payload.get("max_tokens") or 4096)
+        request = parse_openai(payload) if api == "openai" else parse_anthropic(payload)
+        n_in = count_tokens((request.system or "") + request.user_text)
+        text = "Mara baked bread. " * (HUGE_TEXT_BYTES // 18)
+        fake._bill(n_in, budget)
+        fake._completed()
+        if api == "openai":
+            body = openai_body(payload, text, "stop", n_in, budget)
+        else:
+            body = anthropic_body(payload, text, "end_turn", input_tokens=n_in, output_tokens=budget,
+                                  cache_read=0, cache_write=0)
+        handler._send_json(200, body)
+        return
+    handler._leave_once()
+    handler.close_connection = True
+    size = DEEP_LEVELS if quirk == "deepjson" else HUGE_BODY_BYTES
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n".encode()
+    try:
+        _send(handler, head)
+        if quirk == "deepjson":
+            _send(handler, b"[" * size)
+            return
+        block = b"[" + b" " * (2**20 - 1)
+        for _ in range(size // len(block)):
+            if fake._stopping.is_set():
+                return
+            _send(handler, block)
+    except OSError:
+        pass  # the client stopped reading at its cap
 
 
 def _transport_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[str, Any], quirk: str) -> None:
@@ -183,4 +229,4 @@ def _raw(handler: _Handler, data: bytes) -> None:
         pass
 
 
-__all__ = ["QUIRKS", "REASONING_TOKENS", "TRANSPORT_QUIRKS", "USAGE_QUIRKS", "serve_quirk"]
+__all__ = ["BODY_QUIRKS", "QUIRKS", "REASONING_TOKENS", "TRANSPORT_QUIRKS", "USAGE_QUIRKS", "serve_quirk"]

@@ -7,7 +7,8 @@ prompt cache. ``usage.cache_read_input_tokens`` is reported as cached input and
 ``cache_creation_input_tokens`` as cache writes (billed 1.25x input).
 ``stop_reason`` "max_tokens" becomes finish reason "length". The raw reply is read by
 ``anthropic_wire``, which refuses what is not a message (the SDK does not validate its
-models). SDK retries are off; the call layer retries. The key never appears in a message.
+models). SDK retries are off; the call layer retries. The key never appears in a message. An
+error status is ``http_status.error_for_status``'s; a reply is cut at ``deadline.MAX_REPLY_BYTES``.
 
 Deviation: the installed SDK (anthropic 2.x) no longer exposes ``temperature`` / ``top_p`` on
 ``messages.create``, and current Claude models choose their own sampling. They are sent (via
@@ -23,26 +24,19 @@ from typing import Any
 
 import anthropic
 
-from booksum_app.errors import (
-    AuthError,
-    ContextTooLong,
-    MissingAPIKey,
-    ModelError,
-    RateLimited,
-    TransientModelError,
-    server_message,
-)
+from booksum_app.errors import MissingAPIKey, TransientModelError, server_message
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
-from booksum_app.llm.deadline import SDK_POOL, attempt_deadline, deadline_transport
+from booksum_app.llm.deadline import MAX_REPLY_BYTES, SDK_POOL, attempt_deadline, deadline_transport, reply_over_cap
+from booksum_app.llm.http_status import error_for_status
 from booksum_app.llm.providers.anthropic_wire import completion_from_message
-from booksum_app.llm.providers.wire import sdk_error_detail
-from booksum_app.llm.retry_policy import retry_after_seconds
+from booksum_app.llm.providers.wire import sdk_error_body
 
 
 class AnthropicBackend(BackendBase):
     """Messages through the ``anthropic`` SDK."""
 
     kind = "anthropic"
+    bounds_own_attempts = True  # its transport cuts each attempt at --timeout and frees the socket
     default_concurrency = 8
 
     def __init__(
@@ -102,6 +96,9 @@ class AnthropicBackend(BackendBase):
         except anthropic.APITimeoutError as exc:
             raise TransientModelError(f"{self.info.name}: request timed out") from exc
         except anthropic.APIConnectionError as exc:
+            if reply_over_cap():
+                raise TransientModelError(
+                    f"{self.info.name}: the reply is larger than {MAX_REPLY_BYTES // 2**20} MB") from exc
             detail = server_message(str(exc), self._secret)
             raise TransientModelError(f"{self.info.name}: connection failed ({detail})") from exc
         except anthropic.APIStatusError as exc:
@@ -114,26 +111,5 @@ class AnthropicBackend(BackendBase):
         self._client.close()
 
     def _translate(self, exc: anthropic.APIStatusError) -> Exception:
-        status = exc.status_code
-        detail = server_message(sdk_error_detail(exc.body, str(exc.message)), self._secret)
-        name = self.info.name
-        if status == 429:
-            return RateLimited(
-                f"{name}: rate limited (429): {detail}",
-                retry_after_s=retry_after_seconds(exc.response.headers),
-            )
-        if status in (401, 403):
-            return AuthError(
-                f"{name}: the API key was rejected ({status}); check ANTHROPIC_API_KEY"
-            )
-        if status in (408, 529) or status >= 500:
-            return TransientModelError(
-                f"{name}: server error {status}: {detail}",
-                retry_after_s=retry_after_seconds(exc.response.headers),
-                overloaded=status in (503, 529),
-            )
-        if status == 404:
-            return ModelError(f"{name}: model not found (404); check the model name")
-        if "prompt is too long" in detail.lower() or status == 413:
-            return ContextTooLong(f"{name}: prompt too long for the context window: {detail}")
-        return ModelError(f"{name}: request rejected ({status}): {detail}")
+        return error_for_status(exc.status_code, sdk_error_body(exc.body, str(exc.message)), exc.response.headers,
+                                name=self.info.name, secret=self._secret, key_hint="ANTHROPIC_API_KEY")

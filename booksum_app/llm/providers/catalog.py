@@ -12,22 +12,29 @@ The factory receives the resolved :class:`~booksum_app.llm.registry.ModelSpec` (
 ``info``), the :class:`~booksum_app.llm.registry.LLMSettings` and the environment, and returns
 an object with the :class:`~booksum_app.llm.base.Backend` protocol. It may carry a
 ``MODEL_DEFAULTS`` mapping (``context_window``, ``tokenizer``, prices, ``note``) for models the
-table does not list; else booksum plans with an 8192-token context, estimated token counts and
-no price, and says so. A plugin cannot take a built-in provider's name; one that fails to load
-is reported by name when asked for, without breaking the others.
+table does not list (as a BackendBase subclass declares ``model_defaults``); the factory's
+own attribute is read first, then its module's ``MODEL_DEFAULTS``. Else booksum plans with an
+8192-token context, estimated token counts and no price, and says so. Declared defaults are
+checked when a model of the plugin is chosen (a context window that is not a positive whole
+number, a price that is not a finite non-negative number: one ConfigError line). A plugin
+cannot take a built-in provider's name; one that fails to load is reported by name when asked
+for, without breaking the others.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import math
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from booksum_app.errors import ConfigError
+from booksum_app.errors import ConfigError, server_message
 from booksum_app.llm.base import Backend, BackendBase
+from booksum_app.llm.door import environment_secrets
 
 if TYPE_CHECKING:
     from booksum_app.llm.spec import LLMSettings, ModelSpec
@@ -139,7 +146,33 @@ def _plugin_provider(name: str, loaded: Any, dist: tuple[str, str] | None) -> Pr
                         distribution=dist)
     if not callable(loaded):
         raise TypeError("it is neither a BackendBase subclass nor a factory function")
-    return Provider(name, loaded, name, distribution=dist)
+    module = sys.modules.get(getattr(loaded, "__module__", "") or "")
+    declared = getattr(loaded, "MODEL_DEFAULTS", None) or getattr(module, "MODEL_DEFAULTS", None)
+    return Provider(name, loaded, name, model_defaults=declared if isinstance(declared, Mapping) else None,
+                    distribution=dist)
+
+
+_PRICES = ("input_usd_per_mtok", "output_usd_per_mtok", "cached_input_usd_per_mtok", "cache_write_usd_per_mtok")
+
+
+def _checked_defaults(name: str, declared: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A plugin's declared defaults, or ConfigError naming the first value booksum cannot plan with."""
+    def bad(key: str, want: str) -> ConfigError:
+        return ConfigError(f"the {name!r} backend plugin declares {key} = {str(declared[key])[:40]!r} in its model "
+                           f"defaults; it must be {want}")
+
+    window = declared.get("context_window")
+    if "context_window" in declared and not (isinstance(window, int) and not isinstance(window, bool) and window > 0):
+        raise bad("context_window", "a positive whole number of tokens")
+    for key in ("tokenizer", "note"):
+        if key in declared and not isinstance(declared[key], str):
+            raise bad(key, "text")
+    for key in _PRICES:
+        value = declared.get(key)
+        if key in declared and value is not None and not (
+                isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
+            raise bad(key, "a finite price of at least 0 (USD per million tokens)")
+    return declared
 
 
 def _distribution(entry: importlib.metadata.EntryPoint) -> tuple[str, str] | None:
@@ -166,7 +199,8 @@ class BackendRegistry:
                     try:
                         found[entry.name] = _plugin_provider(entry.name, entry.load(), _distribution(entry))
                     except Exception as exc:  # noqa: BLE001 -- one broken plugin must not break the rest
-                        self._broken[entry.name] = f"{type(exc).__name__}: {exc}"
+                        detail = server_message(str(exc), *environment_secrets())
+                        self._broken[entry.name] = f"{type(exc).__name__}: {detail}"
                 self._plugins = found
             return self._plugins
 
@@ -192,7 +226,7 @@ class BackendRegistry:
         declared = self.provider(name).model_defaults if name in self._discover() else None
         note = (f"model of the {name!r} backend plugin: assuming an 8192-token context, estimated token "
                 "counts and no price; add it under [models] in config.toml")
-        return {**PLUGIN_DEFAULTS, "note": note, **(declared or {})}
+        return {**PLUGIN_DEFAULTS, "note": note, **_checked_defaults(name, declared or {})}
 
     def factory(self, name: str) -> Factory:
         """The factory of ``name``; ConfigError with the reason for a broken or unknown plugin."""

@@ -27,9 +27,9 @@ import zlib
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from booksum_app.llm.deadline import WATCHDOG, shut_down, time_left
+from booksum_app.llm.deadline import MAX_REPLY_BYTES, WATCHDOG, shut_down, time_left
 
-MAX_BODY_BYTES = 64 * 2**20  # a chat completion is kilobytes; a server sending more is broken
+MAX_BODY_BYTES = MAX_REPLY_BYTES  # one byte cap on every carrier (deadline.py)
 MAX_IDLE = 512  # idle connections kept for reuse (the call layer bounds those in use)
 
 

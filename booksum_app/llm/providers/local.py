@@ -32,6 +32,7 @@ class LocalBackend(BackendBase):
     """Chat completions from a GGUF model in this process, one at a time."""
 
     kind = "local"
+    bounds_own_attempts = True  # an in-process model: no peer to wait for, max_tokens bounds it
     default_concurrency = 1
 
     def __init__(

@@ -19,13 +19,13 @@ address (``OLLAMA_HOST``) is read by ``llm/registry.py`` and passed in; only ``h
 used (``httpx2`` in openai >= 3; it comes with ``openai``). Errors: no server is :class:`ModelUnavailable` ("start
 it with `ollama serve`"), an unknown model too ("run `ollama pull MODEL`"); 5xx, timeouts,
 dropped connections and non-JSON replies are :class:`TransientModelError` (retried by the
-call layer).
+call layer). A reply is cut at ``deadline.MAX_REPLY_BYTES``; an error status is
+``http_status.error_for_status``'s once Ollama's own 404s are told apart.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import threading
 import time
@@ -42,15 +42,15 @@ from booksum_app.errors import (
     ContextTooLong,
     ModelError,
     ModelUnavailable,
-    RateLimited,
     TransientModelError,
     server_message,
 )
+from booksum_app.jsonin import parse_json
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
-from booksum_app.llm.deadline import HTTPX_POOL, attempt_deadline, deadline_transport
+from booksum_app.llm.deadline import HTTPX_POOL, MAX_REPLY_BYTES, attempt_deadline, deadline_transport, reply_over_cap
+from booksum_app.llm.http_status import error_detail, error_for_status
 from booksum_app.llm.providers.thinking import hidden_share, reasoning_field, split_thinking
 from booksum_app.llm.request_key import request_seed
-from booksum_app.llm.retry_policy import retry_after_seconds
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_PORT = 11434
@@ -114,6 +114,7 @@ class OllamaBackend(BackendBase):
     """Chat completions through Ollama's native ``/api/chat``."""
 
     kind = "ollama"
+    bounds_own_attempts = True  # its transport cuts each attempt at --timeout and frees the socket
     default_concurrency = 1  # Ollama serves OLLAMA_NUM_PARALLEL at once; more calls queue
 
     def __init__(
@@ -250,16 +251,15 @@ class OllamaBackend(BackendBase):
         except httpx.TimeoutException as exc:
             raise TransientModelError(f"{self._name}: request timed out") from exc
         except httpx.TransportError as exc:
+            if reply_over_cap():
+                cap = MAX_REPLY_BYTES // 2**20
+                raise TransientModelError(f"{self._name}: the reply is larger than {cap} MB") from exc
             detail = server_message(str(exc))
             raise TransientModelError(f"{self._name}: connection failed ({detail})") from exc
         if response.status_code != 200:
             raise self._translate(response)
-        try:
-            data = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise TransientModelError(
-                f"{self._name}: the server's reply was not JSON (a proxy or gateway error?)"
-            ) from exc
+        data = parse_json(response.content, where=f"{self._name}: the server's reply",
+                          error=TransientModelError)
         if not isinstance(data, dict):
             raise TransientModelError(f"{self._name}: the server's reply was not a JSON object")
         return data
@@ -278,30 +278,12 @@ class OllamaBackend(BackendBase):
                 f"{name}: Ollama at {self.host} has no model {self.model_id!r}; "
                 f"run `ollama pull {self.model_id}`"
             )
-        if status == 429:
-            return RateLimited(
-                f"{name}: rate limited (429): {detail}",
-                retry_after_s=retry_after_seconds(response.headers),
-            )
-        if status == 408 or status >= 500:
-            return TransientModelError(
-                f"{name}: server error {status}: {detail}",
-                retry_after_s=retry_after_seconds(response.headers),
-            )
-        if "context" in detail.lower():
-            return ContextTooLong(f"{name}: prompt too long for the context window: {detail}")
-        return ModelError(f"{name}: request rejected ({status}): {detail}")
+        return error_for_status(status, response.content, response.headers, name=name)
 
 
 def _error_text(response: httpx.Response) -> str:
     """Ollama's ``{"error": "..."}`` message, or the start of the body (never headers)."""
-    try:
-        body = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return response.text
-    if isinstance(body, dict) and isinstance(body.get("error"), str):
-        return str(body["error"])
-    return response.text
+    return error_detail(response.text)
 
 
 def _family_and_context(show: dict[str, Any]) -> tuple[str, int | None]:

@@ -27,8 +27,9 @@ request gets ``REASONING_ROOM[effort]`` tokens on top of the answer's budget (th
 and ``--max-cost`` count that room), and ``reasoning_effort`` (default ``low``: a summary
 needs little deliberation, and each hidden token is billed as output).
 
-``timeout_s`` bounds one attempt in wall-clock time, whichever carrier: the lean client's
-watchdog, the SDK's transport (``deadline.deadline_transport``).
+``timeout_s`` bounds one attempt in wall-clock time, and ``deadline.MAX_REPLY_BYTES`` its reply,
+whichever carrier: the lean client's watchdog and read cap, the SDK's transport
+(``deadline.deadline_transport``). An error status is ``http_status.error_for_status``'s.
 """
 
 from __future__ import annotations
@@ -45,11 +46,12 @@ import openai
 
 from booksum_app.errors import MissingAPIKey, TransientModelError, server_message
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
-from booksum_app.llm.deadline import SDK_POOL, attempt_deadline, deadline_transport
+from booksum_app.llm.deadline import MAX_REPLY_BYTES, SDK_POOL, attempt_deadline, deadline_transport, reply_over_cap
+from booksum_app.llm.http_status import error_for_status
 from booksum_app.llm.providers.endpoints import PROBE_TIMEOUT_S, Balancer, Endpoint, http_probe
 from booksum_app.llm.providers.http_json import HttpFailure, JsonPoster, is_plain_http
-from booksum_app.llm.providers.openai_wire import chat_body, completion_from_reply, error_detail, status_error
-from booksum_app.llm.providers.wire import sdk_error_detail
+from booksum_app.llm.providers.openai_wire import chat_body, completion_from_reply
+from booksum_app.llm.providers.wire import sdk_error_body
 
 DUMMY_KEY = "booksum-no-key"  # servers reached by base URL often need no key; the SDK wants one
 Transport = Literal["auto", "sdk"]
@@ -64,6 +66,7 @@ class OpenAIBackend(BackendBase):
     """Chat completions to OpenAI or to compatible servers, through the SDK or the lean client."""
 
     kind = "openai"
+    bounds_own_attempts = True  # its transport cuts each attempt at --timeout and frees the socket
     default_concurrency = 8
 
     def __init__(
@@ -213,8 +216,8 @@ class _DirectSender(_Sender):
             raise TransientModelError(f"{name}: connection failed ({server_message(str(exc), self._secret)})") from exc
         if 200 <= reply.status < 300:
             return reply.body
-        detail = server_message(error_detail(reply.body), self._secret)
-        raise status_error(name, reply.status, reply.headers, detail)
+        raise error_for_status(reply.status, reply.body, reply.headers, name=name, secret=self._secret,
+                               key_hint="OPENAI_API_KEY")
 
     def close(self) -> None:
         self._poster.close()
@@ -252,10 +255,12 @@ class _SdkSender(_Sender):
         except openai.APITimeoutError as exc:
             raise TransientModelError(f"{name}: request timed out") from exc
         except openai.APIConnectionError as exc:
+            if reply_over_cap():
+                raise TransientModelError(f"{name}: the reply is larger than {MAX_REPLY_BYTES // 2**20} MB") from exc
             raise TransientModelError(f"{name}: connection failed ({server_message(str(exc), self._secret)})") from exc
         except openai.APIStatusError as exc:
-            detail = server_message(sdk_error_detail(exc.body, str(exc.message)), self._secret)
-            raise status_error(name, exc.status_code, exc.response.headers, detail) from exc
+            raise error_for_status(exc.status_code, sdk_error_body(exc.body, str(exc.message)), exc.response.headers,
+                                   name=name, secret=self._secret, key_hint="OPENAI_API_KEY") from exc
         finally:
             with self._lock:
                 lane.in_flight -= 1

@@ -5,27 +5,18 @@ for plain ``http://`` servers) send the same body and read replies here, so a re
 to one standard whichever carried it: JSON, a ``choices`` list whose first entry has a
 message with string content, a string finish reason, and token counts that are
 non-negative integers. Anything else is refused as a malformed reply (retried by the call
-layer), never turned into a plausible empty answer or a negative cost.
+layer), never turned into a plausible empty answer or a negative cost. An error status is
+mapped by :func:`booksum_app.llm.http_status.error_for_status`, as every backend's is.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from typing import Any
 
-from booksum_app.errors import (
-    AuthError,
-    ContextTooLong,
-    ModelError,
-    RateLimited,
-    TransientModelError,
-)
+from booksum_app.errors import TransientModelError
 from booksum_app.llm.base import Completion, Request, Usage
 from booksum_app.llm.providers.thinking import hidden_share, reasoning_field, split_thinking
 from booksum_app.llm.providers.wire import (
-    DETAIL_CHARS,
-    error_message,
     gateway_error,
     json_object,
     malformed,
@@ -33,8 +24,6 @@ from booksum_app.llm.providers.wire import (
     token_count,
 )
 from booksum_app.llm.request_key import request_seed
-from booksum_app.llm.retry_policy import retry_after_seconds
-from booksum_app.textsafe import printable
 
 
 def chat_body(
@@ -109,52 +98,6 @@ def completion_from_reply(body: bytes, *, name: str, model_id: str, latency_s: f
     )
 
 
-def status_error(name: str, status: int, headers: Mapping[str, str] | Any, detail: str) -> Exception:
-    """The booksum error for an HTTP error status; ``detail`` is the server's message, already redacted."""
-    if status == 429:
-        return RateLimited(
-            f"{name}: rate limited (429): {detail}", retry_after_s=retry_after_seconds(headers)
-        )
-    if status in (401, 403):
-        return AuthError(
-            f"{name}: the API key was rejected ({status}); check OPENAI_API_KEY and its access"
-        )
-    if status == 408 or status >= 500:
-        return TransientModelError(
-            f"{name}: server error {status}: {detail}",
-            retry_after_s=retry_after_seconds(headers),
-            overloaded=status == 503,
-        )
-    if status == 404:
-        return ModelError(f"{name}: model or endpoint not found (404); check the model name")
-    if 300 <= status < 400:
-        location = _header(headers, "location")
-        where = f" to {printable(location)[:200]}" if location else ""
-        return ModelError(
-            f"{name}: the server redirected the request ({status}){where}; give the final URL as --base-url"
-        )
-    if _is_context_error(detail):
-        return ContextTooLong(f"{name}: prompt too long for the context window: {detail}")
-    return ModelError(f"{name}: request rejected ({status}): {detail}")
-
-
-def _header(headers: Mapping[str, str] | Any, name: str) -> str:
-    try:
-        value = headers.get(name) or headers.get(name.title())
-    except AttributeError:
-        return ""
-    return value if isinstance(value, str) else ""
-
-
-def error_detail(body: bytes) -> str:
-    """The server's own message from an error reply's body (JSON ``error.message``, else its text)."""
-    try:
-        parsed = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return body[: DETAIL_CHARS * 64].decode("utf-8", "replace")  # cut again by server_message
-    return error_message(parsed) or "no message"
-
-
 def _usage(usage: Any, name: str) -> Usage:
     if usage is None:
         return Usage()
@@ -180,8 +123,3 @@ def _reasoning_tokens(usage: Any) -> int:
     details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
     count = details.get("reasoning_tokens") if isinstance(details, dict) else None
     return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
-
-
-def _is_context_error(message: str) -> bool:
-    lowered = message.lower()
-    return "context_length" in lowered or "context length" in lowered or "maximum context" in lowered

@@ -23,12 +23,13 @@ for a server that does not describe itself, and never stops for it.
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 import time
 import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from booksum_app.jsonin import parse_json
 
 if TYPE_CHECKING:
     from booksum_app.llm.spec import ModelSpec
@@ -173,7 +174,7 @@ def _get_json(url: str, api_key: str | None, timeout_s: float) -> Any:
             body = response.read(MAX_BODY_BYTES + 1)
         if len(body) > MAX_BODY_BYTES:
             return None
-        return json.loads(body)
+        return parse_json(body, where=url)
     except Exception:  # noqa: BLE001 - a server that cannot describe itself leaves the defaults
         return None
 

@@ -192,6 +192,7 @@ class VLLMBackend(BackendBase):
     """A gathering backend over ``vllm.LLM``: thread-safe ``complete``, whole batches underneath."""
 
     kind = "vllm"
+    bounds_own_attempts = True  # an in-process model: no peer to wait for, max_tokens bounds it
     # enough callers that a level's leaves (and a grid's books) reach the engine together
     default_concurrency = 256
 

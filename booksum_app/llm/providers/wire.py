@@ -3,29 +3,26 @@
 ``openai_wire`` (chat completions) and ``anthropic_wire`` (messages) each check their own
 shape; both start from a body that must be a JSON object, report a gateway's 200 that carries
 an error object with that error's own message, refuse token counts that are not non-negative
-integers, and name what was wrong in one "malformed reply" line.
+integers, and name what was wrong in one "malformed reply" line. Every body is parsed by
+:func:`booksum_app.jsonin.parse_json`: a proxy's HTML page, a cut body and a reply nested
+100,000 levels deep all end as one :class:`TransientModelError` line (retried, then exit 4).
+An error status is :func:`booksum_app.llm.http_status.error_for_status`'s.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from booksum_app.errors import TransientModelError, server_message
+from booksum_app.jsonin import parse_json
 from booksum_app.llm.base import Usage
-
-DETAIL_CHARS = 300  # of a server's error message kept in ours
+from booksum_app.llm.http_status import error_message
 
 
 def json_object(body: bytes, name: str) -> dict[str, Any]:
     """The reply body as a JSON object, or :class:`TransientModelError` (retried) if it is not one."""
-    try:
-        reply = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:  # a proxy's HTML page, a cut-off body
-        raise TransientModelError(
-            f"{name}: the server's reply was not JSON (a proxy or gateway error?)"
-        ) from exc
+    reply = parse_json(body, where=f"{name}: the server's reply", error=TransientModelError)
     if not isinstance(reply, dict):
         raise malformed(name, "not a JSON object")
     return reply
@@ -37,23 +34,11 @@ def gateway_error(name: str, reply: Any, secret: str | None) -> TransientModelEr
     return TransientModelError(f"{name}: the server answered with an error: {detail}")
 
 
-def error_message(parsed: Any) -> str | None:
-    """``error.message`` (or a plain ``error`` string) of a parsed body, uncut: cut it with
-    :func:`~booksum_app.errors.server_message`, which redacts first."""
-    if not isinstance(parsed, dict):
-        return None
-    inner = parsed.get("error", parsed)
-    if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-        return str(inner["message"])
-    if isinstance(inner, str):
-        return inner
-    return None
-
-
-def sdk_error_detail(body: Any, sdk_message: str) -> str:
-    """The server's own message from an SDK's status error: its parsed body's ``error.message``,
-    else the SDK's text (never headers, which could carry the key); uncut, as :func:`error_message`."""
-    return error_message(body) or sdk_message
+def sdk_error_body(body: Any, sdk_message: str) -> Any:
+    """What :func:`~booksum_app.llm.http_status.error_for_status` reads of an SDK's status error: its
+    parsed body when that carries ``error.message``, else the SDK's text (never headers, which could
+    carry the key)."""
+    return body if error_message(body) else sdk_message
 
 
 def reported_usage(usage: Any, name: str, parse: Callable[[Any, str], Usage]) -> tuple[Usage, bool]:

@@ -1,0 +1,219 @@
+"""The door every backend's answer comes through, built-in or plugin: a bound, a check, one line.
+
+:class:`Door` is how the call layer (``llm/calls.py``) calls ``backend.complete``:
+
+- **A wall-clock bound on every attempt.** A backend that cuts its own attempts at the deadline
+  (``BackendBase.bounds_own_attempts``: the built-in HTTP carriers, whose transports free the
+  socket, and in-process models) is called on the caller's thread. Any other backend (a plugin
+  written with ``urllib``, whose timeout bounds one read, not a reply) runs on a worker thread
+  inside :func:`~booksum_app.llm.deadline.attempt_deadline` (so ``booksum_app.plugin.post_json``
+  sees the deadline); at the deadline the door gives up with a :class:`TransientModelError`
+  (retried, then exit 4) and the worker is abandoned. A reply that still arrives later was paid
+  for: it is handed to ``on_late`` (the call layer bills it as a wasted reply). At most
+  :data:`MAX_ABANDONED` abandoned attempts of one backend may still run at once: past that the
+  next attempt fails at once with one line, so threads cannot pile up without bound.
+- **Every Completion is checked** (:func:`checked`): a ``str`` or anything else that is not a
+  :class:`Completion`, text or a finish reason that is not text, is a :class:`ModelError`;
+  usage that is not non-negative integer counts (or all zero: ``Completion``'s default) is
+  treated as no usage (the call layer counts the call with the tokenizer, as for a server's
+  reply); ``cache_hit`` is booksum's cache's to say, never the backend's.
+- **Every failure is one redacted line** (:func:`translated`): booksum errors keep their class
+  with their text redacted; ``OSError``/``http.client`` failures are a :class:`TransientModelError`
+  (retried); any other exception, and a ``BaseException`` such as ``SystemExit(0)``, is a
+  :class:`ModelError` (exit 4). Only ``KeyboardInterrupt`` passes through. Redaction removes
+  bearer tokens, ``sk-`` keys, ``api_key=`` pairs and the value of every environment variable
+  whose name says it holds a secret (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import http.client
+import math
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from booksum_app.errors import BooksumError, ModelError, TransientModelError, redact, server_message
+from booksum_app.llm.base import Backend, Completion, Request, Usage
+from booksum_app.llm.deadline import attempt_deadline
+
+MAX_ABANDONED = 16  # attempts past their deadline that may still run, per backend
+# an answer longer than this many characters per token of its room is not one a provider can
+# have billed within max_tokens (the longest tokens are runs of spaces or repeated symbols)
+MAX_CHARS_PER_TOKEN = 16
+MAX_ROOM_FACTOR = 4  # an answer of more tokens than this times its room was not cut at max_tokens
+SLACK_CHARS, SLACK_TOKENS = 1024, 256  # on top: a tokenizer other than the model's may count a short answer high
+_SECRET_NAMES = re.compile(r"(?i)(key|token|secret|password)$")
+
+
+class Door:
+    """Calls one backend's ``complete``: bounded, checked, failures as one redacted line."""
+
+    def __init__(self, backend: Backend, *, name: str, timeout_s: float | None,
+                 on_late: Callable[[Request, Completion], None], secrets: Sequence[str] = ()) -> None:
+        self.backend = backend
+        self.name = name
+        self.secrets = tuple(secrets)  # the keys the backend was built with, removed from its messages
+        # the door's own bound applies to backends that do not bound their attempts themselves
+        guarded = timeout_s is not None and not backend.bounds_own_attempts
+        self.timeout_s = timeout_s if guarded else None
+        self._on_late = on_late
+        self._lock = threading.Lock()
+        self.abandoned = 0  # attempts given up at their deadline and still running
+
+    def call(self, request: Request) -> Completion:
+        """One attempt: the backend's checked answer, or a booksum error."""
+        start = time.perf_counter()
+        if self.timeout_s is None:
+            try:
+                reply = self.backend.complete(request)
+            except BaseException as exc:
+                raise translated(exc, self.name, self.secrets) from exc
+        else:
+            reply = self._bounded(request, self.timeout_s)
+        return checked(reply, name=self.name, latency_s=time.perf_counter() - start)
+
+    def _bounded(self, request: Request, timeout_s: float) -> Any:
+        with self._lock:
+            if self.abandoned >= MAX_ABANDONED:
+                raise ModelError(
+                    f"{self.name}: {self.abandoned} attempts given up at --timeout ({timeout_s:g} s) are still "
+                    "running; the backend does not stop at its deadline (a plugin can send with "
+                    "booksum_app.plugin.post_json, which does)"
+                )
+        attempt = _Attempt()
+        context = contextvars.copy_context()  # the caller's run and book labels, and its meters
+
+        def work() -> None:
+            try:
+                with attempt_deadline(timeout_s):
+                    attempt.reply = self.backend.complete(request)
+            except BaseException as exc:  # noqa: BLE001 -- handed to the caller's thread, or dropped if late
+                attempt.error = exc
+            with self._lock:
+                late = attempt.abandoned
+                attempt.done.set()
+            if late:
+                try:
+                    if attempt.error is None:
+                        self._late(request, attempt.reply)
+                finally:  # counted as running until its reply is billed
+                    with self._lock:
+                        self.abandoned -= 1
+
+        worker = threading.Thread(target=context.run, args=(work,), name="booksum-attempt", daemon=True)
+        worker.start()
+        if not attempt.done.wait(timeout_s):
+            with self._lock:
+                if not attempt.done.is_set():
+                    attempt.abandoned = True
+                    self.abandoned += 1
+            if attempt.abandoned:
+                raise TransientModelError(f"{self.name}: request timed out (no reply within --timeout "
+                                          f"{timeout_s:g} s; the attempt was abandoned)")
+        if attempt.error is not None:
+            raise translated(attempt.error, self.name, self.secrets) from attempt.error
+        return attempt.reply
+
+    def _late(self, request: Request, reply: Any) -> None:
+        """A reply that came after its attempt was given up: paid, so billed (never used)."""
+        try:
+            completion = checked(reply, name=self.name, latency_s=0.0)
+            self._on_late(request, completion)
+        except Exception:  # noqa: BLE001, S110 -- not an answer, or the client closed meanwhile: a worker
+            pass  # thread must not print a traceback after its caller moved on
+
+
+@dataclasses.dataclass
+class _Attempt:
+    reply: Any = None
+    error: BaseException | None = None
+    abandoned: bool = False
+    done: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+
+def translated(exc: BaseException, name: str, secrets: Sequence[str] = ()) -> BaseException:
+    """``exc`` raised by a backend, as the booksum error it stands for, its text redacted (``secrets``
+    and every secret of the environment)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return exc
+    known = [*secrets, *environment_secrets()]
+    if isinstance(exc, BooksumError):
+        text = str(exc)
+        clean = redact(text, *known)
+        if clean != text:
+            exc.args = (clean,)
+        return exc
+    detail = server_message(str(exc), *known)
+    kind = type(exc).__name__
+    if isinstance(exc, OSError | http.client.HTTPException):  # urllib's URLError, a reset, a socket timeout
+        return TransientModelError(f"{name}: the backend's connection failed ({kind}: {detail})")
+    if isinstance(exc, Exception):
+        return ModelError(f"{name}: the backend failed ({kind}: {detail})")
+    return ModelError(f"{name}: the backend raised {kind} ({detail or 'no message'}) instead of answering")
+
+
+def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
+    """Values of the environment variables (``os.environ``, and ``env`` when given) whose names say
+    they hold a secret (API keys, tokens)."""
+    pairs = [*os.environ.items(), *(env or {}).items()]
+    return [value for key, value in pairs if _SECRET_NAMES.search(key) and isinstance(value, str) and len(value) >= 8]
+
+
+def checked(reply: Any, *, name: str, latency_s: float) -> Completion:
+    """``reply`` as a :class:`Completion` booksum can count, or :class:`ModelError` when it is not one."""
+    if not isinstance(reply, Completion):
+        raise ModelError(f"{name}: the backend returned a {type(reply).__name__}, not a Completion")
+    if not isinstance(reply.text, str):
+        raise ModelError(f"{name}: the backend's Completion has a {type(reply.text).__name__} as its text")
+    if not isinstance(reply.finish_reason, str):
+        raise ModelError(f"{name}: the backend's Completion has a {type(reply.finish_reason).__name__} "
+                         "as its finish reason")
+    usage = reply.usage
+    counts = isinstance(usage, Usage) and all(_is_count(getattr(usage, f.name)) for f in dataclasses.fields(Usage))
+    counts = counts and usage.cached_input_tokens + usage.cache_write_input_tokens <= usage.input_tokens
+    # Completion's default Usage() says nothing: no reply to a prompt costs zero tokens
+    counts = counts and usage.input_tokens + usage.output_tokens > 0
+    reasoning = reply.reasoning_tokens if counts and _is_count(reply.reasoning_tokens) else 0
+    latency = reply.latency_s
+    fine_latency = isinstance(latency, int | float) and not isinstance(latency, bool) and math.isfinite(latency)
+    return Completion(
+        text=reply.text,
+        finish_reason=reply.finish_reason,
+        usage=usage if counts else Usage(),
+        model=reply.model if isinstance(reply.model, str) else "",
+        latency_s=float(latency) if fine_latency and latency >= 0 else latency_s,
+        cost_usd=0.0,  # the call layer prices every reply
+        cache_hit=False,  # only booksum's cache replays answers
+        usage_reported=bool(reply.usage_reported is True and counts),
+        reasoning_tokens=min(reasoning, usage.output_tokens) if counts else 0,
+    )
+
+
+def overlong(completion: Completion, room_tokens: int, count: Callable[[str], int]) -> bool:
+    """Whether an answer is far longer than ``room_tokens`` (max_tokens and a reasoning model's room)
+    could hold: no provider bills past it, so it is not an answer to the request.
+
+    Far longer: more than :data:`MAX_CHARS_PER_TOKEN` characters a token of room (decided without
+    reading the text), or more than :data:`MAX_ROOM_FACTOR` times the room by the tokenizer, each
+    plus a fixed slack (counted only when the text has that many characters: a token is at least one).
+    """
+    room = max(1, room_tokens)
+    chars = len(completion.text)
+    if chars > MAX_CHARS_PER_TOKEN * room + SLACK_CHARS:
+        return True
+    most = MAX_ROOM_FACTOR * room + SLACK_TOKENS
+    return chars > most and count(completion.text) > most
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+__all__ = ["MAX_ABANDONED", "MAX_CHARS_PER_TOKEN", "MAX_ROOM_FACTOR", "Door", "checked", "environment_secrets",
+           "overlong", "translated"]
