@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from booksum_app.books import open_book
-from booksum_app.books.text import heading_key, is_web_residue
+from booksum_app.books.text import heading_key
+from booksum_app.books.webcopy import is_web_residue, parse_noisy_heading
 from booksum_app.chunking.sentences import split_sentences
 
 HONGLOU_TITLES = {
@@ -138,14 +139,14 @@ def test_text_that_looks_like_residue_is_text(line: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("line", "heading"),
-    [("第六十二回 憨湘云醉眠芍药? 呆香菱情解石榴裙?", True), ("第二回　贾夫人仙逝扬州城\ufffd", True),
-     ("第二回是怎么回事?", False), ("第四回中既将薛家母子略已表明。?", False), ("第二回 你去吗？", False)],
+    ("line", "numbers"),
+    [("第六十二回 憨湘云醉眠芍药? 呆香菱情解石榴裙?", {62}), ("第二回　贾夫人仙逝扬州城\ufffd", {2}),
+     ("第六?二回 憨湘云醉眠芍药", {62}), ("?六十二回 憨湘云", {62}), ("第六十二?憨湘云醉眠芍药", {62}),
+     ("第二回是怎么回事?", None), ("第四回中既将薛家母子略已表明。?", None), ("第二回 你去吗？", None)],
 )
-def test_headings_with_noise_characters(tmp_path: Path, line: str, heading: bool) -> None:
-    from booksum_app.books.text import _is_heading
-
-    assert _is_heading(line, romans=False) is heading
+def test_headings_with_noise_characters(line: str, numbers: set[int] | None) -> None:
+    parsed = parse_noisy_heading(line)
+    assert (parsed.numbers >= numbers if numbers and parsed else parsed is None and numbers is None)
 
 
 @pytest.mark.parametrize(
@@ -167,3 +168,22 @@ def test_shuihuzhuan_chapters_once_in_order() -> None:
     keys = [heading_key(c.title) for c in chapters]
     assert keys[0].startswith("楔子") and keys[1:] == [f"回{n}" for n in range(1, 121)]
     assert all(c.paragraphs for c in chapters)
+
+
+def test_side_stories_spaced_ordinals_and_unknown_lines_between_repeated_headings(tmp_path: Path) -> None:
+    text = "\n".join([
+        "第 1 回 宴桃园豪杰三结义", "　　话说天下大势，分久必合，合久必分。",
+        "第2回 张翼德怒鞭督邮", "某某文学 第一时间", "第２回 张翼德怒鞭督邮", "　　且说董卓字仲颖。",
+        "番外一 桃园旧事", "　　那年桃花开得正好。",
+        "后记", "　　此书写了三年。",
+    ])
+    path = tmp_path / "novel.txt"
+    path.write_text(text, encoding="utf-8")
+    book = open_book(path)
+    assert [(c.title, c.paragraphs) for c in book.selected_chapters()] == [
+        ("第 1 回 宴桃园豪杰三结义", ("话说天下大势，分久必合，合久必分。",)),
+        ("第２回 张翼德怒鞭督邮", ("且说董卓字仲颖。",)),  # the unknown line between is residue
+        ("番外一 桃园旧事", ("那年桃花开得正好。",)),
+    ]
+    assert [c.title for c in book.excluded_chapters] == ["后记"]
+    assert book.metadata["web_residue"] == "between repeated headings 1"

@@ -91,6 +91,8 @@ def _render_inspect(report: InspectReport) -> None:
                   f"({esc(report.format)}, language {esc(report.language)}"
                   f"{', encoding ' + esc(report.encoding) if report.encoding else ''})",
                   highlight=False)
+    if report.web_residue:
+        console.print(esc(f"web-page lines dropped: {report.web_residue}"), highlight=False)
     sections = Table(title="Sections", show_lines=False)
     for column in ("#", "title", "tokens", "status"):
         sections.add_column(column, justify="right" if column in ("#", "tokens") else "left")
