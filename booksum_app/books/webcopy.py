@@ -35,9 +35,12 @@ NOISE = re.compile(f"[{re.escape(NOISE_MARKS)}]")
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 
 
+_ZERO_WIDTH_CHAR = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
+
+
 def without_zero_width(line: str) -> str:
     """The line without zero-width characters (a site's invisible watermark)."""
-    return line.translate(_ZERO_WIDTH)
+    return line.translate(_ZERO_WIDTH) if _ZERO_WIDTH_CHAR.search(line) else line
 
 
 # ---- numerals ----------------------------------------------------------------------------
@@ -169,6 +172,7 @@ _SITE_PHRASES = re.compile(
 # weaker words: residue only when the line also names the site, the book or its readers
 _SITE_WORDS_WEAK = re.compile("招聘|诚聘|首发|公众号|关注|投稿|签约|订阅")
 _SITE_NOUNS = re.compile("本站|网站|本书|小说|作者|编辑|写手|书友|读者|阅读|章节|网")
+_WIDE_LATIN = re.compile("[０-９Ａ-Ｚａ-ｚ．：／]")
 _DIALOGUE = re.compile("[“”「」『』\"]")
 
 
@@ -177,7 +181,7 @@ def residue_kind(line: str) -> str | None:
     line = line.strip()
     if not line or len(line) > 200:
         return None
-    if _URL_LINE.match(line) or _URL_LINE.match(unicodedata.normalize("NFKC", line)):
+    if _URL_LINE.match(line) or (_WIDE_LATIN.search(line) and _URL_LINE.match(unicodedata.normalize("NFKC", line))):
         return "address"
     words = [w for w in _NAV_SPLIT.split(line) if w]
     if words and all(w in _NAV_WORDS for w in words) and words != ["目录"]:
@@ -191,7 +195,8 @@ def residue_kind(line: str) -> str | None:
 def _is_advertisement(line: str) -> bool:
     if len(line) > 150 or _DIALOGUE.search(line):
         return False
-    folded = unicodedata.normalize("NFKC", line)  # ｗｗｗ．ｘｘ．ｃｏｍ is www.xx.com
+    # ｗｗｗ．ｘｘ．ｃｏｍ is www.xx.com
+    folded = unicodedata.normalize("NFKC", line) if _WIDE_LATIN.search(line) else line
     if _SITE_PHRASES.search(folded):
         return True
     if _ADDRESS.search(folded) and (_CJK.search(folded) or _READING_WORDS.search(folded)):
@@ -224,11 +229,15 @@ class NoisyHeading:
 
 
 _HEAD_RUN_CHARS = _NUMERAL_CHARS | frozenset(NOISE_MARKS)
+_HEADING_STARTS = frozenset("第" + NOISE_MARKS + "\u200b\u200c\u200d\u2060\ufeff\u00ad")
 
 
 def heading_form(line: str) -> str:
     """The line as heading rules read it: no zero-width characters, no spaces inside the
     ordinal ("第 62 回" is "第62回"); a space after the ordinal stays a separator."""
+    line = line.strip()
+    if not line or line[0] not in _HEADING_STARTS:
+        return line  # not a heading's start: the common case, kept cheap
     line = without_zero_width(line).strip()
     if len(line) > 1 and line[0] in NOISE_MARKS and line.lstrip(NOISE_MARKS + " \t\u3000").startswith("第"):
         line = line.lstrip(NOISE_MARKS + " \t\u3000")  # a mark before the heading
