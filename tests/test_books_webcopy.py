@@ -171,14 +171,14 @@ def test_shuihuzhuan_chapters_once_in_order() -> None:
 
 
 def test_side_stories_spaced_ordinals_and_unknown_lines_between_repeated_headings(tmp_path: Path) -> None:
-    text = "\n".join([
+    lines = [
         "第 1 回 宴桃园豪杰三结义", "　　话说天下大势，分久必合，合久必分。",
         "第2回 张翼德怒鞭督邮", "某某文学 第一时间", "第２回 张翼德怒鞭督邮", "　　且说董卓字仲颖。",
         "番外一 桃园旧事", "　　那年桃花开得正好。",
         "后记", "　　此书写了三年。",
-    ])
+    ]
     path = tmp_path / "novel.txt"
-    path.write_text(text, encoding="utf-8")
+    path.write_text("\n".join(lines), encoding="utf-8")
     book = open_book(path)
     assert [(c.title, c.paragraphs) for c in book.selected_chapters()] == [
         ("第 1 回 宴桃园豪杰三结义", ("话说天下大势，分久必合，合久必分。",)),

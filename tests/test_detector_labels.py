@@ -94,3 +94,21 @@ def test_issue_cases() -> None:
     # no 8 words in a row survive; the span runs to the last kept word (the 75th was changed)
     assert copied.longest_copied_words == 0 and copied.approx_copied_words == 74
     assert copied.failures == ("copying",)
+
+
+def test_copying_threshold_scales_with_summary_length() -> None:
+    """Copying: at least 16 copied words that are at least a fifth of the summary, or one run
+    of 30 words. A short summary quoting a 9-word line is a quotation, not a copy."""
+    source = " ".join(f"s{i}" for i in range(400))
+    quote9 = " ".join(f"s{i}" for i in range(50, 59))
+    short = detect_failures(f"Elizabeth is troubled. She recalls “{quote9}” and weeps.", lang="en", source=source)
+    assert short.copied_words == 9 and "copying" not in short.failures
+    copy16 = " ".join(f"s{i}" for i in range(100, 116))
+    own = " ".join(f"own{i}" for i in range(24))
+    assert "copying" in detect_failures(f"{own} {copy16}", lang="en", source=source).failures  # 16 of 40
+    long_own = " ".join(f"own{i}" for i in range(200))
+    quote20 = " ".join(f"s{i}" for i in range(200, 220))
+    long_quote = detect_failures(f"{long_own} {quote20}", lang="en", source=source)
+    assert long_quote.copied_words == 20 and "copying" not in long_quote.failures  # 20 of 220
+    quote30 = " ".join(f"s{i}" for i in range(300, 330))
+    assert "copying" in detect_failures(f"{long_own} {quote30}", lang="en", source=source).failures

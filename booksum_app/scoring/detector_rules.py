@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 
+#: Moves whenever a rule below changes what the detectors report (signatures carry it).
+DETECTOR_RULES_VERSION = "2"
+
 # Commentary: what a summary says *about* the story (its themes, its craft, its reader) rather
 # than what happens in it (CNNSum App. E.2). Framing ("The story follows...", "the narrative
 # shifts to...", 讲述了) names the text while telling the plot: counted apart, not a failure.
@@ -41,6 +44,64 @@ _WORD_LEXICON_EN = (
      r"(?:complex\w*|depths?|importance|power|fragility|themes?|inner\s+workings|deeper|"
      r"human|true\s+nature\s+of\s+(?:love|humanity|power))"),
 )
+# Evaluative framing as classes (not single words): what the text *does* or *means* rather than
+# what happens in it. Each family below names a way commentary is built, with the objects that
+# keep its plot uses out ("a testament" read aloud is a will; "serves as a footman" is plot).
+_INNER_EN = (
+    r"(?:turmoil|conflicts?|struggles?|despair|longing|isolation|decline|decay|corruption|cruelty|"
+    r"innocence|guilt|hope|grief|loss|love|ambition|pride|prejudice|class|society|fate|destiny|"
+    r"identity|belonging|freedom|humanity|nature|power|hypocrisy|morality|justice|suffering|"
+    r"loneliness|fragility|fragile|resilience|complex\w*|dynamics|tensions?|themes?|values|ideals|secrets|emptiness|"
+    r"futility|absurdity|redemption|sacrifice|courage|friendship|heart|soul|psyche|inner\s+\w+|"
+    r"human\w*|universal\w*|dangers?|costs?|consequences|importance|meaning|nature|truth|"
+    r"cycles?|legacy|limits|weight|burden|fears?|desires?|regrets?|failings|folly)"
+)
+_META_NOUN_EN = (
+    r"(?:meditation|reflection|exploration|examination|critique|indictment|commentary|celebration|"
+    r"lament|ode|elegy|parable|allegory|testament|evocation|rumination|satire|"
+    r"cautionary\s+tale|study\s+in|microcosm|metaphor|symbol|emblem|embodiment|portrait|portrayal|"
+    r"picture|depiction|exploration|(?:powerful|poignant|stark|sobering|timely|haunting|"
+    r"potent|vivid|chilling|painful|bitter)\s+reminder)"
+)
+_EVALUATIVE_EN = (
+    # "a meditation on grief", "a sharp critique of ambition", "a testament to her courage"
+    (r"(?:a|an|its|this)\s+(?:[\w-]+\s+){0,2}?(?:meditation|reflection|exploration|examination|"
+    r"critique|indictment|commentary|celebration|lament|ode|elegy|parable|rumination|satire|"
+    r"evocation|study)\s+(?:on|of|to|about|upon)\b"),
+    (r"(?:testament|ode|tribute)\s+to\s+(?:the\s+|her\s+|his\s+|their\s+|its\s+)?(?:[\w-]+\s+){0,2}?"
+    r"(?:quiet\s+)?(?:courage|power|strength|love|resilience|spirit|endurance|faith|loyalty|"
+    r"devotion|humanity|friendship|hope|will|enduring\s+\w+|\w+ness)"),
+    # "serves as a powerful reminder", "stands as a symbol of"
+    (rf"(?:serves?|served|serving|stands?|acts?|functions?)\s+as\s+(?:a|an|the)\s+(?:[\w-]+\s+){{0,2}}?"
+    rf"{_META_NOUN_EN}"),
+    # interpretive verbs whose object is an idea or an inner state, whatever the subject
+    (rf"(?:underscor|highlight|emphasi[sz]|illustrat|reflect(?!\w*\s+(?:on|upon)\b)|suggest|convey|captur|evok|deepen|"
+    rf"showcas|mirror|echo|embod|symboli[sz]|signif|foreshadow|encapsulat|epitomi[sz]|"
+    rf"reinforc|expos|interrogat|lay(?:s|ing)?\s+bare|speak(?:s|ing)?\s+to)\w*\s+"
+    rf"(?:how\s+|that\s+|why\s+)?(?:(?:the|a|an|his|her|their|its|our|this|of)\s+)?(?:(?![\w-]+['’]s\b)[\w'’-]+\s+){{0,3}}?{_INNER_EN}\b"),
+    r"(?:underscor|illustrat|epitomi[sz])\w*\s+(?:how|that|why)\b",
+    r"(?:symboli[sz]|embod|foreshadow|epitomi[sz]|encapsulat)(?:es|ed|ing|ies|ied|y)\b",
+    # craft and its praise
+    (r"(?:master|skil|deft|beautiful|lyrical|tender|vivid|rich|elegant|sharp|subtle|brilliant)(?:ful)?ly\s+"
+    r"(?:\w+\s+)?(?:written|rendered|crafted|drawn|told|weaves?|woven|paints?|captures?|evokes?|"
+    r"portrays?|depicts?|explores?|balances?|handles?|builds?|constructs?|structures?|interweaves?)"),
+    (r"(?:rendered|written|told|drawn|portrayed|depicted)\s+with\s+(?:\w+\s+)?(?:tenderness|care|"
+    r"skill|precision|sensitivity|wit|humou?r|compassion|restraint|sympathy|insight|subtlety|nuance)"),
+    (r"(?:lyrical|evocative|haunting\s+(?:picture|portrait|image|story|tale|account)|poignant|"
+    r"(?:deeply|profoundly|quietly|genuinely|strangely)\s+(?:moving|affecting|unsettling|satisfying)|"
+    r"gripping|riveting|nuanced|bittersweet|heart-?wrenching|heartbreaking|atmospheric|"
+    r"rich\s+in\s+(?:atmosphere|detail|symbolism|irony)|satirical|timeless|insightful|"
+    r"(?:the\s+)?(?:prose|imagery|symbolism|motifs?|characteri[sz]ation|pacing|storytelling|"
+    r"narrative\s+voice|subtext|foreshadowing|satire)\b(?!\s+of\s+(?:the\s+)?(?:letter|note)))"),
+    r"(?:recurring|central|powerful|striking)\s+(?:image|motif|symbol|metaphor|insight|message|idea)",
+    (r"(?:feels?|felt|seems?)\s+(?:\w+\s+)?(?:earned|inevitable|rushed|forced|authentic|hollow|"
+    r"contrived|satisfying|timeless|fresh|universal|relevant)"),
+    r"(?:final|closing|opening)\s+pages",
+    # the reader addressed
+    r"(?:invites?|leaves?|reminds?|forces?|asks?|compels?|allows?|urges?)\s+us\b",
+    r"our\s+(?:understanding|sympathy|sympathies|expectations|attention|own)\b",
+    r"we\s+(?:see|learn|are\s+left|come\s+to|feel|sense|witness|realise|realize|understand)\b",
+)
 _FRAMING_EN = (
     r"the\s+(?:story|novel|narrative|book|tale|excerpt|memoir)", r"this\s+(?:story|novel|book|tale)",
     r"the\s+author", r"the\s+protagonist",
@@ -62,8 +123,29 @@ _FRAMING_ZH = (
     "讲述了", "故事讲述", "整个故事", "小说节选", "这部小说", "该小说", "描绘了", "展示了", "展现了",
     "故事中", "小说中", "本章", "本回", "故事发生在", "这段文字", "节选中",
 )
-SUBJECTIVE_EN = re.compile(r"\b(?:" + "|".join(_WORD_LEXICON_EN) + r")\b", re.IGNORECASE)
-SUBJECTIVE_ZH = re.compile("|".join([*map(re.escape, _LEXICON_ZH), *_LEXICON_ZH_RE]))
+# Chinese evaluative framing: craft (叙事技巧, 笔触细腻), effect on the reader (令人唏嘘, 发人深省,
+# 我们可以看到), interpretation (折射出, 寓意, 是对…的控诉, 封建礼教), and judgement (堪称, 巅峰之作).
+_EVALUATIVE_ZH = (
+    r"叙事|手法|技巧|笔触|笔法|笔墨|文笔|伏笔|写法|字里行间|全篇|整部|作品|文学|艺术|"
+    r"(?:情节|结构|构思)(?:设计|安排|紧凑|严谨|精巧|巧妙)|节奏(?:紧凑|明快|舒缓)|"
+    r"(?:描写|刻画|描绘|语言|文字|形象|性格)[^。！？，；]{0,2}(?:细腻|生动|鲜明|立体|传神|朴实|优美|深刻|复杂)|"
+    r"(?:细腻|生动|传神|巧妙|深刻|有力|辛辣|犀利)地(?:揭示|展现|表现|刻画|描绘|描写|写出|讽刺|批判|反映|塑造)|"
+    r"(?:令人|让人|使人|叫人)(?:不禁|深感|感到|深思|唏嘘|惋惜|动容|感动|感叹|叹息|震撼|心痛|心酸|回味|难忘|"
+    r"扼腕|拍案|同情|敬佩|钦佩|警醒|反思)|"
+    r"读来|大快人心|酣畅淋漓|惊心动魄|扣人心弦|动人心魄|震撼人心|直抵人心|感人|唏嘘|"
+    r"我们(?:可以|能够|不难)?(?:看到|看出|感受到|体会到|意识到)|"
+    r"(?:(?:折射|映射|反映|体现|揭露|暗示|预示|昭示|透露|流露)(?:出|了)|展现出|展示出|表现出)[^。！？，；]{0,14}?"
+    r"(?:命运|困境|局限|本质|时代|社会|黑暗|腐败|悲剧|人性|精神|思想|观念|矛盾|无奈|无力|必然|病态|心理|情感|追求)|"
+    r"寓意|隐喻|写照|缩影|以小见大|意味深长|耐人寻味|思考空间|留给(?:人|读者)|"
+    r"是对[^。！？]{1,24}的(?:有力|深刻|辛辣|无情|强烈)?(?:控诉|讽刺|批判|揭露|写照|颂扬|歌颂|反思|否定|嘲讽)|"
+    r"控诉|讴歌|颂扬|鞭挞|封建(?:礼教|社会|官场|制度|思想|时代|统治|家族)|"
+    r"堪称|巅峰|杰作|之作|不朽|经典|弥漫着|充满了[^。！？，；]{0,8}(?:同情|哀愁|张力|色彩|感情|情感|悲剧|讽刺|温情|力量)|"
+    r"一种[^。！？，；]{0,6}(?:力量|哀愁|美感|张力|氛围)"
+)
+SUBJECTIVE_EN = re.compile(
+    r"\b(?:" + "|".join([*_WORD_LEXICON_EN, *_EVALUATIVE_EN]) + r")\b", re.IGNORECASE
+)
+SUBJECTIVE_ZH = re.compile("|".join([*map(re.escape, _LEXICON_ZH), *_LEXICON_ZH_RE, _EVALUATIVE_ZH]))
 FRAMING_EN = re.compile(r"\b(?:" + "|".join(_FRAMING_EN) + r")\b", re.IGNORECASE)
 FRAMING_ZH = re.compile("|".join(map(re.escape, _FRAMING_ZH)))
 
@@ -111,6 +193,7 @@ TRACE_ZH = re.compile(rf"(?:在|于){_PART_ZH}(?:中|里)?|{_PART_ZH}(?:中|里)
 __all__ = [
     "ANSWER_CUE",
     "CHECKLIST_LINE",
+    "DETECTOR_RULES_VERSION",
     "FRAMING_EN",
     "FRAMING_ZH",
     "LIST_CUE",
