@@ -51,6 +51,7 @@ _INNER_EN = (
     r"(?:turmoil|conflicts?|struggles?|despair|longing|isolation|decline|decay|corruption|cruelty|"
     r"innocence|guilt|hope|grief|loss|love|ambition|pride|prejudice|class|society|fate|destiny|"
     r"identity|belonging|freedom|humanity|nature|power|hypocrisy|morality|justice|suffering|"
+    r"\w{4,}ness|violence|war|memory|history|faith|doubt|obsession|jealousy|revenge|vengeance|"
     r"loneliness|fragility|fragile|resilience|complex\w*|dynamics|tensions?|themes?|values|ideals|secrets|emptiness|"
     r"futility|absurdity|redemption|sacrifice|courage|friendship|heart|soul|psyche|inner\s+\w+|"
     r"human\w*|universal\w*|dangers?|costs?|consequences|importance|meaning|nature|truth|"
@@ -77,13 +78,13 @@ _EVALUATIVE_EN = (
     # interpretive verbs whose object is an idea or an inner state, whatever the subject
     (rf"(?:underscor|highlight|emphasi[sz]|illustrat|reflect(?!\w*\s+(?:on|upon)\b)|suggest|convey|captur|evok|deepen|"
     rf"showcas|mirror|echo|embod|symboli[sz]|signif|foreshadow|encapsulat|epitomi[sz]|"
-    rf"reinforc|expos|interrogat|lay(?:s|ing)?\s+bare|speak(?:s|ing)?\s+to)\w*\s+"
+    rf"reinforc|interrogat|lay(?:s|ing)?\s+bare|speak(?:s|ing)?\s+to)\w*\s+"
     rf"(?:how\s+|that\s+|why\s+)?(?:(?:the|a|an|his|her|their|its|our|this|of)\s+)?(?:(?![\w-]+['’]s\b)[\w'’-]+\s+){{0,3}}?{_INNER_EN}\b"),
     r"(?:underscor|illustrat|epitomi[sz])\w*\s+(?:how|that|why)\b",
     r"(?:symboli[sz]|embod|foreshadow|epitomi[sz]|encapsulat)(?:es|ed|ing|ies|ied|y)\b",
     # craft and its praise
     (r"(?:master|skil|deft|beautiful|lyrical|tender|vivid|rich|elegant|sharp|subtle|brilliant)(?:ful)?ly\s+"
-    r"(?:\w+\s+)?(?:written|rendered|crafted|drawn|told|weaves?|woven|paints?|captures?|evokes?|"
+    r"(?:\w+\s+)?(?:written|rendered|crafted|drawn|told|observed|handled|paced|weaves?|woven|paints?|captures?|evokes?|"
     r"portrays?|depicts?|explores?|balances?|handles?|builds?|constructs?|structures?|interweaves?)"),
     (r"(?:rendered|written|told|drawn|portrayed|depicted)\s+with\s+(?:\w+\s+)?(?:tenderness|care|"
     r"skill|precision|sensitivity|wit|humou?r|compassion|restraint|sympathy|insight|subtlety|nuance)"),
@@ -101,6 +102,35 @@ _EVALUATIVE_EN = (
     r"(?:invites?|leaves?|reminds?|forces?|asks?|compels?|allows?|urges?)\s+us\b",
     r"our\s+(?:understanding|sympathy|sympathies|expectations|attention|own)\b",
     r"we\s+(?:see|learn|are\s+left|come\s+to|feel|sense|witness|realise|realize|understand)\b",
+)
+# The text itself judged: a textual element as the subject of an evaluative predicate ("the
+# final confrontation is handled with restraint", "the descriptions are beautifully observed").
+_TEXT_PART_EN = (
+    r"(?:novel|book|story|tale|chapter|scenes?|episode|passage|ending|conclusion|confrontation|"
+    r"narration|narrative|dialogue|prose|descriptions?|arc|pacing|writing|plot|portrayal|"
+    r"characters?|relationship|opening|climax|account|work)"
+)
+_EVALUATIVE_EN_2 = (
+    (rf"{_TEXT_PART_EN}(?:['’]s)?\s+(?:[\w-]+\s+){{0,3}}?(?:is|are|was|were|feels?|becomes?|remains?|"
+     r"seems?)\s+(?:[\w-]+\s+){0,2}?(?:handled|drawn|observed|rendered|realized|realised|paced|"
+     r"memorable|unforgettable|humane|satisfying|effective|masterly|brilliant|remarkable|"
+     r"admirable|heavy|slow|rushed|overlong|uneven|one\s+of\s+the\s+(?:most|best|finest)|"
+     r"at\s+once|ultimately\s+about|really\s+about|less\s+about|more\s+about)"),
+    (r"(?:memorable|unforgettable|humane|masterly|superb|remarkable|admirable|engrossing|"
+     r"absorbing|page-turning|resonant|resonates?\s+with|rewards?\s+(?:patience|the\s+reader|"
+     r"attention|rereading)|easy\s+answers)"),
+    (r"uses?\s+(?:[\w'’-]+\s+){1,6}?to\s+(?:warn\s+against|critique|criticiz\w*|criticis\w*|"
+     r"satiri[sz]e|comment\s+on|explore|dramati[sz]e|illustrate|examine|interrogate|skewer)"),
+    (r"(?:a|an|its)\s+(?:[\w-]+\s+){0,3}?(?:look\s+at\s+(?:how|what|why|the\s+(?:ways?|nature|costs?|lives|life|world|society))|inquiry\s+into|study\s+in|"
+     r"figure\s+of\s+(?:\w+\s+)?(?:sympathy|pity|fun|ridicule|hope|fear)|comedy\s+of\s+manners|"
+     r"(?:[\w-]+ly\s+)?[\w-]+(?:ed|ful|ive|ing|ate|ic|al|ous)\s+portrait\s+of)"),
+    (r"(?:novel|book|story|tale|chapter|narrative|author|film|work)['’]s\s+(?:[\w-]+\s+){0,2}?"
+     r"(?:humou?r|scope|power|heart|tone|mood|atmosphere|structure|voice|themes?|message|moral|"
+     r"vision|strength|weakness|achievement|genius|wit|satire|irony|center|centre)"),
+    r"(?:gives?|lends?)\s+(?:the\s+(?:novel|book|story|tale)|it)\s+its\s+\w+",
+    (r"(?:mood|sense|atmosphere|air|tone)\s+of\s+(?:\w+\s+)?(?:dread|menace|melancholy|"
+     r"foreboding|unease|nostalgia|doom|mystery|loss)"),
+    r"what\s+makes\s+(?:the|this|it)\b",
 )
 _FRAMING_EN = (
     r"the\s+(?:story|novel|narrative|book|tale|excerpt|memoir)", r"this\s+(?:story|novel|book|tale)",
@@ -140,10 +170,15 @@ _EVALUATIVE_ZH = (
     r"是对[^。！？]{1,24}的(?:有力|深刻|辛辣|无情|强烈)?(?:控诉|讽刺|批判|揭露|写照|颂扬|歌颂|反思|否定|嘲讽)|"
     r"控诉|讴歌|颂扬|鞭挞|封建(?:礼教|社会|官场|制度|思想|时代|统治|家族)|"
     r"堪称|巅峰|杰作|之作|不朽|经典|弥漫着|充满了[^。！？，；]{0,8}(?:同情|哀愁|张力|色彩|感情|情感|悲剧|讽刺|温情|力量)|"
-    r"一种[^。！？，；]{0,6}(?:力量|哀愁|美感|张力|氛围)"
+    r"一种[^。！？，；]{0,6}(?:力量|哀愁|美感|张力|氛围)|"
+    # aesthetic vocabulary and the craft of the telling (着墨, 铺垫, 烘托, 看似…实则)
+    r"写得[^。！？，；]{0,4}(?:入木三分|淋漓尽致|极好|精彩|生动|细腻|传神|真切|感人|好)|入木三分|"
+    r"精妙|精彩|意境|余韵|韵味|层次感|感染力|悬念|跌宕|悲悯|悲凉|苍凉|深沉|动人|传神|神来之笔|闲笔|"
+    r"点睛|着墨|铺垫|烘托|渲染|衬托|反衬|呼应|照应|转折点|暗写|明写|个性鲜明|形成了[^。！？，；]{0,6}对比|"
+    r"看似[^。！？]{0,20}实则|使(?:故事|情节|人物|小说|作品|全书)[^。！？，；]{0,4}更|封建"
 )
 SUBJECTIVE_EN = re.compile(
-    r"\b(?:" + "|".join([*_WORD_LEXICON_EN, *_EVALUATIVE_EN]) + r")\b", re.IGNORECASE
+    r"\b(?:" + "|".join([*_WORD_LEXICON_EN, *_EVALUATIVE_EN, *_EVALUATIVE_EN_2]) + r")\b", re.IGNORECASE
 )
 SUBJECTIVE_ZH = re.compile("|".join([*map(re.escape, _LEXICON_ZH), *_LEXICON_ZH_RE, _EVALUATIVE_ZH]))
 FRAMING_EN = re.compile(r"\b(?:" + "|".join(_FRAMING_EN) + r")\b", re.IGNORECASE)
