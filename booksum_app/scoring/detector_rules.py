@@ -132,6 +132,33 @@ _EVALUATIVE_EN_2 = (
      r"foreboding|unease|nostalgia|doom|mystery|loss)"),
     r"what\s+makes\s+(?:the|this|it)\b",
 )
+# A textual element as the sentence's subject with a judging predicate: "The comedy here is
+# gentle", "The ending may strike some readers as too neat"; narrating predicates ("the story
+# follows", "the chapter is set in", "is told from") stay framing.
+_TEXT_SUBJECT_EN = (
+    r"(?:novel|book|story|tale|chapter|section|scenes?|ending|setting|dialogue|comedy|humou?r|"
+    r"narrative|narration|prose|opening|conclusion|account|episode|passage|work|writing|plot|"
+    r"descriptions?|portrayal|characteri[sz]ation|pacing|tone|style|language|structure|contrast|"
+    r"transformation|sympathy|sympathies|digressions?|title)"
+)
+_JUDGED_EN = (
+    rf"^(?:[\w,'’ -]{{0,30}},\s+)?(?:the|this|its|her|his|their|[A-Z]\w+['’]s)\s+(?:[\w'’-]+\s+){{0,3}}?"
+    rf"{_TEXT_SUBJECT_EN}(?:['’]s)?\s+(?:here\s+|itself\s+|clearly\s+|never\s+|always\s+|also\s+)?"
+    r"(?:(?:is|are|was|were)\s+(?!(?:set|told|narrated|divided|split|written\s+in|seen|framed|"
+    r"made\s+up|composed|organi[sz]ed|presented|based|followed|about|a\s+(?:sequel|continuation|"
+    r"prequel|story|tale|novel|book)\s+(?:of|about))\b)|feels?|seems?|becomes?|remains?|"
+    r"works?\s+as|may|might|can|could|lays?|sparkles?|gives?|makes?|turns?|succeeds?|"
+    r"fails?|manages?|excels?|shines?|suffers?|lacks?|demands?|deserves?|transcends?|elevates?|"
+    r"lingers?|lies|lets?|adds?|asks?|keeps?|strikes?)"
+)
+_EVALUATIVE_EN_3 = (
+    _JUDGED_EN,
+    r"^(?:it|this)\s+is\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}?(?:book|novel|story|tale|chapter)\s+that\b",
+    r"^few\s+(?:novels|books|stories|writers|authors)\b",
+    r"(?:on|at)\s+an?\s+(?:epic|grand|intimate|small|human)\s+scale",
+    r"in\s+its\s+own\s+right",
+    r"(?:fine|perfect|classic|prime|striking)\s+example\s+of",
+)
 _FRAMING_EN = (
     r"the\s+(?:story|novel|narrative|book|tale|excerpt|memoir)", r"this\s+(?:story|novel|book|tale)",
     r"the\s+author", r"the\s+protagonist",
@@ -175,10 +202,17 @@ _EVALUATIVE_ZH = (
     r"写得[^。！？，；]{0,4}(?:入木三分|淋漓尽致|极好|精彩|生动|细腻|传神|真切|感人|好)|入木三分|"
     r"精妙|精彩|意境|余韵|韵味|层次感|感染力|悬念|跌宕|悲悯|悲凉|苍凉|深沉|动人|传神|神来之笔|闲笔|"
     r"点睛|着墨|铺垫|烘托|渲染|衬托|反衬|呼应|照应|转折点|暗写|明写|个性鲜明|形成了[^。！？，；]{0,6}对比|"
-    r"看似[^。！？]{0,20}实则|使(?:故事|情节|人物|小说|作品|全书)[^。！？，；]{0,4}更|封建"
+    r"看似[^。！？]{0,20}实则|使(?:故事|情节|人物|小说|作品|全书)[^。！？，；]{0,4}更|封建|"
+    # a part of the text as the subject of a judgement (这一回将…写到了极致, 小说对…的描摹极为真实)
+    r"(?:本回|这一回|此回|该回|这一节|这一段|这一章|这一幕|小说|作品|全书|整回|结尾|结局|这部分|这个细节|"
+    r"这一情节|此处|这种写法)[^。！？，；]{0,12}?(?:写得|写到|可谓|堪称|颇为|极为|十分|非常|最为|可以说|"
+    r"实在|不愧|充满|带有|见出|称道)|"
+    r"带有[^。！？，；]{0,8}色彩|为人称道|脍炙人口|值得(?:细细)?(?:品味|玩味|深思|回味|一读)|争议|"
+    r"描摹|简洁|简练|凝练|映衬|凄凉|乌托邦|理想化|见出|(?:不免|不禁|不由得)?令人[^。！？，；]{0,10}"
+    r"(?:担忧|担心|心疼|难过|感慨|叹服|折服|动容)"
 )
 SUBJECTIVE_EN = re.compile(
-    r"\b(?:" + "|".join([*_WORD_LEXICON_EN, *_EVALUATIVE_EN, *_EVALUATIVE_EN_2]) + r")\b", re.IGNORECASE
+    r"\b(?:" + "|".join([*_WORD_LEXICON_EN, *_EVALUATIVE_EN, *_EVALUATIVE_EN_2, *_EVALUATIVE_EN_3]) + r")\b", re.IGNORECASE
 )
 SUBJECTIVE_ZH = re.compile("|".join([*map(re.escape, _LEXICON_ZH), *_LEXICON_ZH_RE, _EVALUATIVE_ZH]))
 FRAMING_EN = re.compile(r"\b(?:" + "|".join(_FRAMING_EN) + r")\b", re.IGNORECASE)
