@@ -211,9 +211,8 @@ _EVALUATIVE_ZH = (
     r"描摹|简洁|简练|凝练|映衬|凄凉|乌托邦|理想化|见出|(?:不免|不禁|不由得)?令人[^。！？，；]{0,10}"
     r"(?:担忧|担心|心疼|难过|感慨|叹服|折服|动容)"
 )
-SUBJECTIVE_EN = re.compile(
-    r"\b(?:" + "|".join([*_WORD_LEXICON_EN, *_EVALUATIVE_EN, *_EVALUATIVE_EN_2, *_EVALUATIVE_EN_3]) + r")\b", re.IGNORECASE
-)
+_SUBJECTIVE_EN_ALL = [*_WORD_LEXICON_EN, *_EVALUATIVE_EN, *_EVALUATIVE_EN_2, *_EVALUATIVE_EN_3]
+SUBJECTIVE_EN = re.compile(r"\b(?:" + "|".join(_SUBJECTIVE_EN_ALL) + r")\b", re.IGNORECASE)
 SUBJECTIVE_ZH = re.compile("|".join([*map(re.escape, _LEXICON_ZH), *_LEXICON_ZH_RE, _EVALUATIVE_ZH]))
 FRAMING_EN = re.compile(r"\b(?:" + "|".join(_FRAMING_EN) + r")\b", re.IGNORECASE)
 FRAMING_ZH = re.compile("|".join(map(re.escape, _FRAMING_ZH)))
