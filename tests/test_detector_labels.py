@@ -7,7 +7,7 @@ copies of a known source). Items marked ``held_out`` were labelled after the rul
 and were not used to tune them. docs/scoring.md quotes the table this test computes, with 95%
 Wilson intervals.
 
-The newest held-out subjective batch ("batch 3" in ``origin``) was written and labelled after
+The newest held-out subjective batch ("batch 4" in ``origin``) was written and labelled after
 the rules were frozen and committed before they ran; the label files' hashes below pin the
 labels the quoted figures were measured on (a label changed afterwards fails here first).
 """
@@ -30,12 +30,13 @@ MIN_PRECISION = 0.8
 MIN_RECALL = 0.6  # a detector that says nothing must not pass on precision alone
 # sha256 of the label files the figures in docs/scoring.md were measured on
 LABEL_SHA256 = {
-    "subjective": "9c6a23b1203c875c6ae0b434e6e62ff18e030314f25b8d7a4b757a799efcdf83",
+    "subjective": "ef6fbf1c3c634533d00c187082b909bf3309ef070120b5b2e693c58566489f4d",
     "copying": "3834006ea7a2f98b1da3ef2fd471bf547cae784e0092cef4c139d9b2b72a689c",
 }
-# what docs/scoring.md claims on subjective batch 3 (held out from the rules it measures)
-BATCH3_MIN_PRECISION = 0.8
-BATCH3_MIN_RECALL = 0.3
+# what docs/scoring.md claims on subjective batch 4 (held out from the rules it measures)
+HELD_OUT_BATCH = "batch 4"
+HELD_OUT_MIN_PRECISION = 0.8
+HELD_OUT_MIN_RECALL = 0.35
 
 
 def load(detector: str) -> list[dict[str, object]]:
@@ -146,17 +147,17 @@ def test_label_files_are_the_ones_measured(detector: str) -> None:
 
 
 def test_subjective_on_the_batch_held_out_from_its_rules() -> None:
-    rows = [r for r in load("subjective") if "batch 3" in str(r["origin"])]
+    rows = [r for r in load("subjective") if HELD_OUT_BATCH in str(r["origin"])]
     assert len(rows) >= 80 and all(r["split"] == "held_out" for r in rows)
     pairs = [(bool(r["label"]), predicted("subjective", r)) for r in rows]
     tp = sum(label and pred for label, pred in pairs)
     fired = sum(pred for _, pred in pairs)
     positives = sum(label for label, _ in pairs)
     p, r, _ = precision_recall(pairs)
-    line = (f"subjective batch 3: precision {p:.2f} {wilson(tp, fired)} recall {r:.2f} "
+    line = (f"subjective {HELD_OUT_BATCH}: precision {p:.2f} {wilson(tp, fired)} recall {r:.2f} "
             f"{wilson(tp, positives)} ({len(rows)} items, {positives} positive)")
     print(line)
-    assert p >= BATCH3_MIN_PRECISION and r >= BATCH3_MIN_RECALL, line
+    assert p >= HELD_OUT_MIN_PRECISION and r >= HELD_OUT_MIN_RECALL, line
 
 
 def test_wilson_interval() -> None:
