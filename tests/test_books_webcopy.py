@@ -187,3 +187,14 @@ def test_side_stories_spaced_ordinals_and_unknown_lines_between_repeated_heading
     ]
     assert [c.title for c in book.excluded_chapters] == ["后记"]
     assert book.metadata["web_residue"] == "between repeated headings 1"
+
+
+def test_damaged_headings_before_the_first_clean_one_are_read_backwards(tmp_path: Path) -> None:
+    # "第５�章" alone could be 5 or 50-59; the clean 第５４章 after it says 52, then 53
+    lines = ["第５�章 甲", "　　第52章的事。", "第□５３? 乙", "　　第53章的事。", "第５４章 丙", "　　第54章的事。"]
+    path = tmp_path / "novel.txt"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    chapters = open_book(path, lang="zh").selected_chapters()
+    assert [(c.title, c.paragraphs) for c in chapters] == [
+        ("第５�章 甲", ("第52章的事。",)), ("第□５３? 乙", ("第53章的事。",)), ("第５４章 丙", ("第54章的事。",)),
+    ]

@@ -141,9 +141,10 @@ def web_copies(draw: st.DrawFn) -> WebCopy:
             halves = [draw(st.text(TITLE_CHARS, min_size=5, max_size=8)) for _ in range(2)]
             title = draw(st.sampled_from(SEPARATORS)) + draw(st.sampled_from(SPACES)).join(halves)
         clean = f"第{numeral(number, style)}{unit}{title}"
-        # the first heading is the sequence's anchor: before it nothing says which of "第5?章"'s
-        # numbers (5, 50..59) a damaged first heading is (docs/books.md)
-        anchor = number == first
+        # one clean heading anchors the sequence (the last, so the ones before it are read
+        # backwards from it): in a copy whose every heading is damaged nothing says which of
+        # "第5?章"'s numbers (5, 50..59) the first is (docs/books.md)
+        anchor = number == first + n - 1
         heading = noisy(draw, clean) if not anchor and draw(st.integers(0, 2)) == 0 else clean
         if draw(st.integers(0, 4)) == 0:  # zero-width characters a site slips in
             at = draw(st.integers(0, len(heading)))

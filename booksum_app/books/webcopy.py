@@ -327,8 +327,8 @@ def resolve_noisy_headings(
     between the numbered headings around it: the previous number plus one, the next clean one
     minus one, anything between them, or the previous (next) heading's own number when it
     repeats that heading (the same title and at most a few lines between them; without titles,
-    nothing but residue between them).
-    Linear in the lines.
+    nothing but residue between them). Before the first clean heading the sequence is read
+    backwards from it. Linear in the lines.
     """
     numbered: list[NumberedHeading | None] = []
     noisy: dict[int, NoisyHeading] = {}
@@ -345,12 +345,17 @@ def resolve_noisy_headings(
     next_clean: list[NumberedHeading | None] = [None] * (len(lines) + 1)
     for i in range(len(lines) - 1, -1, -1):
         next_clean[i] = numbered[i] or next_clean[i + 1]
-    accepted: dict[int, str] = {}
+    accepted = _before_first_clean(lines, numbered, noisy)
     prev: NumberedHeading | None = None
     text_since = 0
     for i, line in enumerate(lines):
         if numbered[i] is not None:
             prev, text_since = numbered[i], 0
+            continue
+        if i in accepted:
+            key = accepted[i]
+            unit, number = key[0], int(key[1:])
+            prev, text_since = NumberedHeading(i, unit, number, noisy[i].title), 0
             continue
         if i not in noisy:
             text_since += len(line.strip())
@@ -366,6 +371,40 @@ def resolve_noisy_headings(
 
 
 _REPEAT_RESIDUE_CHARS = 120  # at most this much unrecognised text between two copies of a heading
+
+
+def _before_first_clean(
+    lines: Sequence[str], numbered: Sequence[NumberedHeading | None], noisy: dict[int, NoisyHeading]
+) -> dict[int, str]:
+    """Noisy headings before the book's first clean one, resolved backwards from it: each is the
+    next heading's number (when it repeats that heading) or that number minus one. Nothing
+    before them anchors a forward reading ("第5?章" first could be 5 or 50-59)."""
+    first = next((i for i, h in enumerate(numbered) if h is not None), None)
+    if first is None:
+        return {}
+    accepted: dict[int, str] = {}
+    nxt = numbered[first]
+    assert nxt is not None
+    text_between = 0
+    for i in range(first - 1, -1, -1):
+        if i not in noisy:
+            text_between += len(lines[i].strip())
+            continue
+        heading = noisy[i]
+        if heading.unit not in (None, nxt.unit):
+            text_between += len(lines[i].strip())
+            continue
+        titled = bool(heading.title and nxt.title)
+        repeat = (titled and _same_title(heading.title, nxt.title) and text_between <= _REPEAT_RESIDUE_CHARS) or (
+            not titled and text_between == 0
+        )
+        number = nxt.number if repeat else nxt.number - 1
+        if number not in heading.numbers or number < 1:
+            text_between += len(lines[i].strip())
+            continue
+        accepted[i] = f"{nxt.unit}{number}"
+        nxt, text_between = NumberedHeading(i, nxt.unit, number, heading.title), 0
+    return accepted
 
 
 def _same_title(a: str, b: str) -> bool:
