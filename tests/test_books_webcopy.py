@@ -198,3 +198,61 @@ def test_damaged_headings_before_the_first_clean_one_are_read_backwards(tmp_path
     assert [(c.title, c.paragraphs) for c in chapters] == [
         ("第５�章 甲", ("第52章的事。",)), ("第□５３? 乙", ("第53章的事。",)), ("第５４章 丙", ("第54章的事。",)),
     ]
+
+
+def honglou_second_copy() -> str:
+    """Another copy of the same chapters: the mark in another place of each damaged heading,
+    tabs and full-width spaces, and an advertising line between a page title and its heading."""
+    lines = ["《红楼梦》曹雪芹", ""]
+    for number, title in HONGLOU_TITLES.items():
+        if number in (38, 119):
+            lines += [title, "手机阅读本书请访问 m.example.com"]
+        if number == 62:
+            title = "第六十二回?憨湘云醉眠芍药?呆香菱情解石榴裙"  # the separator and 裀 lost
+        if number == 102:
+            title = "第一百零二回\t宁国府骨肉病灾?　大观园符水驱妖孽"
+        lines += [title, *body(number), "本章未完，请点击下一页继续阅读", ""]
+    lines += ["后记", "　　此本据网上旧本录出。"]
+    return "\n".join(lines)
+
+
+def test_honglou_second_copy_reads_every_chapter_once_with_back_matter_apart(tmp_path: Path) -> None:
+    path = tmp_path / "hongloumeng2.txt"
+    path.write_text(honglou_second_copy(), encoding="utf-8")
+    book = open_book(path)
+    chapters = book.selected_chapters()
+    assert [heading_key(c.title) for c in chapters] == [f"回{n}" for n in HONGLOU_TITLES]
+    for number, chapter in zip(HONGLOU_TITLES, chapters, strict=True):
+        assert [p.strip("　") for p in chapter.paragraphs] == [p.strip("　") for p in body(number)]
+    assert [c.title for c in book.excluded_chapters if c.title == "后记"] == ["后记"]
+    assert book.metadata["web_residue"] == f"advertisement {len(HONGLOU_TITLES) + 2}"
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["www．example．com", "ｈｔｔｐ://ｗｗｗ．example．com/1.html", "Read on your phone at m．b29．la"],
+)
+def test_full_width_addresses_are_residue(line: str) -> None:  # found by the generated copies
+    assert is_web_residue(line)
+
+
+def test_mixed_width_ordinal_with_a_mark_is_read_in_its_own_digits() -> None:  # found likewise
+    parsed = parse_noisy_heading("第５□章\t药府温人夫")
+    assert parsed is not None and 53 in parsed.numbers and parsed.unit == "章"
+
+
+def test_consecutive_chapters_with_one_title_are_not_a_repeat(tmp_path: Path) -> None:  # likewise
+    lines = ["第八回 丁丁丁", "　　第八回的事。", "?第九回 丁丁丁", "　　第九回的事。", "第十□回 丁丁丁", "　　第十回的事。",
+             "第十一回 丁丁丁", "　　第十一回的事。"]
+    path = tmp_path / "novel.txt"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    assert [c.paragraphs[0] for c in open_book(path, lang="zh").selected_chapters()] == [
+        "第八回的事。", "第九回的事。", "第十回的事。", "第十一回的事。"]
+
+
+def test_two_afterwords_in_a_row_stay_two_sections(tmp_path: Path) -> None:  # likewise
+    lines = ["第一回 甲", "　　第一回的事。", "後記", "　　写完了。", "後　記", "　　又写了一篇。"]
+    path = tmp_path / "novel.txt"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    book = open_book(path, lang="zh")
+    assert [c.title for c in book.excluded_chapters] == ["後記", "後　記"]

@@ -430,10 +430,10 @@ def _choose(
         titled = bool(heading.title and prev.title)
         if (titled and _same_title(heading.title, prev.title)) or (not titled and text_since == 0):
             return pick(p)
-    if nxt is not None and q is not None and q in nums and _same_title(heading.title, nxt.title):
-        return pick(q)
     if p is not None and p + 1 in nums:
         return pick(p + 1)
+    if nxt is not None and q is not None and q in nums and _same_title(heading.title, nxt.title):
+        return pick(q)  # a page title above the next heading, after a gap in the sequence
     if q is not None and q - 1 in nums and (p is None or q - 1 > p):
         return pick(q - 1)
     low = p if p is not None else 0
