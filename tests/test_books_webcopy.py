@@ -242,8 +242,8 @@ def test_mixed_width_ordinal_with_a_mark_is_read_in_its_own_digits() -> None:  #
 
 
 def test_consecutive_chapters_with_one_title_are_not_a_repeat(tmp_path: Path) -> None:  # likewise
-    lines = ["第八回 丁丁丁", "　　第八回的事。", "?第九回 丁丁丁", "　　第九回的事。", "第十□回 丁丁丁", "　　第十回的事。",
-             "第十一回 丁丁丁", "　　第十一回的事。"]
+    lines = ["第八回 丁丁丁", "　　第八回的事。", "?第九回 丁丁丁", "　　第九回的事。",
+             "第十□回 丁丁丁", "　　第十回的事。", "第十一回 丁丁丁", "　　第十一回的事。"]
     path = tmp_path / "novel.txt"
     path.write_text("\n".join(lines), encoding="utf-8")
     assert [c.paragraphs[0] for c in open_book(path, lang="zh").selected_chapters()] == [
