@@ -29,10 +29,11 @@ from typing import Any
 from bench_hier import start_server
 
 from booksum_app.llm.registry import LLMSettings
+from booksum_app.runners.data import data_path
 from booksum_app.runners.summarize import summarize_book
 from booksum_app.testing.fake_server import FakeServer
 
-SHARED_BOOKS = Path(__file__).resolve().parents[2] / "shared" / "books"
+SHARED_BOOKS = data_path("sample-books", os.environ)  # BOOKSUM_DATA_DIR / `booksum data fetch sample-books`
 
 
 def critical_calls(record: Any) -> int:

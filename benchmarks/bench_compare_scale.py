@@ -38,9 +38,10 @@ from pathlib import Path
 
 from bench_driver import cpu_seconds
 
+from booksum_app.runners.data import data_path
 from booksum_app.testing.fake_server import FakeServer
 
-SHARED_BOOKS = Path(__file__).resolve().parents[2] / "shared" / "books"
+SHARED_BOOKS = data_path("sample-books", os.environ)  # BOOKSUM_DATA_DIR / `booksum data fetch sample-books`
 
 
 def write_distinct_copy(book: Path, target: Path, n: int) -> None:

@@ -30,6 +30,7 @@ from booksum_app.books import open_book
 from booksum_app.chunking import CallableTokenizer, chunk_book
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 from booksum_app.llm.calls import Client
+from booksum_app.runners.data import data_path
 from booksum_app.strategies import (
     STRATEGIES,
     StrategyConfig,
@@ -44,12 +45,7 @@ SENTENCE = "Elizabeth Bennet meets Mr. Darcy at a ball in Meryton and forms a po
 
 EXTRACTIVE = False  # --extractive: use the default extractive fake replies instead
 SERVER_URL: str | None = None  # --server: base URL of the fake API server process
-BOOK = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "books"
-    / "jane-austen_pride-and-prejudice.epub"
-)
+BOOK = data_path("sample-books", os.environ) / "jane-austen_pride-and-prejudice.epub"  # BOOKSUM_DATA_DIR
 
 
 def critical_calls(result: StrategyResult) -> int:
@@ -92,7 +88,7 @@ def run_once(
     info = ModelInfo(name=f"fake:{window}", context_window=window, tokenizer="cl100k_base")
     backend: Any
     if SERVER_URL:
-        from booksum_app.llm.openai_backend import OpenAIBackend
+        from booksum_app.llm.providers.openai import OpenAIBackend
 
         backend = OpenAIBackend(info, model_id="fake", api_key="dummy", base_url=SERVER_URL)
         backend.max_in_flight = "n/a (server)"

@@ -29,15 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.chunking import get_tokenizer
-from booksum_app.llm.anthropic_backend import AnthropicBackend
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.calls import Client
-from booksum_app.llm.openai_backend import OpenAIBackend
+from booksum_app.llm.providers.anthropic import AnthropicBackend
+from booksum_app.llm.providers.openai import OpenAIBackend
+from booksum_app.runners.data import data_path
 from booksum_app.runners.judge_plan import cache_style, judge_estimate, priced
 from booksum_app.scoring.booookscore import BooookScoreJudge, JudgeMode
 from booksum_app.testing.fake_server import FakeServer
 
-RELEASE = Path(__file__).resolve().parents[2] / "shared" / "data" / "booookscore-release"
+RELEASE = data_path("booookscore-release", os.environ)  # BOOKSUM_DATA_DIR / `booksum data fetch ...`
 PRICES = {"input_usd_per_mtok": 1.0, "output_usd_per_mtok": 4.0, "cached_input_usd_per_mtok": 0.1}
 GOALS = {"sentence": 550.0, "batched": 200.0}  # billed input-token equivalents per sentence
 PLAN_TOLERANCE = 0.25

@@ -15,7 +15,7 @@ import statistics
 import time
 from pathlib import Path
 
-from booksum_app.llm.local_weights import bundled_weights, open_llama
+from booksum_app.llm.providers.local_weights import bundled_weights, open_llama
 
 TEXT = " ".join(("the traveller spoke of time as a dimension and the others listened " * 400).split())
 

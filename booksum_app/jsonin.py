@@ -15,20 +15,52 @@ from typing import Any
 from booksum_app.errors import InputError
 
 
-def parse_json(text: str | bytes, *, where: str) -> Any:
+class _Refused(ValueError):
+    """What the strict hooks raise: a value standard JSON does not allow, said in words."""
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _Refused(f"the key {key[:80]!r} appears twice in one object")
+        seen[key] = value
+    return seen
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not a JSON number")
+
+
+def parse_json(text: str | bytes, *, where: str, unique_keys: bool = False, standard_numbers: bool = False) -> Any:
     """``text`` parsed as JSON; ``where`` names it in the error ("annotations file x.json").
 
+    Two checks refuse what Python's parser lets through and standard JSON does not allow:
+    ``unique_keys``, a key twice in one object (Python keeps the last, so two readers of the
+    same text could see two different values); ``standard_numbers``, ``NaN`` and ``Infinity``
+    (a reader that range-checks its fields can leave them to that check, which names the field).
+
     Raises:
-        InputError: not valid JSON, or nested too deeply to parse.
+        InputError: not valid JSON, nested too deeply to parse, a number too long to read
+            (Python refuses integers of more than 4,300 digits), or what a check refuses.
     """
+    hooks: dict[str, Any] = {}
+    if unique_keys:
+        hooks["object_pairs_hook"] = _unique_object
+    if standard_numbers:
+        hooks["parse_constant"] = _no_constant
     try:
-        return json.loads(text)
+        return json.loads(text, **hooks)
     except json.JSONDecodeError as exc:
         raise InputError(f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"{where} is not UTF-8 text; pass a JSON file") from exc
     except RecursionError as exc:
         raise InputError(f"{where} is nested too deeply to be read as JSON; it cannot be a booksum input") from exc
+    except _Refused as exc:
+        raise InputError(f"{where} is not standard JSON: {exc}") from exc
+    except ValueError as exc:  # an integer past Python's digit limit: not a JSONDecodeError
+        raise InputError(f"{where} holds a number too long to read as JSON") from exc
 
 
 def read_json(path: str | Path, *, what: str) -> Any:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from booksum_app.errors import ConfigError
-from booksum_app.llm import backends
 from booksum_app.llm.calls import Client
-from booksum_app.llm.registry import LLMSettings, choose_model, get_model, installed_backends
+from booksum_app.llm.providers import catalog as backends
+from booksum_app.llm.registry import LLMSettings, choose_model, get_model, installed_backends, provider_entry
 from booksum_app.plugin import BackendBase, Completion, Request, Usage
 
 
@@ -59,7 +59,7 @@ def test_a_plugin_provider_is_built_and_used(tmp_path: Path, monkeypatch: pytest
     spec = choose_model("echo:tiny", settings=settings, env={})
     assert spec.provider == "echo" and spec.info.context_window == 4096, "the plugin's own defaults"
     assert spec.note is not None and "backend plugin" in spec.note  # a note, not a notice: nothing is priced
-    assert spec.provider_entry.distribution == ("booksum-echo", "1.0"), "from the package metadata"
+    assert provider_entry(spec).distribution == ("booksum-echo", "1.0"), "from the package metadata"
     assert not spec.hosted
     client = get_model("echo:tiny", settings=settings, env={})
     assert client.complete(Request(prompt="Mara bakes bread in Lisk every day", max_tokens=20)).text == (

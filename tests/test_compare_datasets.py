@@ -29,6 +29,7 @@ from booksum_app.scoring.buckets import (
     moving_median,
     quartile_buckets,
 )
+from booksum_app.signature import rules_version
 from booksum_app.testing.fake_backend import FakeBackend
 from booksum_app.testing.fake_server import FakeServer
 
@@ -285,7 +286,8 @@ def test_hier_and_direct_ib_ie_on_chinese_and_english(en_dataset: Path, zh_datas
         zh = row["datasets"][1]
         assert [b["bucket"] for b in zh["buckets"]] == ["L"] and zh["moving_median"]["window"] == 5
         assert [g.rsplit("|v:", 1)[0] for g in zh["rouge_signatures"]] == [
-            "rougeL|variant:cnnsum|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh|preset:cnnsum"]
+            ("rougeL|variant:cnnsum|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh"
+             f"|rules:{rules_version('rouge')}|preset:cnnsum")]
         assert [b["id"] for b in row["books"]][-5:] == ["1", "2", "3", "4", "5"], "the dataset's id (here: line)"
         en = row["datasets"][0]
         assert [b["bucket"] for b in en["buckets"]] == ["Q1", "Q2", "Q3", "Q4"]
@@ -363,7 +365,7 @@ def test_cli_dataset_run_against_the_fake_server(en_dataset: Path, zh_dataset: P
     assert "Benchmark datasets" in result.output and "MSE IB/IE" in result.output
     assert "rougeL|variant:cnnsum|" in result.output and "rougeL|variant:clongeval|" in result.output
     assert "preset:cnnsum|overrides:G|" in result.output and "preset:clongeval|overrides:G|" in result.output
-    assert "G:80|prompts:benchmark-" in result.output and "temp:0.0|clean:off" in result.output
+    assert "G:80|prompts:benchmark-" in result.output and "temp:0.0|decode:once|clean:off" in result.output
     assert "MSE IB/IE, openai:gpt-4o-mini direct: " in result.output and "(mean over 2 datasets)" in result.output
     data = json.loads((out / "results.json").read_text(encoding="utf-8"))
     references = _references(en_dataset, zh_dataset)

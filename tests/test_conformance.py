@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from booksum_app.errors import CostLimitExceeded, ModelError, TransientModelError
-from booksum_app.llm.anthropic_backend import AnthropicBackend
 from booksum_app.llm.base import Backend, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.calls import Client
 from booksum_app.llm.meter import metering
-from booksum_app.llm.openai_backend import OpenAIBackend
+from booksum_app.llm.providers.anthropic import AnthropicBackend
+from booksum_app.llm.providers.openai import OpenAIBackend
 from booksum_app.llm.retry_policy import BudgetSpentOnReasoning, ServerAskedToWait
 from booksum_app.testing.fake_server import FakeServer
 from booksum_app.testing.quirks import REASONING_TOKENS
@@ -314,7 +314,7 @@ def test_a_runaway_answer_is_cut_where_it_can_end_not_searched_whole() -> None:
 
 
 def test_ollama_a_dripping_reply_is_cut_at_the_attempts_deadline() -> None:
-    from booksum_app.llm.ollama_backend import OllamaBackend
+    from booksum_app.llm.providers.ollama import OllamaBackend
     from booksum_app.testing.fake_ollama import FakeOllama
 
     info = ModelInfo(name="ollama:llama3.1:8b", context_window=8192, tokenizer="estimate")
@@ -327,7 +327,7 @@ def test_ollama_a_dripping_reply_is_cut_at_the_attempts_deadline() -> None:
 
 
 def test_ollama_a_reply_without_counts_is_estimated() -> None:
-    from booksum_app.llm.ollama_backend import OllamaBackend
+    from booksum_app.llm.providers.ollama import OllamaBackend
     from booksum_app.testing.fake_ollama import FakeOllama
 
     info = ModelInfo(name="ollama:llama3.1:8b", context_window=8192, tokenizer="estimate")

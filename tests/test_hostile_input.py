@@ -24,7 +24,7 @@ from booksum_app.jsonin import parse_json, read_json
 from booksum_app.llm.base import Request
 from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import Client
-from booksum_app.llm.ollama_backend import _error_text
+from booksum_app.llm.providers.ollama import _error_text
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.testing.fake_backend import FakeBackend
 from booksum_app.textsafe import markup_safe, printable

@@ -1,4 +1,4 @@
-"""The replica balancer (llm/endpoints.py): bursts count once, probes before return, limits, prefix affinity.
+"""The replica balancer (llm/providers/endpoints.py): bursts count once, probes before return, limits, prefix affinity.
 
 Unit tests drive a :class:`Balancer` with a hand-moved clock and probes run on the spot; the
 last tests put it in front of real servers on localhost, one of them hung (accepts, never answers).
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from booksum_app.llm.base import Request
-from booksum_app.llm.endpoints import Balancer, Endpoint, http_probe
+from booksum_app.llm.providers.endpoints import Balancer, Endpoint, http_probe
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.testing.fake_server import FakeServer
 

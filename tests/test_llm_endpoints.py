@@ -49,7 +49,7 @@ def test_calls_to_one_endpoint_spread_over_lanes_of_bounded_size(
 ) -> None:
     """Through the SDK, many calls in flight to one URL open more SDK clients (connection pools),
     each holding at most LANE_CALLS."""
-    from booksum_app.llm import openai_backend
+    from booksum_app.llm.providers import openai as openai_backend
 
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     monkeypatch.setenv("BOOKSUM_OPENAI_TRANSPORT", "sdk")

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from booksum_app.errors import TransientModelError
-from booksum_app.llm import http_json
 from booksum_app.llm.base import Request
 from booksum_app.llm.calls import Client
-from booksum_app.llm.openai_backend import OpenAIBackend
+from booksum_app.llm.providers import http_json
+from booksum_app.llm.providers.openai import OpenAIBackend
 from booksum_app.llm.registry import LLMSettings, get_model
 
 TRANSPORTS = ("direct", "sdk")

@@ -10,7 +10,7 @@ import pytest
 
 from booksum_app.errors import ModelUnavailable
 from booksum_app.llm.base import Request
-from booksum_app.llm.local_weights import bundled_weights
+from booksum_app.llm.providers.local_weights import bundled_weights
 from booksum_app.llm.registry import LLMSettings, get_model
 
 
@@ -70,7 +70,7 @@ def test_a_regeneration_does_not_reread_its_chunk_after_other_calls() -> None:
     import llama_cpp
 
     from booksum_app.llm.base import ModelInfo
-    from booksum_app.llm.local_backend import LocalBackend
+    from booksum_app.llm.providers.local import LocalBackend
 
     backend = LocalBackend(ModelInfo(name="local", context_window=2048, tokenizer="native"))
     ctx = backend._llm._ctx.ctx
@@ -94,7 +94,7 @@ def test_a_regeneration_does_not_reread_its_chunk_after_other_calls() -> None:
 
 @needs_local_model
 def test_the_bundled_weights_load_from_a_q8_0_copy_written_once(tmp_path: Path) -> None:
-    from booksum_app.llm.local_weights import fast_copy_path, fast_weights
+    from booksum_app.llm.providers.local_weights import fast_copy_path, fast_weights
 
     source = bundled_weights()
     copy = fast_weights(source, tmp_path / "weights")
@@ -111,7 +111,7 @@ def test_the_bundled_weights_load_from_a_q8_0_copy_written_once(tmp_path: Path) 
 
 @needs_local_model
 def test_a_cache_dir_that_cannot_be_written_loads_the_wheel_file(tmp_path: Path) -> None:
-    from booksum_app.llm.local_weights import fast_weights
+    from booksum_app.llm.providers.local_weights import fast_weights
 
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
@@ -120,7 +120,7 @@ def test_a_cache_dir_that_cannot_be_written_loads_the_wheel_file(tmp_path: Path)
 
 def _truncating_backend(n_ctx: int = 2048) -> Any:
     from booksum_app.llm.base import ModelInfo
-    from booksum_app.llm.local_backend import LocalBackend
+    from booksum_app.llm.providers.local import LocalBackend
 
     # truncate: no RAM cache of states, so a prompt read twice is read the same way twice
     return LocalBackend(ModelInfo(name="local", context_window=n_ctx, tokenizer="native", length_policy="truncate"))
@@ -183,7 +183,7 @@ def test_a_llama_cpp_built_with_amx_loads_without_its_extra_weight_buffers(monke
     """AMX's kernel segfaulted on the first prompt on an AMX machine: such a build loads on the plain CPU path."""
     import llama_cpp.llama_cpp as low
 
-    from booksum_app.llm import local_weights
+    from booksum_app.llm.providers import local_weights
 
     for built_with_amx in (False, True):
         monkeypatch.setattr(local_weights, "amx_compiled_in", lambda built=built_with_amx: built)
@@ -198,7 +198,7 @@ def test_amx_is_read_from_the_library_system_info(monkeypatch: pytest.MonkeyPatc
     pytest.importorskip("llama_cpp")
     import llama_cpp
 
-    from booksum_app.llm import local_weights
+    from booksum_app.llm.providers import local_weights
 
     monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: b"CPU : AVX2 = 1 | AMX_INT8 = 1 | ")
     assert local_weights.amx_compiled_in()

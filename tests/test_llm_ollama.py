@@ -13,7 +13,7 @@ from booksum_app.cli import cli
 from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable, TransientModelError
 from booksum_app.llm.base import ModelInfo, Request
 from booksum_app.llm.calls import Client
-from booksum_app.llm.ollama_backend import OllamaBackend, fit_num_ctx, normalize_host
+from booksum_app.llm.providers.ollama import OllamaBackend, fit_num_ctx, normalize_host
 from booksum_app.llm.registry import LLMSettings, choose_model, get_model
 from booksum_app.testing.fake_ollama import FakeOllama
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from booksum_app.chunking import get_tokenizer
-from booksum_app.llm.anthropic_backend import AnthropicBackend
 from booksum_app.llm.base import Completion, ModelInfo, Request, Usage
 from booksum_app.llm.cache import MIGRATIONS, CallCache
 from booksum_app.llm.calls import Client
-from booksum_app.llm.openai_backend import OpenAIBackend
+from booksum_app.llm.providers.anthropic import AnthropicBackend
+from booksum_app.llm.providers.openai import OpenAIBackend
 from booksum_app.testing.fake_server import FakeServer
 
 PRICES = {"input_usd_per_mtok": 1.0, "output_usd_per_mtok": 4.0, "cached_input_usd_per_mtok": 0.1}

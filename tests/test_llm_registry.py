@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from booksum_app.errors import AuthError, ConfigError
+from booksum_app.errors import ConfigError, MissingAPIKey
 from booksum_app.llm.registry import (
     FALLBACK_NOTICE,
     LLMSettings,
@@ -143,10 +143,10 @@ def test_invalid_config_is_a_config_error(tmp_path: Path, toml: str) -> None:
         resolve_model("gpt-4o", settings=settings_with(tmp_path, toml), env=NO_ENV)
 
 
-def test_missing_keys_are_auth_errors_naming_the_variable(tmp_path: Path) -> None:
-    with pytest.raises(AuthError, match="OPENAI_API_KEY"):
+def test_missing_keys_are_configuration_errors_naming_the_variable(tmp_path: Path) -> None:
+    with pytest.raises(MissingAPIKey, match="OPENAI_API_KEY"):
         get_model("gpt-4o", settings=settings_with(tmp_path), env=NO_ENV)
-    with pytest.raises(AuthError, match="ANTHROPIC_API_KEY"):
+    with pytest.raises(MissingAPIKey, match="ANTHROPIC_API_KEY"):
         get_model("sonnet", settings=settings_with(tmp_path), env=NO_ENV)
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from booksum_app.errors import AuthError, ContextTooLong, ModelError, TransientModelError
+from booksum_app.errors import AuthError, ContextTooLong, MissingAPIKey, ModelError, TransientModelError
 from booksum_app.llm.base import ModelInfo, Request
 from booksum_app.llm.calls import Client
-from booksum_app.llm.openai_backend import (
+from booksum_app.llm.providers.openai import (
     DEFAULT_REASONING_EFFORT,
     REASONING_ROOM,
     OpenAIBackend,
@@ -218,9 +218,9 @@ def test_openai_parameter_mapping(transport: Transport, server: FakeServer) -> N
     assert sent["reasoning_effort"] == "minimal"
 
 
-def test_openai_without_key_or_server_is_an_auth_error() -> None:
+def test_openai_without_key_or_server_is_a_missing_key() -> None:
     info = ModelInfo(name="openai:gpt-4o", context_window=128_000, tokenizer="o200k_base")
-    with pytest.raises(AuthError, match="No OpenAI API key: set OPENAI_API_KEY"):
+    with pytest.raises(MissingAPIKey, match="No OpenAI API key: set OPENAI_API_KEY"):
         OpenAIBackend(info, model_id="gpt-4o", api_key=None)
 
 

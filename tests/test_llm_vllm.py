@@ -17,8 +17,8 @@ import pytest
 
 from booksum_app.errors import ContextTooLong, ModelUnavailable
 from booksum_app.llm.base import BatchBackend, Request
+from booksum_app.llm.providers.vllm import VLLMBackend
 from booksum_app.llm.registry import LLMSettings, get_model, resolve_model
-from booksum_app.llm.vllm_backend import VLLMBackend
 
 MODEL = "vllm:Qwen/Qwen2.5-7B-Instruct"
 

@@ -11,17 +11,20 @@ import gzip
 import json
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from booksum_app.errors import InputError
 from booksum_app.scoring.rouge import (
     ROUGE_VARIANTS,
+    failed_call,
     jieba_joined,
     package_rouge_l,
     rouge_l,
     rouge_signature,
 )
+from booksum_app.signature import rules_version
 
 DATA = Path(__file__).parent / "data" / "clongeval"
 # CLongEval (Qiu et al. 2024), LStSum: ROUGE-L F x100 by context size, as published
@@ -32,21 +35,62 @@ PUBLISHED = {
     ("gpt4-turbo-128k", "small"): 21.96,
     ("gpt4-turbo-128k", "medium"): 17.38,
 }
+SIZES = {"small": 300, "medium": 400, "large": 300}
+FAILED_ROWS = {("gpt4-turbo-128k", "medium"): 10}  # HTTP_ERROR rows of the release
+
+
+def released_rows(model: str, size: str) -> list[dict[str, str]]:
+    """Every row of a released file, failed API calls included (the product leaves them out)."""
+    with gzip.open(DATA / f"{model}-{size}.jsonl.gz", "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
 
 
 def released(model: str, size: str) -> list[tuple[str, str]]:
-    """(prediction, reference) pairs of a released file, skipping failed API calls as CLongEval's eval.py does."""
-    with gzip.open(DATA / f"{model}-{size}.jsonl.gz", "rt", encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
-    pairs = [(row[f"response_{model}"], row["answer"]) for row in rows]
-    return [(p, a) for p, a in pairs if "HTTP_ERROR" not in p and "UNKNOW_ERROR" not in p]
+    """(prediction, reference) pairs that the clongeval variant scores (failed calls: the product's rule)."""
+    pairs = [(row[f"response_{model}"], row["answer"]) for row in released_rows(model, size)]
+    return [(p, a) for p, a in pairs if not failed_call(p, "clongeval")]
+
+
+def score_cli(tmp_path: Path, model: str, size: str, variant: str = "clongeval") -> tuple[dict[str, Any], str]:
+    """``booksum score PREDICTIONS --references ANSWERS --rouge-variant VARIANT --json FILE``: the system and
+    what the terminal shows (the table on stdout, notes on stderr)."""
+    from click.testing import CliRunner
+
+    from booksum_app.cli import cli
+
+    rows = released_rows(model, size)
+    predictions, references = tmp_path / f"{model}-{size}.json", tmp_path / f"answers-{size}.json"
+    predictions.write_text(json.dumps({r["id"]: r[f"response_{model}"] for r in rows}, ensure_ascii=False),
+                           encoding="utf-8")
+    references.write_text(json.dumps({r["id"]: r["answer"] for r in rows}, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / f"{model}-{size}-{variant}.scores.json"
+    result = CliRunner().invoke(cli, ["score", str(predictions), "--references", str(references), "--no-judge",
+                                      "--rouge-variant", variant, "--json", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    (system,) = json.loads(out.read_text(encoding="utf-8"))["systems"]
+    return system, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize(("model", "size"), sorted(PUBLISHED))
-def test_clongeval_variant_reproduces_the_published_lstsum_figures(model: str, size: str) -> None:
-    pairs = released(model, size)
-    mean = 100 * statistics.fmean(rouge_l(p, a, variant="clongeval").fmeasure for p, a in pairs)
-    assert round(mean, 2) == PUBLISHED[(model, size)]
+def test_score_cli_prints_the_published_lstsum_figures(tmp_path: Path, model: str, size: str) -> None:
+    # the five figures CLongEval's paper prints come out of `booksum score` on its released outputs,
+    # failed API calls (HTTP_ERROR) left out by the product as CLongEval's eval.py leaves them out
+    system, shown = score_cli(tmp_path, model, size)
+    assert round(100 * system["rouge_l"]["f"], 2) == PUBLISHED[(model, size)]
+    assert f"{PUBLISHED[(model, size)]:.2f} / " in shown, "the table prints the published figure"
+    n_failed = FAILED_ROWS.get((model, size), 0)
+    assert system["rouge_l"]["n_failed_calls"] == n_failed
+    assert system["rouge_l"]["n_with_reference"] == SIZES[size] - n_failed
+    failed_lines = [line for line in shown.splitlines() if "failed API calls" in line]
+    assert len(failed_lines) == (1 if n_failed else 0)
+    if n_failed:
+        assert f"{n_failed} of {SIZES[size]} predictions" in " ".join(failed_lines[0].split())
+
+
+def test_failed_calls_count_under_the_clongeval_variant_only() -> None:
+    assert failed_call("HTTP_ERROR: 500", "clongeval") and failed_call("x UNKNOW_ERROR", "clongeval")
+    assert not failed_call("HTTP_ERROR", "cnnsum") and not failed_call("HTTP_ERROR", "rouge-score")
+    assert not failed_call("一个正常的摘要。", "clongeval")
 
 
 def test_the_released_files_are_whole() -> None:
@@ -54,6 +98,7 @@ def test_the_released_files_are_whole() -> None:
     sizes = {key: len(released(*key)) for key in PUBLISHED}
     assert sizes == {("moonshot-v1", "small"): 300, ("moonshot-v1", "medium"): 400, ("moonshot-v1", "large"): 300,
                      ("gpt4-turbo-128k", "small"): 300, ("gpt4-turbo-128k", "medium"): 390}
+    assert {key: len(released_rows(*key)) for key in PUBLISHED} == {key: SIZES[key[1]] for key in PUBLISHED}
 
 
 def test_rouge_score_variant_scores_the_same_outputs_higher() -> None:
@@ -124,39 +169,30 @@ def test_unknown_variant_is_refused() -> None:
 
 
 def test_signatures_name_the_variant() -> None:
+    rules = f"|rules:{rules_version('rouge')}"
     signatures = {v: rouge_signature("zh", v).rsplit("|v:", 1)[0] for v in ROUGE_VARIANTS}
     assert signatures == {
-        "rouge-score": "rougeL|variant:rouge-score|tok:jieba|stem:no|lang:zh",
-        "clongeval": "rougeL|variant:clongeval|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh",
-        "cnnsum": "rougeL|variant:cnnsum|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh",
+        "rouge-score": "rougeL|variant:rouge-score|tok:jieba|stem:no|lang:zh" + rules,
+        "clongeval": "rougeL|variant:clongeval|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh"
+                     + rules,
+        "cnnsum": "rougeL|variant:cnnsum|impl:rouge-1.0.1|tok:jieba-joined|punct:kept|lcs:distinct-words|lang:zh"
+                  + rules,
     }
     assert rouge_signature("en").startswith("rougeL|variant:rouge-score|tok:rouge-score-default|")
 
 
 def test_score_cli_scores_anyones_outputs_in_the_chosen_variant(tmp_path: Path) -> None:
-    # `booksum score PREDICTIONS.json --references REFS.json --rouge-variant clongeval` on CLongEval's
-    # released Moonshot-v1 small outputs gives its published 21.56
+    # the same released outputs under booksum's own variant score higher; an unknown variant is refused
     from click.testing import CliRunner
 
     from booksum_app.cli import cli
 
-    with gzip.open(DATA / "moonshot-v1-small.jsonl.gz", "rt", encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
-    predictions, references = tmp_path / "moonshot-v1.json", tmp_path / "answers.json"
-    predictions.write_text(json.dumps({r["id"]: r["response_moonshot-v1"] for r in rows}, ensure_ascii=False),
-                           encoding="utf-8")
-    references.write_text(json.dumps({r["id"]: r["answer"] for r in rows}, ensure_ascii=False), encoding="utf-8")
-    out = {}
-    for variant in ("clongeval", "rouge-score"):
-        result = CliRunner().invoke(cli, ["score", str(predictions), "--references", str(references), "--no-judge",
-                                          "--rouge-variant", variant, "--json", "-"], catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        (system,) = json.loads(result.stdout)["systems"]
-        out[variant] = system["rouge_l"]
-    assert round(100 * out["clongeval"]["f"], 2) == 21.56
-    assert out["clongeval"]["signature"].startswith("rougeL|variant:clongeval|impl:rouge-1.0.1|tok:jieba-joined|")
-    assert out["rouge-score"]["signature"].startswith("rougeL|variant:rouge-score|tok:jieba|")
-    assert round(100 * out["rouge-score"]["f"], 2) == 23.11, "booksum's own variant: 1.55 points higher"
-    bad = CliRunner().invoke(cli, ["score", str(predictions), "--references", str(references), "--no-judge",
-                                   "--rouge-variant", "rouge-2"])
+    clongeval, _ = score_cli(tmp_path, "moonshot-v1", "small")
+    own, _ = score_cli(tmp_path, "moonshot-v1", "small", "rouge-score")
+    assert round(100 * clongeval["rouge_l"]["f"], 2) == 21.56
+    assert clongeval["rouge_l"]["signature"].startswith("rougeL|variant:clongeval|impl:rouge-1.0.1|tok:jieba-joined|")
+    assert own["rouge_l"]["signature"].startswith("rougeL|variant:rouge-score|tok:jieba|")
+    assert round(100 * own["rouge_l"]["f"], 2) == 23.11, "booksum's own variant: 1.55 points higher"
+    bad = CliRunner().invoke(cli, ["score", str(tmp_path / "moonshot-v1-small.json"), "--references",
+                                   str(tmp_path / "answers-small.json"), "--no-judge", "--rouge-variant", "rouge-2"])
     assert bad.exit_code == 2 and "Traceback" not in bad.output

@@ -14,10 +14,10 @@ from judge_fixtures import SUMMARIES
 
 from booksum_app.chunking import get_tokenizer, split_sentences
 from booksum_app.cli import cli
-from booksum_app.llm.anthropic_backend import AnthropicBackend
 from booksum_app.llm.base import Completion, ModelInfo, Request
 from booksum_app.llm.calls import Client
-from booksum_app.llm.openai_backend import OpenAIBackend
+from booksum_app.llm.providers.anthropic import AnthropicBackend
+from booksum_app.llm.providers.openai import OpenAIBackend
 from booksum_app.llm.registry import LLMSettings
 from booksum_app.runners.compare import run_compare
 from booksum_app.runners.compare_plan import plan_grid

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import release_file
 
 from booksum_app.errors import ConfigError
 from booksum_app.scoring.detectors import (
@@ -318,9 +319,6 @@ def test_score_outputs_carry_failures(tmp_path: Path) -> None:
     assert csv_row["failures_copying"] == "1" and csv_row["failures_subjective"] == "0"
 
 
-RELEASE = Path(__file__).resolve().parents[2] / "shared" / "data" / "booookscore-release"
-
-
 @pytest.mark.parametrize(
     ("system", "expected"),
     [
@@ -332,9 +330,7 @@ RELEASE = Path(__file__).resolve().parents[2] / "shared" / "data" / "booookscore
 )
 def test_release_summaries_counts(system: str, expected: tuple[int, ...]) -> None:
     # the figures docs/scoring.md quotes; hand-checked samples: repeated sentences are real
-    path = RELEASE / "summaries" / f"{system}-cleaned.json"
-    if not path.is_file():
-        pytest.skip(f"BooookScore release file {path} not found")
+    path = release_file(f"summaries/{system}-cleaned.json")  # BOOKSUM_DATA_DIR / `booksum data`, else skip
     texts = json.loads(path.read_text(encoding="utf-8")).values()
     counts = summarize_failures(detect_failures(t, lang="en") for t in texts).counts
     assert tuple(counts[m] for m in ("subjective", "repetition", "echo", "cut_off")) == expected

@@ -121,7 +121,7 @@ def test_an_injected_summary_over_every_path_scores_nothing(api: str, tmp_path: 
     """The conformance row "bare No judge" on the lean client, the OpenAI SDK, Anthropic and Ollama:
     the fake servers answer judge prompts with the gullible fake judge."""
     from booksum_app.llm.base import ModelInfo
-    from booksum_app.llm.ollama_backend import OllamaBackend
+    from booksum_app.llm.providers.ollama import OllamaBackend
     from booksum_app.llm.registry import LLMSettings, get_model
     from booksum_app.testing.fake_ollama import FakeOllama
 

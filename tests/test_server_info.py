@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from conftest import book_path
 
 from booksum_app.cli import cli
-from booksum_app.llm import server_info
+from booksum_app.llm.providers import server_info
 from booksum_app.llm.registry import LLMSettings, choose_model, get_model
 from booksum_app.strategies.record import read_record
 from booksum_app.testing.fake_describing_server import DescribingServer

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from booksum_app.llm.batcher import Gatherer
+from booksum_app.llm.providers.batcher import Gatherer
 
 
 class Sender:

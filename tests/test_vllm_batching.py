@@ -20,8 +20,8 @@ from conftest import book_path
 
 from booksum_app.cli import cli
 from booksum_app.errors import ConfigError, ContextTooLong
-from booksum_app.llm import batcher
 from booksum_app.llm.base import Request
+from booksum_app.llm.providers import batcher
 from booksum_app.llm.registry import LLMSettings, get_model
 from booksum_app.strategies.record import read_record
 from booksum_app.testing import fake_vllm

@@ -110,8 +110,8 @@ def chunk_book(
         pos += 2  # the "\n\n" that Book.text puts between chapters (even empty ones)
         for k, paragraph in enumerate(chapter.paragraphs):
             pos += 2 if k else 0  # ... and Chapter.text between paragraphs
-            span = _strip_span(text, pos, pos + len(paragraph))
-            if span is not None:
+            # a paragraph holding blank lines (a benchmark sample's verbatim context) is cut at them
+            for span in _paragraph_spans(text, pos, pos + len(paragraph)):
                 spans.append(span)
                 chapters.append(index)
             pos += len(paragraph)

@@ -68,8 +68,9 @@ PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 colum
 
 
 EXIT_CODES = (
-    "Exit codes: 0 success; 1 other failure (disk, judge); 2 bad option, config, input or output path; "
-    "3 unreadable book (format, corruption, DRM); 4 model or server failed after retries; "
+    "Exit codes: 0 success; 1 other failure (disk, judge); 2 bad option, config (no API key set), input or "
+    "output path; 3 unreadable book (format, corruption, DRM); 4 model or server failed (a key rejected, or "
+    "after retries); "
     "5 --max-cost would be passed; 130 interrupted (rerun to resume from the cache). "
     "See docs/guarantees.md."
 )

@@ -86,11 +86,13 @@ def cache_command(cache_dir: Path | None, clear: bool, older_than_days: float | 
     finally:
         cache.close()
     totals = model_totals(directory)
+    if stats.out_of_range:
+        err_console.print(out_of_range_line(stats.out_of_range), highlight=False, markup=False, soft_wrap=True)
     if json_out is not None:
         emit_json(json_out, {
             "path": stats.path, "size_bytes": stats.size_bytes, "answers": stats.calls,
             "requests_in_flight": stats.leases, "oldest": _iso(stats.oldest), "newest": _iso(stats.newest),
-            "models": [_model_dict(t) for t in totals],
+            "models": [_model_dict(t) for t in totals], "out_of_range_rows": stats.out_of_range,
         })
         return
 
@@ -104,6 +106,13 @@ def cache_command(cache_dir: Path | None, clear: bool, older_than_days: float | 
         cost = "no known price" if t.cost_usd is None else f"${t.cost_usd:.4f}"
         console.print(f"  {t.model}: {t.calls:,} answers, {t.input_tokens:,} input + {t.output_tokens:,} output "
                       f"tokens, {cost}", markup=False, highlight=False, soft_wrap=True)
+
+
+def out_of_range_line(rows: int) -> str:
+    """The warning for rows of the cache with a field out of range (another writer's)."""
+    return (f"warning: {rows:,} stored rows hold a field out of range (a time, token count or latency no call "
+            "can have); they are left out here and never replayed, and `booksum cache --clear` removes them "
+            "(with --older-than too)")
 
 
 def _model_dict(t: ModelTotal) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, LANG_CHOICES
 from booksum_app.errors import BooksumError
 from booksum_app.prompts import DIRECT_TEMPLATES
+from booksum_app.signature import detector_signature
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -141,6 +142,9 @@ def _bucket_limits(value: str | None) -> tuple[tuple[str, int], ...] | None:
 @click.option("--bucket-max-tokens", default=None, metavar="BUCKET=N,...",
               help="G per length bucket of --dataset samples [default: the preset's: CNNSum L=400,XL=400,2XL=500,"
                    "3XL=500; CLongEval 400].")
+@click.option("--regenerate", is_flag=True, default=None,
+              help="Under a --dataset preset, regenerate invalid answers (booksum's rule, temperature 1.0) "
+                   "instead of the benchmark's one greedy call; named in the signature (overrides:decoding).")
 @click.option("--rouge-variant", type=click.Choice(["clongeval", "cnnsum", "rouge-score"]), default=None,
               help="ROUGE-L of --dataset samples [default: the preset's own (cnnsum, clongeval); "
                    "rouge-score for custom].")
@@ -166,8 +170,8 @@ def compare_command(
     include_front_matter: bool | None, precomputed: tuple[str, ...], with_release: Path | None,
     jobs: int | None, datasets: tuple[Path, ...], dataset_preset: str, context_field: str | None,
     reference_field: str | None, id_field: str | None, bucket_field: str | None, bucket_max_tokens: str | None,
-    rouge_variant: str | None, max_plan_cost: float, yes: bool, plan_only: bool, json_out: Path | None,
-    no_plots: bool, shard: str | None, merge_dirs: tuple[Path, ...], **llm: Any,
+    regenerate: bool | None, rouge_variant: str | None, max_plan_cost: float, yes: bool, plan_only: bool,
+    json_out: Path | None, no_plots: bool, shard: str | None, merge_dirs: tuple[Path, ...], **llm: Any,
 ) -> None:
     """Run a grid (strategies x models x chunk sizes) over BOOKS and --dataset samples, score every summary,
     print the tables."""
@@ -207,6 +211,7 @@ def compare_command(
         "datasets": tuple(DatasetSpec(d, dataset_preset, context_field, reference_field, id_field, bucket_field,
                                       rouge_variant=rouge_variant) for d in datasets),
         "bucket_max_tokens": _bucket_limits(bucket_max_tokens),
+        "regenerate": True if regenerate else None,
     })
     if not exp.books and not exp.precomputed and not exp.datasets:
         raise ConfigError("nothing to compare: give BOOKS (files or directories), --dataset, --experiment, "
@@ -404,8 +409,10 @@ def _render_compare(result: CompareResult) -> None:
     signatures = dict.fromkeys(r.booookscore_signature for r in result.rows if r.booookscore_signature)
     for signature in signatures:
         console.print(f"BooookScore: {signature}", highlight=False, soft_wrap=True, markup=False)
+    for signature in dict.fromkeys(r.ngrams.signature for r in result.rows):  # words differ by language
+        console.print(f"n-grams: {signature}", highlight=False, soft_wrap=True, markup=False)
     if result.rows:
-        console.print(f"n-grams: {result.rows[0].ngrams.signature}", highlight=False, soft_wrap=True, markup=False)
+        console.print(f"Failure modes: {detector_signature()}", highlight=False, soft_wrap=True, markup=False)
     _render_datasets(result)
     for row in result.rows:
         for signature in row.summary_signatures:

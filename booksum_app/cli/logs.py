@@ -169,6 +169,10 @@ def logs_command(count: int, model: str | None, purpose: str | None, run_id: str
     log = read_log(directory, LogFilter(count=count, model=model, purpose=purpose, run=run_id, book=book,
                                         since=None if since is None else parse_since(since), query=query))
     calls = log.calls if log is not None else ()
+    if log is not None and log.out_of_range:
+        from booksum_app.cli.cache import out_of_range_line
+
+        err_console.print(out_of_range_line(log.out_of_range), highlight=False, markup=False, soft_wrap=True)
     if json_out is not None:
         text = json.dumps([_as_dict(c, prompts=prompts, responses=responses) for c in calls],
                           ensure_ascii=False, indent=1)

@@ -26,6 +26,7 @@ from booksum_app.cli.base import (
 )
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
+from booksum_app.signature import detector_signature
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 from booksum_app.textsafe import printable
 
@@ -221,7 +222,8 @@ def _render_scores(run: ScoreRun) -> None:
 
     def rouge_cell(s: SystemScores) -> str:
         r = s.rouge_l
-        return "–" if r is None else f"{100 * r.fmeasure:.1f} / {100 * r.recall:.1f}"
+        # two decimals, as the benchmarks publish ROUGE-L (CLongEval 17.38, CNNSum)
+        return "–" if r is None else f"{100 * r.fmeasure:.2f} / {100 * r.recall:.2f}"
 
     judged = any(s.booookscore for s in run.systems)
     any_calls = any(s.totals.calls for s in run.systems)
@@ -258,6 +260,9 @@ def _render_scores(run: ScoreRun) -> None:
         console.print(printable(f"{s.name}: {s.ngrams.signature}"), highlight=False, soft_wrap=True, markup=False)
         if s.rouge_signature:
             console.print(printable(f"{s.name}: {s.rouge_signature}"), highlight=False, soft_wrap=True, markup=False)
+        if s.failures is not None:
+            console.print(printable(f"{s.name}: {detector_signature()}"), highlight=False, soft_wrap=True,
+                          markup=False)
 
 def _render_error_types(run: ScoreRun) -> None:
     """Per judged system, how often each of the 8 error types was labelled."""

@@ -13,6 +13,10 @@ punctuation mark"), and the node records that it was truncated. Under the length
 "truncate" (models that run past word limits, such as the embedded SmolLM2-135M) an answer
 that is too long or cut off at ``max_tokens`` is truncated at once instead of regenerated.
 
+A benchmark's own decoding (``Sampling.once``, the ``compare --dataset`` presets) skips the
+rule: one call, and its answer is the summary as returned (only surrounding whitespace
+stripped), cut off, over-long or empty, as CNNSum and CLongEval score it.
+
 :func:`generate` is the one call strategies (built-in or plugin) make for a summary under this
 rule; :func:`regenerator` gives the same rule as a small state machine (``request`` ->
 ``feed``) for callers that run calls on futures (the hierarchical scheduler).
@@ -36,11 +40,16 @@ REGENERATION_TEMPERATURE = COMPRESSION_TEMPERATURE  # the reference code resampl
 WORD_SHRINK_PER_RETRY = 0.1  # reference code: word_limit * (1 - 0.1 * attempts)
 DEFAULT_MAX_TRIES = 4  # first try + 3 regenerations
 
-# How long an answer is (issue 9 item 6). The provider's own count of the completion
-# (usage.completion_tokens / output_tokens) is the truth when it reports one: it enforces
-# max_tokens with the same tokenizer. Our count is used when the provider reports nothing, or
-# when its figure is implausibly low (our count more than MAX_REPORT_GAP times it: a server
-# that under-reports must not let an over-long summary pass). With only the conservative
+# How long an answer is. The provider's own count of the answer's text (its completion tokens
+# less the hidden reasoning tokens it reports: OpenAI's
+# usage.completion_tokens_details.reasoning_tokens) is the truth when it reports one: it
+# enforces max_tokens with the same tokenizer. Our count of the visible text is used when the
+# provider reports nothing, or when its figure is implausible either way: our count more than
+# MAX_REPORT_GAP times it (a server that under-reports must not let an over-long summary pass),
+# or it more than MAX_REPORT_GAP times ours (tokens the text does not show: a reasoning model's
+# hidden thinking that the reply does not separate, Anthropic's thinking blocks, a cached
+# answer replayed without its reasoning count; judging those by the bill would regenerate every
+# answer of a reasoning model). With only the conservative
 # `estimate` counter (models whose tokenizer booksum lacks) and no provider count, a summary is
 # over the limit only when the estimate exceeds the budget by ESTIMATE_TOLERANCE. Measured on
 # 1,948 summary-sized pieces (60 and 300 words) of the six sample epubs, the estimate is
@@ -89,9 +98,11 @@ def summary_problems(
 
 
 def measured_tokens(text: str, *, reported_tokens: int, count_tokens: Callable[[str], int]) -> tuple[int, str]:
-    """``(tokens, source)``: the provider's count when plausible (``"provider"``), else ours (``"counted"``)."""
+    """``(tokens, source)``: the provider's count of the visible text when plausible (``"provider"``),
+    else ours (``"counted"``). ``reported_tokens`` must not include hidden reasoning tokens the
+    provider separates; any it does not separate make the count implausibly high, and ours decides."""
     counted = count_tokens(text) if text else 0
-    if reported_tokens > 0 and counted <= reported_tokens * MAX_REPORT_GAP:
+    if reported_tokens > 0 and max(counted, reported_tokens) <= min(counted, reported_tokens) * MAX_REPORT_GAP:
         return reported_tokens, "provider"
     return counted, "counted"
 
@@ -253,6 +264,8 @@ class Regenerator:
         top_p: float = 1.0,
         estimated_counts: bool = False,  # count_tokens is the conservative estimate, not the model's tokenizer
         truncate_over_length: bool = False,  # length policy "truncate": cut, do not regenerate
+        once: bool = False,  # a benchmark's decoding: one call, its answer taken as returned
+        system: str | None = None,  # the system message every try sends (None: none)
     ) -> None:
         self._render = render
         self._words = words
@@ -267,6 +280,8 @@ class Regenerator:
         self._max_tries = max(1, max_tries)
         self._estimated = estimated_counts
         self._truncate_over_length = truncate_over_length
+        self._once = once
+        self._system = system
         self._attempts: list[AttemptInfo] = []
         self._texts: list[str] = []
         self._calls: list[CallEntry] = []
@@ -284,10 +299,11 @@ class Regenerator:
             max_tokens=self.max_tokens,
             temperature=self._temperature if attempt == 0 else self._retry_temperature,
             top_p=self._top_p,
+            system=self._system,
             sample_index=attempt,
             purpose=self.purpose,
             # the truncate policy cuts at the first repeated sentence: a backend may stop there
-            stop_at_loop=self._lang if self._truncate_over_length else "",
+            stop_at_loop=self._lang if self._truncate_over_length and not self._once else "",
         )
 
     def feed(self, request: Request, completion: Completion) -> bool:
@@ -296,7 +312,7 @@ class Regenerator:
         text = completion.text.strip()
         tokens = self._count(text) if text else 0  # our count: what budgets and prompt packing use
         limit_tokens, source = measured_tokens(
-            text, reported_tokens=completion.usage.output_tokens, count_tokens=lambda _: tokens
+            text, reported_tokens=completion.visible_output_tokens, count_tokens=lambda _: tokens
         )
         if source == "counted" and self._estimated:  # only an over-counting estimate: allow its margin
             limit_tokens = math.floor(tokens / ESTIMATE_TOLERANCE)
@@ -314,6 +330,9 @@ class Regenerator:
         )
         self._texts.append(text)
         self._calls.append(CallEntry.of(request, completion, node=self.node, attempt=attempt))
+        if self._once:  # the benchmarks score the raw answer, cut off or not: nothing regenerated or truncated
+            self._done = self._generation(text, completion.text, truncated=False, tokens=tokens)
+            return True
         if not problems:
             self._done = self._generation(text, text, truncated=False, tokens=tokens)
             return True
@@ -391,6 +410,10 @@ class Sampling:
     top_p: float = DEFAULT_TOP_P
     max_tries: int = DEFAULT_MAX_TRIES
     lang: str = "en"  # where sentences end, for truncation
+    # a benchmark's decoding (``compare --dataset`` presets): one call at ``temperature``, the answer
+    # used as returned; no regeneration, no truncation (CNNSum Inference.py, CLongEval inference.py)
+    once: bool = False
+    system: str | None = None  # the system message of every call (None: none)
 
 
 def regenerator(
@@ -426,6 +449,8 @@ def regenerator(
         top_p=sampling.top_p,
         estimated_counts=model.info.tokenizer == "estimate",
         truncate_over_length=model.info.length_policy == "truncate",
+        once=sampling.once,
+        system=sampling.system,
     )
 
 

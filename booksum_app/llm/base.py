@@ -18,7 +18,7 @@ from booksum_app.config import FIXED_CONCURRENCY
 from booksum_app.errors import ConfigError
 
 if TYPE_CHECKING:
-    from booksum_app.llm.registry import LLMSettings, ModelSpec
+    from booksum_app.llm.spec import LLMSettings, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,15 @@ class Completion:
     @property
     def cut_off(self) -> bool:
         return self.finish_reason == "length"
+
+    @property
+    def visible_output_tokens(self) -> int:
+        """Of ``usage.output_tokens``, the tokens of the answer's text: hidden reasoning taken out.
+
+        What an answer's length is judged by; ``usage.output_tokens`` is what was billed.
+        """
+        out = self.usage.output_tokens
+        return out - min(max(self.reasoning_tokens, 0), max(out, 0))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,10 @@ the ledger's totals, the call's own :class:`Spent`, and every
 :class:`~booksum_app.llm.meter.Meter` open in the caller's context. An answered call is then
 counted once (a cache hit with its list price, nothing paid). A reply without usage, or with a
 count the call cannot hold, is counted with the tokenizer and marked estimated
-(:func:`priced`), and the ledger keeps one line about it for the end of the run.
+(:func:`priced`), and the ledger keeps one line about it for the end of the run. The tokenizer
+sees only the answer's text: a reasoning model's hidden tokens are charged as the room the
+request reserved for them (what the cost ceiling already counts, and the most a provider can
+bill), so a server that reports nothing is never cheaper than one that reports its usage.
 """
 
 from __future__ import annotations
@@ -78,9 +81,16 @@ def priced(
     elif not completion.usage_reported:
         note = (f"{info.name}: the server's replies carry no token usage; tokens are counted with "
                 "the tokenizer (estimated)")
-    if not trusted:
-        usage = Usage(count_prompt(request), count(completion.text))
-    return dataclasses.replace(completion, usage=usage, usage_reported=trusted, cost_usd=info.cost_usd(usage)), note
+    if trusted:
+        return dataclasses.replace(completion, cost_usd=info.cost_usd(usage)), note
+    if note is not None and extra_output_tokens:
+        note += (f", and each reply is charged the {extra_output_tokens:,} tokens reserved for "
+                 "hidden reasoning")
+    hidden = max(0, extra_output_tokens)  # what the text cannot show: the reasoning room, in full
+    usage = Usage(count_prompt(request), count(completion.text) + hidden)
+    estimated = dataclasses.replace(completion, usage=usage, usage_reported=False, reasoning_tokens=hidden,
+                                    cost_usd=info.cost_usd(usage))
+    return estimated, note
 
 
 class Ledger:

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Completion, Usage
 from booksum_app.llm.cache_fallback import WriteFallback, rollback
+from booksum_app.llm.cache_rows import in_range_sql
 from booksum_app.llm.cache_schema import MIGRATIONS, migrate
 from booksum_app.llm.netfs import refusal
 
@@ -116,6 +117,7 @@ class CacheStats:
     oldest: float | None  # unix time of the oldest stored answer
     newest: float | None
     by_model: tuple[tuple[str, int, int, int], ...]  # (model, calls, input tokens, output tokens)
+    out_of_range: int = 0  # rows with a field outside cache_rows' ranges: never shown nor replayed
 
 
 EXPORT_COLUMNS = ("key", "text", "finish_reason", "input_tokens", "output_tokens", "cached_input_tokens",
@@ -220,8 +222,8 @@ class CallCache:
     def _get(db: sqlite3.Connection, key: str) -> Completion | None:
         row = db.execute(
             "SELECT text, finish_reason, input_tokens, output_tokens, cached_input_tokens, "
-            "cache_write_input_tokens, model, latency_s FROM calls WHERE key = ?",
-            (key,),
+            f"cache_write_input_tokens, model, latency_s FROM calls WHERE key = ? AND {in_range_sql()}",
+            (key,),  # a row out of range (another writer's) is a miss: the fresh answer replaces it
         ).fetchone()
         if row is None:
             return None
@@ -409,13 +411,15 @@ class CallCache:
     def __len__(self) -> int:
         """Stored answers (logged wasted replies are not answers)."""
         with self._db() as db:
-            return int(db.execute(f"SELECT COUNT(*) FROM calls WHERE {ANSWERS_ONLY}").fetchone()[0])
+            answers = f"SELECT COUNT(*) FROM calls WHERE {ANSWERS_ONLY} AND {in_range_sql()}"
+            return int(db.execute(answers).fetchone()[0])
 
     def stats(self) -> CacheStats:
         """Size, rows, age range and tokens per model of this cache."""
         with self._db() as db:
-            answers = f"FROM calls WHERE {ANSWERS_ONLY}"
+            answers = f"FROM calls WHERE {ANSWERS_ONLY} AND {in_range_sql()}"
             n, oldest, newest = db.execute(f"SELECT COUNT(*), MIN(created), MAX(created) {answers}").fetchone()
+            bad = db.execute(f"SELECT COUNT(*) FROM calls WHERE ({in_range_sql()}) IS NOT 1").fetchone()[0]
             leases = db.execute("SELECT COUNT(*) FROM leases").fetchone()[0]
             rows = db.execute(
                 f"SELECT model, COUNT(*), SUM(input_tokens), SUM(output_tokens) {answers} GROUP BY model "
@@ -423,28 +427,34 @@ class CallCache:
             ).fetchall()
         size = sum(f.stat().st_size for f in self.path.parent.glob(self.path.name + "*") if f.is_file())
         return CacheStats(str(self.path), size, int(n), int(leases), oldest, newest,
-                          tuple((str(m), int(c), int(i or 0), int(o or 0)) for m, c, i, o in rows))
+                          tuple((str(m), int(c), int(i or 0), int(o or 0)) for m, c, i, o in rows), int(bad))
 
     def prune(self, *, older_than_s: float | None = None) -> int:
-        """Delete stored answers (all, or those older than ``older_than_s``); returns how many."""
+        """Delete stored answers (all, or those older than ``older_than_s``, and rows out of range,
+        which are no answers); returns how many."""
         with self._db() as db:
             with db:
                 if older_than_s is None:
                     cursor = db.execute("DELETE FROM calls")
                 else:
-                    cursor = db.execute("DELETE FROM calls WHERE created < ?", (time.time() - older_than_s,))
+                    cursor = db.execute(f"DELETE FROM calls WHERE created < ? OR ({in_range_sql()}) IS NOT 1",
+                                        (time.time() - older_than_s,))
             db.execute("VACUUM")
         return int(cursor.rowcount)
 
     def export_rows(self) -> Iterator[dict[str, Any]]:
         """Every stored answer as a dict of its columns (``booksum cache --export``), oldest first."""
         with self._db() as db:  # streamed: a large cache is never held in memory whole
-            for row in db.execute(f"SELECT {', '.join(EXPORT_COLUMNS)} FROM calls ORDER BY created, key"):
+            rows = f"SELECT {', '.join(EXPORT_COLUMNS)} FROM calls WHERE {in_range_sql()} ORDER BY created, key"
+            for row in db.execute(rows):  # rows out of range are no answers: an import would refuse them
                 yield dict(zip(EXPORT_COLUMNS, row, strict=True))
 
     def import_rows(self, rows: Iterable[Mapping[str, Any]]) -> int:
-        """Store exported answers whose keys this cache lacks, in one transaction; returns how many were new."""
-        values = [tuple(row[c] for c in EXPORT_COLUMNS) for row in rows]
+        """Store exported answers whose keys this cache lacks, in one transaction; returns how many were new.
+
+        ``rows`` is read as it is stored (a file streamed line by line); an error it raises rolls
+        back every row stored before it."""
+        values = (tuple(row[c] for c in EXPORT_COLUMNS) for row in rows)
         with self._db() as db:
             before = db.total_changes
             db.execute("BEGIN IMMEDIATE")

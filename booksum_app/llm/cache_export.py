@@ -6,25 +6,28 @@ and the logs' metadata; never a key or header). Shards that ran on several machi
 its own cache on a local disk, export theirs; the merging machine imports them all, so its
 judge calls are answered from the cache. Exports are written atomically (a temporary file
 renamed), so a killed export leaves no half file under the name; an import adds answers whose
-keys the cache lacks, in one transaction, and checks every line before storing any.
+keys the cache lacks, in one transaction, reading the file a line at a time: a line that is not
+standard JSON, not an answer, or holds any field out of range (``cache_rows``) is one line
+naming its number and the field, and nothing of the file is stored.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from booksum_app.errors import InputError
 from booksum_app.files import replacing
+from booksum_app.jsonin import parse_json
 from booksum_app.llm.cache import CallCache
+from booksum_app.llm.cache_rows import COLUMNS, row_problem
 
 EXPORT_KIND = "booksum.cache-answer"
-_INTS = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_input_tokens")
-_FLOATS = ("created", "latency_s")
-_STRINGS = ("key", "text", "finish_reason", "model", "purpose")
-_OPTIONAL = ("request", "model_string", "run", "book")
-CHECKED = (*_STRINGS, *_INTS, *_FLOATS, *_OPTIONAL)  # every exported column (a test holds it to EXPORT_COLUMNS)
+CHECKED = COLUMNS  # every exported column (a test holds it to EXPORT_COLUMNS)
+MAX_LINE_BYTES = 256 * 2**20  # an answer and its request at their caps, escaped, fit with room
+_FIX = "give a file booksum cache --export wrote"
 
 
 def export_answers(cache: CallCache, path: Path) -> int:
@@ -37,42 +40,74 @@ def export_answers(cache: CallCache, path: Path) -> int:
     return n
 
 
-def read_answers(path: Path) -> list[dict[str, Any]]:
-    """The answers of an export file, every line checked.
+def read_answers(path: Path) -> Iterator[dict[str, Any]]:
+    """The answers of an export file, one line at a time (the file is never held whole), each
+    checked as it is read: JSON with no key twice (:func:`~booksum_app.jsonin.parse_json`),
+    an exported answer, every field in range (:func:`~booksum_app.llm.cache_rows.row_problem`).
 
     Raises:
-        InputError: the file is unreadable or a line is not an exported answer (its number said).
+        InputError: the file is unreadable, or a line is not an exported answer (its number and
+            the field said), raised when that line is reached.
     """
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {path}: {getattr(exc, 'strerror', None) or type(exc).__name__}") from None
-    rows = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
+        with Path(path).open("rb") as handle:
+            yield from _rows(handle, path)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
+
+
+def _rows(handle: BinaryIO, path: Path) -> Iterator[dict[str, Any]]:
+    number = 0
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        where = f"{path} line {number}"
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            raise InputError(f"{where}: longer than {MAX_LINE_BYTES // 2**20} MiB; {_FIX}")
+        if not raw.strip():
             continue
         try:
-            row = json.loads(line)
-        except ValueError:
-            raise InputError(f"{path} line {number}: not JSON; give a file booksum cache --export wrote") from None
-        if not isinstance(row, dict) or row.get("kind") != EXPORT_KIND or not _well_typed(row):
-            raise InputError(f"{path} line {number}: not an exported answer; give a file booksum cache --export wrote")
-        rows.append(row)
-    return rows
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{where}: not UTF-8 text; {_FIX}") from None
+        row = parse_json(text, where=where, unique_keys=True)  # NaN: left to the field's range check
+        problem = _problem(row)
+        if problem is not None:
+            raise InputError(f"{where}: {problem}; {_FIX}")
+        yield row
 
 
-def _well_typed(row: dict[str, Any]) -> bool:
-    return (all(isinstance(row.get(c), str) for c in _STRINGS)
-            and all(isinstance(row.get(c), int) and not isinstance(row.get(c), bool) and row[c] >= 0 for c in _INTS)
-            and all(isinstance(row.get(c), int | float) and not isinstance(row.get(c), bool) for c in _FLOATS)
-            and all(c in row and (row[c] is None or isinstance(row[c], str)) for c in _OPTIONAL)
-            and bool(row["text"].strip()))  # the cache never stores an empty answer
+def _problem(row: Any) -> str | None:
+    if not isinstance(row, dict) or row.get("kind") != EXPORT_KIND:
+        return "not an exported answer"
+    unknown = sorted(set(row) - {"kind", *CHECKED})
+    if unknown:
+        return f"{unknown[0][:80]!r}: not a field of an exported answer"
+    return row_problem(row)
 
 
 def import_answers(cache: CallCache, path: Path) -> tuple[int, int]:
-    """Add the answers of ``path`` that ``cache`` lacks; returns (answers in the file, answers added)."""
-    rows = read_answers(path)
-    return len(rows), cache.import_rows(rows)
+    """Add the answers of ``path`` that ``cache`` lacks; returns (answers in the file, answers added).
+
+    One pass, one transaction: the lines are checked as they are stored, and the first bad one
+    rolls back every line before it, so a refused file stores nothing; memory stays flat
+    whatever the file's size.
+
+    Raises:
+        InputError: a line is not an exported answer (nothing stored).
+    """
+    seen = 0
+
+    def counted() -> Iterator[dict[str, Any]]:
+        nonlocal seen
+        for row in read_answers(path):
+            seen += 1
+            yield row
+
+    added = cache.import_rows(counted())
+    return seen, added
 
 
-__all__ = ["CHECKED", "EXPORT_KIND", "export_answers", "import_answers", "read_answers"]
+__all__ = ["CHECKED", "EXPORT_KIND", "MAX_LINE_BYTES", "export_answers", "import_answers", "read_answers"]

@@ -9,7 +9,6 @@ prices the plugin declares): an unknown model's cost is None, never a guess.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -18,11 +17,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from booksum_app.errors import ConfigError
-from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
-from booksum_app.llm.backends import BUILTIN
+from booksum_app.errors import ConfigError, InputError
+from booksum_app.jsonin import parse_json
 from booksum_app.llm.base import ModelInfo, Usage
 from booksum_app.llm.cache import ANSWERS_ONLY, CACHE_FILENAME
+from booksum_app.llm.cache_rows import in_range_sql
+from booksum_app.llm.providers import catalog  # catalog.BACKENDS per use: tests swap it
+from booksum_app.llm.providers.catalog import BUILTIN
 from booksum_app.llm.registry import ModelEntry, choose_model, list_models
 
 LAST_RUN = "last"  # --run last: the newest run that has an id
@@ -72,6 +73,7 @@ class CallLog:
     total: int
     matched: int
     calls: tuple[LoggedCall, ...]
+    out_of_range: int = 0  # rows left out: a field outside cache_rows' ranges (another writer's)
 
 
 class PriceBook:
@@ -106,7 +108,7 @@ class PriceBook:
     def _plugin_info(self, name: str) -> ModelInfo | None:
         """A backend plugin's model, priced by what the plugin declares (``model_defaults``)."""
         provider = name.partition(":")[0]
-        if provider in BUILTIN or not providers.BACKENDS.is_provider(provider):
+        if provider in BUILTIN or not catalog.BACKENDS.is_provider(provider):
             self._unpriced.add(name)  # a built-in provider's unlisted model: its price would be a guess
             return None
         try:
@@ -157,17 +159,23 @@ def _row(row: tuple[Any, ...], prices: PriceBook) -> LoggedCall:
     usage = Usage(int(v["input_tokens"]), int(v["output_tokens"]), int(v["cached_input_tokens"]),
                   int(v["cache_write_input_tokens"]))
     name = v["model_string"] or v["model"]
+    stored = v["request"]
     try:
-        request = json.loads(v["request"]) if v["request"] else None
-    except ValueError:
+        request = parse_json(stored, where="a stored request") if isinstance(stored, str | bytes) and stored else None
+    except InputError:
         request = None  # written by something else: shown as not stored rather than failing
     return LoggedCall(
         created=float(v["created"]), purpose=str(v["purpose"] or ""), model=str(name),
-        reported_model=str(v["model"]), run=v["run"], book=v["book"], usage=usage,
+        reported_model=str(v["model"]), run=_text(v["run"]), book=_text(v["book"]), usage=usage,
         latency_s=float(v["latency_s"]), finish_reason=str(v["finish_reason"]),
         cost_usd=prices.cost(str(name), usage), request=request if isinstance(request, dict) else None,
         response=str(v["text"]),
     )
+
+
+def _text(value: object) -> str | None:
+    """A nullable text column as text (SQLite keeps whatever type another writer gave it)."""
+    return None if value is None else str(value)
 
 
 @contextmanager
@@ -204,8 +212,7 @@ def read_log(directory: Path | str, f: LogFilter = LogFilter(), *, prices: Price
         have = {r[1] for r in db.execute("PRAGMA table_info(calls)")}
         if not have:
             return CallLog(path, 0, 0, ())  # created but never written to
-        select = ", ".join(c if c in have or c not in _OPTIONAL else f"{_OPTIONAL[c]} AS {c}" for c in _COLUMNS)
-        view = f"WITH c AS (SELECT {select} FROM calls) "  # old rows read like new ones
+        view = _view(have)
         last_run = None
         if f.run == LAST_RUN:  # looked up once: as a subquery it ran once per row (4 s at 100k rows)
             found = db.execute(
@@ -213,11 +220,20 @@ def read_log(directory: Path | str, f: LogFilter = LogFilter(), *, prices: Price
             ).fetchone()
             last_run = found[0] if found else None
         where, args = _where(f, prices, last_run)
-        total = int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        stored = int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        total = int(db.execute(f"{view}SELECT COUNT(*) FROM c").fetchone()[0])
         matched = int(db.execute(f"{view}SELECT COUNT(*) FROM c{where}", args).fetchone()[0])
         limit = f" LIMIT {int(f.count)}" if f.count > 0 else ""
-        rows = db.execute(f"{view}SELECT * FROM c{where} ORDER BY created DESC{limit}", args).fetchall()
-    return CallLog(path, total, matched, tuple(_row(r, prices) for r in rows))
+        rows = db.execute(f"{view}SELECT {', '.join(_COLUMNS)} FROM c{where} ORDER BY created DESC{limit}",
+                          args).fetchall()
+    return CallLog(path, total, matched, tuple(_row(r, prices) for r in rows), out_of_range=stored - total)
+
+
+def _view(have: set[str]) -> str:
+    """``WITH c AS (...)``: the rows of ``calls`` whose every field is in range, old rows read like
+    new ones (columns added by later migrations at their defaults)."""
+    select = ", ".join(c if c in have or c not in _OPTIONAL else f"{_OPTIONAL[c]} AS {c}" for c in _COLUMNS)
+    return f"WITH c AS (SELECT * FROM (SELECT key, {select} FROM calls) WHERE {in_range_sql()}) "
 
 
 @dataclass(frozen=True)
@@ -248,14 +264,13 @@ def model_totals(directory: Path | str, *, before: float | None = None,
         have = {r[1] for r in db.execute("PRAGMA table_info(calls)")}
         if not have:
             return ()
-        name = "COALESCE(model_string, model)" if "model_string" in have else "model"
-        writes = "cache_write_input_tokens" if "cache_write_input_tokens" in have else "0"
         # answers only: a logged wasted reply is money, not an answer
         where = f" WHERE {ANSWERS_ONLY}" + (" AND created < ?" if before is not None else "")
         args = [before] if before is not None else []
         rows = db.execute(
-            f"SELECT {name}, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cached_input_tokens), "
-            f"SUM({writes}) FROM calls{where} GROUP BY 1 ORDER BY 2 DESC, 1", args).fetchall()
+            f"{_view(have)}SELECT COALESCE(model_string, model), COUNT(*), SUM(input_tokens), SUM(output_tokens), "
+            f"SUM(cached_input_tokens), SUM(cache_write_input_tokens) FROM c{where} GROUP BY 1 ORDER BY 2 DESC, 1",
+            args).fetchall()
     totals = []
     for model, calls, inp, out, cached, written in rows:
         usage = Usage(int(inp or 0), int(out or 0), int(cached or 0), int(written or 0))

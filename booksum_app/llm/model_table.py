@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
-import json
 import math
 import tomllib
 from collections.abc import Mapping
@@ -22,6 +21,7 @@ import platformdirs
 
 from booksum_app.config import ENV_CACHE_DIR, ENV_CONFIG, LENGTH_POLICIES, unknown_config_keys
 from booksum_app.errors import ConfigError
+from booksum_app.jsonin import parse_json
 
 TOKENIZERS = ("cl100k_base", "o200k_base", "estimate", "native")
 _SPEC_FIELDS = (
@@ -57,7 +57,10 @@ def _shipped_table() -> dict[str, Any]:
     text = (
         importlib.resources.files("booksum_app").joinpath("data", "models.json").read_text("utf-8")
     )
-    data: dict[str, Any] = json.loads(text)
+    # shipped with booksum, so trusted; read strictly all the same (a key written twice in
+    # models.json would silently drop a model), through the one reader of JSON
+    data: dict[str, Any] = parse_json(text, where="booksum's model table data/models.json", unique_keys=True,
+                                      standard_numbers=True)
     return data
 
 

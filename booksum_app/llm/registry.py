@@ -22,20 +22,16 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from booksum_app.config import (
     ADAPTIVE_INITIAL_CONCURRENCY,
     ADAPTIVE_MAX_CONCURRENCY,
-    DEFAULT_TIMEOUT_S,
     ENV_JUDGE,
     ENV_MODEL,
     LENGTH_POLICIES,
 )
 from booksum_app.errors import ConfigError
-from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
-from booksum_app.llm.backends import BUILTIN, Provider
 from booksum_app.llm.base import Backend, BackendBase, ModelInfo
 from booksum_app.llm.cache import CallCache
 from booksum_app.llm.calls import CallRecord, Client
@@ -48,13 +44,11 @@ from booksum_app.llm.model_table import (
     default_cache_dir,
     load_table,
 )
+from booksum_app.llm.providers import catalog  # catalog.BACKENDS per use: tests swap it
+from booksum_app.llm.providers.catalog import BUILTIN, Provider
+from booksum_app.llm.spec import FALLBACK_NOTICE, LLMSettings, ModelSource, ModelSpec
 
 DEFAULT_MODEL = "local"
-ModelSource = Literal["explicit", "config", "env", "default"]
-FALLBACK_NOTICE = (
-    "using the embedded SmolLM2-135M demo model; pass --model openai:gpt-4o "
-    "(and set OPENAI_API_KEY) for real summaries"
-)
 NO_JUDGE_NOTE = (
     "BooookScore left out: it needs a strong judge chosen on purpose; pass --judge openai:gpt-4o "
     f"(or set {ENV_JUDGE}, or judge_model in the config file)"
@@ -63,67 +57,6 @@ DEMO_JUDGE_WARNING = (
     "the judge is the embedded 135M demo model: its BooookScores prove the pipeline and mean "
     "nothing about the summaries"
 )
-@dataclass(frozen=True)
-class LLMSettings:
-    """How calls are made: cache, concurrency, cost ceiling, retries, server and engine options."""
-
-    cache_dir: Path | None = None  # None: BOOKSUM_CACHE_DIR, else the user cache dir
-    use_cache: bool = True
-    concurrency: int | None = None  # None: per-provider default (API 8, local 1, vLLM batches)
-    max_cost_usd: float | None = None
-    base_url: str | None = None  # OpenAI-compatible server; None: OPENAI_BASE_URL if set
-    max_attempts: int = 6
-    timeout_s: float = DEFAULT_TIMEOUT_S  # per attempt (hosted APIs and servers), then retried
-    tensor_parallel_size: int = 1
-    engine_args: tuple[tuple[str, Any], ...] = ()  # vLLM engine arguments; override the config's [vllm_engine]
-    n_ctx: int | None = None  # local model context; None: the model's window (8192)
-    length_policy: str | None = None  # "regenerate"/"truncate"; None: the model's own (models.json, config)
-    config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
-    reasoning_effort: str | None = None  # reasoning models: minimal/low/medium/high; None: low
-    servers: tuple[tuple[str, str], ...] = ()  # model string -> its own server over base_url (llm/model_names.py)
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A resolved model string: provider, provider's model id, metadata, and how it was chosen."""
-
-    provider: str
-    model_id: str  # what the provider calls it ("gpt-4o", a HF id, a GGUF path, "" for bundled)
-    info: ModelInfo
-    reasoning: bool = False  # OpenAI reasoning model: max_completion_tokens, no temperature
-    known: bool = True
-    note: str | None = None  # why defaults were assumed, when not known
-    source: ModelSource = "explicit"
-    base_url: str | None = None
-    server_slots: int | None = None  # requests the server serves at once, as it reports (llm/server_info.py)
-    server_note: str | None = None  # where the window came from, when the server reported it
-    server: str | None = None  # the model's own server (settings.servers, config base_url); "": the provider's API
-
-    @property
-    def provider_entry(self) -> Provider:
-        """The provider table's row for this model (built-in or plugin)."""
-        return providers.BACKENDS.provider(self.provider)
-
-    @property
-    def hosted(self) -> bool:
-        """A built-in paid API (its own endpoint, not a server at a base URL): adaptive limit, priced."""
-        return self.provider in BUILTIN and BUILTIN[self.provider].hosted
-    config_warnings: tuple[str, ...] = ()  # unknown keys in the config file
-
-    @property
-    def notice(self) -> str | None:
-        """One line for the CLI: config-file typos, the demo-model fallback, or a model not in the table."""
-        lines = list(self.config_warnings)
-        if self.source == "default" and self.provider == "local":
-            lines.append(FALLBACK_NOTICE)
-        # vLLM and Ollama report their context; hosted prices and a server's 8,192 tokens are assumed
-        elif self.server_note:  # the server said what it holds: nothing is assumed
-            lines.append(f"{self.info.name}: {self.server_note}")
-        elif self.note and self.hosted:
-            lines.append(f"{self.info.name}: {self.note}")
-        return "; ".join(lines) or None
-
-
 def _split(model: str, table: ModelTable) -> tuple[str, str]:
     """``(provider, model_id)`` of a model string or alias."""
     model = model.strip()
@@ -136,7 +69,7 @@ def _split(model: str, table: ModelTable) -> tuple[str, str]:
     if model == "local":
         return "local", ""
     provider, sep, model_id = model.partition(":")
-    if sep and providers.BACKENDS.is_provider(provider):
+    if sep and catalog.BACKENDS.is_provider(provider):
         if not model_id and provider != "local":
             raise ConfigError(f"model string {model!r} names no model; use e.g. {provider}:<model>")
         return provider, model_id
@@ -175,7 +108,7 @@ def _spec_from(
     entry = table.models.get(name) or table.models.get(family(name))
     defaults_key = "openai-compatible" if provider == "openai" and base_url else provider
     note = None
-    provider_defaults = table.providers.get(defaults_key) or providers.BACKENDS.plugin_defaults(provider)
+    provider_defaults = table.providers.get(defaults_key) or catalog.BACKENDS.plugin_defaults(provider)
     if entry is None:
         entry = dict(provider_defaults)
         note = str(entry.pop("note", "")) or None
@@ -208,7 +141,13 @@ def _spec_from(
         known=note is None,
         note=note,
         base_url=base_url if provider == "openai" else None,
+        hosted=provider in BUILTIN and BUILTIN[provider].hosted,
     )
+
+
+def provider_entry(spec: ModelSpec) -> Provider:
+    """The provider table's row for a model (built-in or plugin)."""
+    return catalog.BACKENDS.provider(spec.provider)
 
 
 def choose_model(
@@ -247,7 +186,7 @@ def choose_model(
         n_ctx=settings.n_ctx,
     )
     if spec.base_url is not None:  # a server that describes itself: its window and slots
-        from booksum_app.llm.server_info import describe_spec
+        from booksum_app.llm.providers.server_info import describe_spec
 
         spec = describe_spec(spec, api_key=env.get("OPENAI_API_KEY") or None, timeout_s=settings.timeout_s)
     if settings.length_policy is not None:
@@ -330,8 +269,8 @@ def installed_backends() -> dict[str, bool]:
     import importlib.util
 
     builtin = {name: importlib.util.find_spec(p.package) is not None for name, p in BUILTIN.items()}
-    plugins = {provider: True for provider in providers.BACKENDS.providers() if provider not in builtin}
-    return {**builtin, **plugins, **{provider: False for provider in providers.BACKENDS.broken()}}
+    plugins = {provider: True for provider in catalog.BACKENDS.providers() if provider not in builtin}
+    return {**builtin, **plugins, **{provider: False for provider in catalog.BACKENDS.broken()}}
 
 
 def resolve_model(
@@ -345,7 +284,7 @@ def resolve_model(
 
 
 def _build_backend(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
-    built = spec.provider_entry.factory(spec, settings, env)  # built-ins and booksum.backends plugins
+    built = provider_entry(spec).factory(spec, settings, env)  # built-ins and booksum.backends plugins
     if not isinstance(built, BackendBase):
         raise ConfigError(f"backend {spec.provider!r} built a {type(built).__name__}, not a backend: "
                           "derive it from booksum_app.plugin.BackendBase")
@@ -371,7 +310,7 @@ def get_model(
 
     Raises:
         ConfigError: bad model string, config file or cache directory.
-        AuthError: the provider's API key is missing.
+        MissingAPIKey: the provider's API key is missing (a ConfigError, exit 2).
         ModelUnavailable: the backend's package or weights are missing.
     """
     env = os.environ if env is None else env
@@ -406,7 +345,7 @@ def get_model(
 
 
 __all__ = [
-    "DEFAULT_MODEL", "LLMSettings", "ModelEntry", "ModelSpec", "choose_judge", "choose_model", "config_path",
-    "default_cache_dir", "get_model", "installed_backends", "is_demo_model", "is_reasoning_model", "list_models",
-    "load_table", "resolve_model",
+    "DEFAULT_MODEL", "FALLBACK_NOTICE", "LLMSettings", "ModelEntry", "ModelSpec", "choose_judge", "choose_model",
+    "config_path", "default_cache_dir", "get_model", "installed_backends", "is_demo_model", "is_reasoning_model",
+    "list_models", "load_table", "provider_entry", "resolve_model",
 ]

@@ -41,6 +41,7 @@ from booksum_app.scoring.judgement import ERROR_TYPES, SummaryJudgement
 from booksum_app.scoring.ngrams import NgramStats, NgramSummary
 from booksum_app.scoring.release import AnnotationFormat, to_release
 from booksum_app.scoring.rouge import rouge_signature
+from booksum_app.signature import detector_signature
 
 SCHEMA_VERSION = 1
 RESULT_KIND = "booksum.compare"
@@ -234,7 +235,7 @@ def row_to_dict(row: ConfigResult) -> dict[str, Any]:
             "type_counts": dict(b.type_counts),
             "signature": row.booookscore_signature,
         }
-    out["failures"] = failure_summary_to_dict(row.failures)
+    out["failures"] = {**failure_summary_to_dict(row.failures), "signature": detector_signature()}
     if row.has_usage:
         out["usage"] = {**_usage_dict(row.usage), "wall_s": round(row.wall_s, 3)}
     if row.has_usage or row.judge_usage.calls:

@@ -47,11 +47,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from booksum_app.books import Book
+from booksum_app.books import Book, Chapter
 from booksum_app.books.language import detect_language
-from booksum_app.books.text import book_from_text
 from booksum_app.chunking import get_tokenizer
-from booksum_app.errors import BooksumError, InputError
+from booksum_app.errors import InputError
 from booksum_app.jsonin import parse_json
 from booksum_app.runners.experiment import DatasetSpec, Experiment
 from booksum_app.scoring.buckets import (
@@ -84,15 +83,24 @@ class Benchmark:
     temperature: float
     top_p: float
     prompts: str = "benchmark"  # the built-in prompt set holding its wording
+    system: str | None = None  # the system message of its chat calls (None: a user message only)
 
 
+# Each request is the benchmark's inference code's: its prompt template filled with the sample's
+# context by str.format, nothing stripped or reflowed; one call, its answer scored as returned.
 BENCHMARKS: Mapping[str, Benchmark] = {
-    # CNNSum Inference.py: vLLM greedy (temperature 0, top_p 1), max_tokens 400/400/500/500 by subset,
-    # prompts.json's Prompt-IB and Prompt-IE, the raw output scored
+    # CxsGhost/CNNSum Inference.py: vLLM LLM.generate(prompt.format(context)), a bare prompt (no
+    # system message, no stop strings), SamplingParams(temperature=0.0, top_p=1.0, top_k=-1,
+    # max_tokens=400/400/500/500 by subset, min_tokens=10), prompts.json's Prompt-IB and Prompt-IE,
+    # the raw output scored. (min_tokens has no chat-API counterpart: not sent.)
     "cnnsum": Benchmark("cnnsum", ("context", "summary", "id"), CNNSUM,
                         {"L": 400, "XL": 400, "2XL": 500, "3XL": 500}, None, 0.0, 1.0),
-    # CLongEval inference.py (API models): temperature 0.01, top_p 1; config/dataset2maxlen.json: 400
-    "clongeval": Benchmark("clongeval", ("context", "answer", "id"), CLONGEVAL, {}, 400, 0.01, 1.0),
+    # zexuanqiu/CLongEval inference.py, get_pred_gpt4 (the chat-API models): messages = system
+    # "你是一个人工智能助手。你会为用户提供有帮助，准确的回答。" + user task_prompt.format(context),
+    # temperature 0.01, top_p 1., max_tokens from config/dataset2maxlen.json (400), no stop strings;
+    # config/dataset2prompt.json "long_story_summarization" is the prompt (benchmark set's ib).
+    "clongeval": Benchmark("clongeval", ("context", "answer", "id"), CLONGEVAL, {}, 400, 0.01, 1.0,
+                           system="你是一个人工智能助手。你会为用户提供有帮助，准确的回答。"),
 }
 PRESETS: Mapping[str, tuple[str, str, str | None]] = {name: b.fields for name, b in BENCHMARKS.items()}
 PRESET_CHOICES = ("auto", *PRESETS, "custom")
@@ -163,7 +171,9 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     except UnicodeDecodeError as exc:
         raise InputError(f"dataset {path}: not UTF-8 text (byte {exc.start}); convert it to UTF-8") from exc
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # JSON Lines ends a record at "\n" only: str.splitlines would also cut at U+2028, U+0085 or \x1c,
+    # which a JSON string may hold raw (a context's own characters)
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -181,7 +191,8 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def _text(row: Mapping[str, Any], field: str, *, path: Path, line: int, what: str) -> str:
+def _text(row: Mapping[str, Any], field: str, *, path: Path, line: int, what: str, verbatim: bool = False) -> str:
+    """The field's text (stripped unless ``verbatim``: a context goes into the prompt byte for byte)."""
     if field not in row:
         keys = ", ".join(sorted(map(str, row))[:8])
         raise InputError(f"{path.name} line {line}: no {what} field {field!r} (fields: {keys}); "
@@ -194,7 +205,7 @@ def _text(row: Mapping[str, Any], field: str, *, path: Path, line: int, what: st
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"{path.name} line {line}: the {what} field {field!r} is "
                          f"{'empty' if isinstance(value, str) else 'not text'}")
-    return value.strip()
+    return value if verbatim else value.strip()
 
 
 def _name_bucket(path: Path) -> str | None:
@@ -218,15 +229,16 @@ def _limit(bucket: str, bench: Benchmark | None, limits: Mapping[str, int]) -> t
 
 
 def _book(context: str, *, name: str, lang: str, path: Path, line: int) -> Book:
-    try:
-        book = book_from_text(context.replace("\r\n", "\n"), path=Path(name), language=lang,
-                              include_front_matter=True)
-    except BooksumError as exc:
-        raise InputError(f"{path.name} line {line}: the context cannot be read as text ({exc})") from exc
-    chapters = tuple(dataclasses.replace(c, narrative=True, excluded_reason=None)
-                     for c in book.chapters if c.paragraphs)
-    return dataclasses.replace(book, title=Path(name).stem, chapters=chapters, format="jsonl",
-                               source_path=f"{path}:{line}")
+    """The context as a one-chapter, one-paragraph book: its text is the context, byte for byte.
+
+    A sample's context is data for the prompt, not a book file: no heading becomes a title, no
+    line break or indent is touched (CNNSum and CLongEval fill their templates with it as is).
+    The chunker still cuts it at its blank lines for the chunked strategies.
+    """
+    stem = Path(name).stem
+    chapter = Chapter(title=stem, paragraphs=(context,), narrative=True, source=f"line {line}")
+    return Book(title=stem, authors=(), language=lang, chapters=(chapter,), source_path=f"{path}:{line}",
+                format="jsonl")
 
 
 def read_dataset(spec: DatasetSpec, *, lang: str = "auto",
@@ -252,7 +264,7 @@ def read_dataset(spec: DatasetSpec, *, lang: str = "auto",
     items: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     for line, row in rows:
-        context = _text(row, context_field, path=path, line=line, what="context")
+        context = _text(row, context_field, path=path, line=line, what="context", verbatim=True)
         reference = _text(row, reference_field, path=path, line=line, what="reference")
         ident = _text(row, id_field, path=path, line=line, what="id") if id_field else str(line)
         if ident in seen:
@@ -305,8 +317,10 @@ def load_samples(exp: Experiment) -> tuple[Sample, ...]:
         except OSError as exc:
             raise InputError(f"dataset {path}: cannot read it ({exc.strerror or exc}); check the path") from exc
         read = _cached(spec, (stat.st_mtime_ns, stat.st_size), exp.lang, exp.bucket_max_tokens)
-        if exp.prompts != "paper":  # --prompts replaces the benchmark's wording (direct)
-            read = tuple(dataclasses.replace(s, overrides=(*s.overrides, "prompts")) if s.benchmark else s
+        asked = (*(("prompts",) if exp.prompts != "paper" else ()),  # --prompts: another wording (direct)
+                 *(("decoding",) if exp.regenerate else ()))  # --regenerate: booksum's validity rule
+        if asked:
+            read = tuple(dataclasses.replace(s, overrides=(*s.overrides, *asked)) if s.benchmark else s
                          for s in read)
         samples.extend(read)
     books = {Path(p).name for p in exp.books}
@@ -319,15 +333,18 @@ def load_samples(exp: Experiment) -> tuple[Sample, ...]:
 def sample_run(run: RunConfig, sample: Sample | None) -> RunConfig:
     """The run a (configuration, sample) gets: under a preset, ``direct`` runs the benchmark's protocol.
 
-    Its decoding (temperature, top-p), its prompt set unless ``--prompts`` names another, and
-    no artifact removal (the benchmarks score the raw answer). G is the sample's already.
-    Other strategies are not the benchmark's method and keep booksum's settings.
+    Its decoding (temperature, top-p, one call whose answer is scored as returned; ``--regenerate``
+    keeps booksum's validity rule instead), its system message, its prompt set unless ``--prompts``
+    names another, and no artifact removal (the benchmarks score the raw answer). G is the
+    sample's already. Other strategies are not the benchmark's method and keep booksum's settings.
     """
     if sample is None or sample.benchmark is None or run.strategy != "direct":
         return run
     bench = BENCHMARKS[sample.benchmark]
     prompts = bench.prompts if run.prompts == "paper" else run.prompts
-    return dataclasses.replace(run, temperature=bench.temperature, top_p=bench.top_p, clean=False, prompts=prompts)
+    decoding = "validated" if "decoding" in sample.overrides else "once"
+    return dataclasses.replace(run, temperature=bench.temperature, top_p=bench.top_p, clean=False, prompts=prompts,
+                               decoding=decoding, system=bench.system)
 
 
 def score_sample(sample: Sample, summary: str) -> SampleScore:

@@ -132,6 +132,7 @@ class Experiment:
     jobs: int = DEFAULT_JOBS  # books summarized at once
     datasets: tuple[DatasetSpec, ...] = ()  # benchmark samples summarized like books, scored with ROUGE-L
     bucket_max_tokens: tuple[tuple[str, int], ...] = DEFAULT_BUCKET_MAX_TOKENS  # G per length bucket
+    regenerate: bool = False  # presets: booksum's validity rule instead of the benchmark's one call
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -346,7 +347,7 @@ def load_experiment(path: Path) -> dict[str, Any]:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ConfigError(f"{where}: {key} must be an integer")
             values["max_summary_tokens" if key == "max_summary_len" else key] = value
-        elif key in ("use_judge", "clean", "chapter_aware", "include_front_matter"):
+        elif key in ("use_judge", "clean", "chapter_aware", "include_front_matter", "regenerate"):
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: {key} must be true or false")
             values[key] = value

@@ -174,8 +174,8 @@ def token_counter(info: ModelInfo, settings: LLMSettings, model: str | None) -> 
     """The model's own token counter when it has one, else its tokenizer's (no call made)."""
     from booksum_app.chunking import get_tokenizer
 
-    if info.tokenizer == "native":
-        return get_model(model, settings=settings).count_tokens
+    if info.tokenizer == "native":  # a counting client: no call cache to hold open, no threads until a call
+        return get_model(model, settings=dataclasses.replace(settings, use_cache=False)).count_tokens
     return get_tokenizer(info.tokenizer).count
 
 

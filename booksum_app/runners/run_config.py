@@ -27,13 +27,15 @@ from booksum_app.config import (
     LANG_CHOICES,
 )
 from booksum_app.errors import ConfigError
-from booksum_app.llm import backends as providers  # providers.BACKENDS per use: tests swap it
-from booksum_app.llm.backends import BUILTIN
 from booksum_app.llm.base import ModelInfo
+from booksum_app.llm.providers import catalog  # catalog.BACKENDS per use: tests swap it
+from booksum_app.llm.providers.catalog import BUILTIN
 from booksum_app.prompts import PROMPT_SETS
-from booksum_app.signature import make_signature, short_hash
+from booksum_app.signature import make_signature, rules_version, short_hash
 from booksum_app.strategies import STRATEGIES, Strategy, StrategyConfig, get_strategy, load_prompts
 from booksum_app.strategies.base import OptionValue, PromptBundle, resolve_options, strategy_prompts
+
+DECODINGS = ("validated", "once")
 
 
 def book_lang(lang: str, book: Book) -> str:
@@ -62,8 +64,14 @@ class RunConfig:
     chapter_aware: bool = False  # chunks never straddle chapters (implied by a ``chapters`` option)
     include_front_matter: bool = False
     options: Mapping[str, object] | tuple[tuple[str, OptionValue], ...] = ()
+    # "validated": the paper's validity rule (regenerate, then truncate); "once": a benchmark's
+    # decoding, one call and its answer as returned (compare --dataset presets)
+    decoding: str = "validated"
+    system: str | None = None  # a system message sent with every summary call (a benchmark's)
 
     def __post_init__(self) -> None:
+        if self.decoding not in DECODINGS:
+            raise ConfigError(f"decoding {self.decoding!r}: use one of {', '.join(DECODINGS)}")
         impl = get_strategy(self.strategy)  # ConfigError naming the installed ones (or why a plugin failed)
         object.__setattr__(self, "strategy", impl.name)
         if self.lang not in LANG_CHOICES:
@@ -110,6 +118,8 @@ class RunConfig:
             prompts=self.prompts,
             lang=self.lang if self.lang != "auto" else "en",
             options=tuple(self.option_values.items()),
+            once=self.decoding == "once",
+            system=self.system,
         )
 
     def prompt_bundle(self) -> PromptBundle:
@@ -126,8 +136,8 @@ class RunConfig:
     def plugins(self, model_name: str) -> dict[str, str | None]:
         """``name-version`` of the plugin distributions making this run: the strategy's, the model's backend's."""
         provider = model_name.partition(":")[0]
-        backend = providers.BACKENDS.provider(provider).distribution if provider not in BUILTIN and \
-            providers.BACKENDS.is_provider(provider) else None
+        backend = catalog.BACKENDS.provider(provider).distribution if provider not in BUILTIN and \
+            catalog.BACKENDS.is_provider(provider) else None
         return {"plugin": _dist_label(STRATEGIES.distribution(self.strategy)), "backend": _dist_label(backend)}
 
     def signature(self, info: ModelInfo, bundle: PromptBundle) -> str:
@@ -141,7 +151,11 @@ class RunConfig:
             prompts=bundle.signature,
             lang=sc.lang,
             temp=self.temperature,
+            top_p=self.top_p if self.top_p != DEFAULT_TOP_P else None,
+            decode=self.decoding if self.decoding != "validated" else None,  # absent: the paper's rule
+            system=short_hash(self.system) if self.system is not None else None,
             clean="on" if self.clean else "off",
+            cut=rules_version("chunk"),  # where chunks and head/tail truncation end: chunker and splitter rules
             length="truncate" if info.length_policy == "truncate" else None,  # absent: the paper's rule
             **{k: _sig_value(v) for k, v in self.impl.signature_fields(sc).items()},
             **self.plugins(info.name),
@@ -167,7 +181,9 @@ class RunConfig:
             "clean": self.clean,
             "chapter_aware": self.chapter_aware,
             "include_front_matter": self.include_front_matter,
-            "max_tries": sc.max_tries,
+            "max_tries": 1 if sc.once else sc.max_tries,
+            "decoding": self.decoding,
+            "system": self.system,
             "length_policy": info.length_policy,
             "options": self.option_values,
             **{k: v for k, v in self.plugins(info.name).items() if v is not None},
@@ -194,6 +210,8 @@ class RunConfig:
         # so records made before these fields were keyed stay reusable
         if (self.temperature, self.top_p) != (DEFAULT_TEMPERATURE, DEFAULT_TOP_P):
             fields.update(temperature=self.temperature, top_p=self.top_p)
+        if self.decoding != "validated" or self.system is not None:
+            fields.update(decoding=self.decoding, system=self.system)
         return short_hash(json.dumps(fields, sort_keys=True, default=str), 16)
 
 
@@ -232,4 +250,4 @@ def _sig_value(value: object) -> object:
     return "auto" if value is None else str(value).lower() if isinstance(value, bool) else value
 
 
-__all__ = ["LANG_CHOICES", "RunConfig", "book_lang", "option_aliases", "parse_set"]
+__all__ = ["DECODINGS", "LANG_CHOICES", "RunConfig", "book_lang", "option_aliases", "parse_set"]

@@ -66,8 +66,10 @@ from booksum_app.scoring.results import (
 )
 from booksum_app.scoring.rouge import (
     DEFAULT_ROUGE_VARIANT,
+    FAILED_CALL_MARKERS,
     RougeScore,
     check_variant,
+    failed_call,
     rouge_l,
     rouge_signature,
 )
@@ -310,6 +312,7 @@ def _statistics(
     rows = []
     unmatched = []
     rouge_scores: list[RougeScore] = []
+    failed_calls = 0
     for book, text in summaries.items():
         source = copy_index = None
         lang = _lang_of({book: text})
@@ -327,7 +330,9 @@ def _statistics(
         rouge = None
         if references is not None:
             reference = references.get(book, refs_by_stem.get(stem(book)))
-            if reference is not None:
+            if reference is not None and failed_call(text, rouge_variant):
+                failed_calls += 1  # the benchmark's own rule: a failed API call is not a summary
+            elif reference is not None:
                 rouge = rouge_l(text, reference, variant=rouge_variant)
                 rouge_scores.append(rouge)
         failures = detect_failures(text, source=copy_index, lang=lang)
@@ -338,6 +343,9 @@ def _statistics(
             f"{name}: no source book for {len(unmatched)} of {len(summaries)} summaries "
             f"(e.g. {unmatched[0]!r}); % novel 3-grams uses the others"
         )
+    if failed_calls:
+        notes.append(f"{name}: {failed_calls} of {len(summaries)} predictions are failed API calls "
+                     f"({' or '.join(FAILED_CALL_MARKERS)}); left out of ROUGE-L as CLongEval's eval.py does")
     if references is not None and not rouge_scores:
         notes.append(f"{name}: no reference matches any summary; ROUGE-L left out")
     mean_rouge = None
@@ -357,6 +365,7 @@ def _statistics(
         rouge_l=mean_rouge,
         rouge_signature=rouge_signature(_lang_of(summaries), rouge_variant) if mean_rouge else None,
         n_with_reference=len(rouge_scores),
+        n_failed_calls=failed_calls,
         totals=totals,
         failures=summarize_failures(r.failures for r in rows if r.failures is not None),
     ), tuple(notes)

@@ -17,6 +17,7 @@ from booksum_app.scoring.judgement import ERROR_TYPES
 from booksum_app.scoring.release import AnnotationFormat, to_release
 from booksum_app.scoring.report import render_report
 from booksum_app.scoring.results import SummaryRow, SystemScores
+from booksum_app.signature import detector_signature
 
 if TYPE_CHECKING:
     from booksum_app.runners.score import ScoreRun
@@ -63,6 +64,7 @@ def system_to_dict(system: SystemScores) -> dict[str, Any]:
             "recall": system.rouge_l.recall,
             "precision": system.rouge_l.precision,
             "n_with_reference": system.n_with_reference,
+            "n_failed_calls": system.n_failed_calls,
             "signature": system.rouge_signature,
         }
     t = system.totals
@@ -81,7 +83,7 @@ def system_to_dict(system: SystemScores) -> dict[str, Any]:
         "wall_s": t.wall_s,
     }
     if system.failures is not None:
-        out["failures"] = failure_summary_to_dict(system.failures)
+        out["failures"] = {**failure_summary_to_dict(system.failures), "signature": detector_signature()}
     out["summaries"] = [_row_to_dict(r) for r in system.rows]
     return out
 

@@ -56,7 +56,7 @@ from booksum_app.prompts import Template, parse_template
 from booksum_app.scoring.answers import JudgeAnswer, parse_batch_answer, parse_sentence_answer
 from booksum_app.scoring.dispatch import WarmUp, answer_in_order, request_window
 from booksum_app.scoring.judgement import SentenceJudgement, SummaryJudgement
-from booksum_app.signature import make_signature, short_hash
+from booksum_app.signature import make_signature, rules_version, short_hash
 
 JudgeMode = Literal["sentence", "batched"]
 JUDGE_MODES: tuple[JudgeMode, ...] = ("sentence", "batched")
@@ -310,6 +310,7 @@ class BooookScoreJudge:
             mode=self.mode,
             batch=self.batch_size if self.mode == "batched" else None,
             split="+".join(names),
+            splitv=rules_version("split"),
             temp=_number(self.temperature),
         )
 

@@ -25,14 +25,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from booksum_app.chunking import get_tokenizer
+from booksum_app.chunking import get_tokenizer, resolve_lang
 from booksum_app.chunking.base import Tokenizer
 from booksum_app.scoring.aggregate import mean
 from booksum_app.scoring.keyset import KeySet, text_key
 from booksum_app.scoring.words import ngram_words
-from booksum_app.signature import make_signature
+from booksum_app.signature import make_signature, rules_version
 
 DEFAULT_LENGTH_TOKENIZER = "cl100k_base"
+WORD_TOKENIZERS = {"en": "nltk-lower", "zh": "jieba"}  # what ngram_words counts in, by language
 NGRAM_N = 3
 
 
@@ -100,6 +101,7 @@ class NgramStats:
     n_distinct: int
     n_repeated: int  # distinct n-grams that occur more than once
     n_novel: int | None = None  # distinct n-grams absent from the source; None without a source
+    words: str = ""  # the word tokenizer the grams were counted in (WORD_TOKENIZERS)
 
     @property
     def repeated_pct(self) -> float | None:
@@ -123,7 +125,8 @@ def ngram_stats(
 ) -> NgramStats:
     """Length and 3-gram statistics of one summary (source text or its :func:`source_ngrams` for % novel)."""
     tokenizer = tokenizer or get_tokenizer(DEFAULT_LENGTH_TOKENIZER)
-    grams = ngrams(ngram_words(summary, lang=lang))
+    summary_lang = resolve_lang(lang, text=summary)
+    grams = ngrams(ngram_words(summary, lang=summary_lang))
     counts = Counter(grams)
     n_novel = None
     if source is not None:
@@ -135,6 +138,7 @@ def ngram_stats(
         n_distinct=len(counts),
         n_repeated=sum(1 for c in counts.values() if c > 1),
         n_novel=n_novel,
+        words=WORD_TOKENIZERS[summary_lang],
     )
 
 
@@ -150,9 +154,14 @@ class NgramSummary:
     signature: str
 
 
-def ngram_signature(tokenizer_name: str = DEFAULT_LENGTH_TOKENIZER) -> str:
-    """Signature of the n-gram statistics (length tokenizer, word tokenizer, n)."""
-    return make_signature("ngrams", len=tokenizer_name, words="nltk-lower", n=NGRAM_N)
+def ngram_signature(tokenizer_name: str = DEFAULT_LENGTH_TOKENIZER, words: Iterable[str] = ()) -> str:
+    """Signature of the n-gram statistics: length tokenizer, the word tokenizers used, their rules, n.
+
+    ``words``: the word tokenizers the summaries were counted in (``nltk-lower`` for English,
+    ``jieba`` for Chinese; both, joined by ``+``, for a mixed set; ``nltk-lower`` when none).
+    """
+    used = "+".join(sorted(set(words))) or WORD_TOKENIZERS["en"]
+    return make_signature("ngrams", len=tokenizer_name, words=used, wordsv=rules_version("words"), n=NGRAM_N)
 
 
 def summarize_ngrams(stats: Iterable[NgramStats], *, tokenizer_name: str = DEFAULT_LENGTH_TOKENIZER) -> NgramSummary:
@@ -166,5 +175,5 @@ def summarize_ngrams(stats: Iterable[NgramStats], *, tokenizer_name: str = DEFAU
         repeated_pct=mean(repeated),
         novel_pct=mean(novel),
         n_with_source=sum(1 for s in items if s.n_novel is not None),
-        signature=ngram_signature(tokenizer_name),
+        signature=ngram_signature(tokenizer_name, (s.words for s in items if s.words)),
     )

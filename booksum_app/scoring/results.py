@@ -9,8 +9,10 @@ the numbers were made (judge, prompt version, mode, sentence splitter, temperatu
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +35,7 @@ from booksum_app.scoring.release import (
     load_json,
 )
 from booksum_app.scoring.rouge import RougeScore
-from booksum_app.signature import make_signature
+from booksum_app.signature import make_signature, rules_version, short_hash
 
 DEFAULT_BOOK = "summary"
 
@@ -53,12 +55,17 @@ class BooookScoreResult:
         return self.system.score
 
 
-def _judge_model(judge: ChatModel | str) -> ChatModel:
-    if isinstance(judge, str):
-        from booksum_app.llm.registry import get_model
+@contextmanager
+def _judge_model(judge: ChatModel | str) -> Iterator[ChatModel]:
+    """The judge to call; one built here from a model string is closed on the way out (its
+    worker threads, lease renewer and call-cache connection), one given by the caller is theirs."""
+    if not isinstance(judge, str):
+        yield judge
+        return
+    from booksum_app.llm.registry import get_model
 
-        return get_model(judge)
-    return judge
+    with get_model(judge) as client:
+        yield client
 
 
 def score_summaries(
@@ -87,10 +94,9 @@ def score_summaries(
         ModelError: the judge model failed.
         CostLimitExceeded: the cost ceiling would be passed.
     """
-    scorer = BooookScoreJudge(
-        _judge_model(judge), mode=mode, batch_size=batch_size, max_attempts=max_attempts, lang=lang
-    )
-    judgements = scorer.judge(summaries)
+    with _judge_model(judge) as model:
+        scorer = BooookScoreJudge(model, mode=mode, batch_size=batch_size, max_attempts=max_attempts, lang=lang)
+        judgements = scorer.judge(summaries)
     return BooookScoreResult(
         signature=scorer.signature(),
         mode=mode,
@@ -119,15 +125,29 @@ def score_summary(
     )
 
 
-def annotations_signature(source: str, *, fmt: str, splitters: Sequence[str]) -> str:
-    """Signature of a score computed from an annotations file (no judge run by us)."""
+def content_hash(data: object) -> str:
+    """A short hash of JSON content (keys sorted: the same annotations sign alike however written)."""
+    return short_hash(json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+
+
+def annotations_signature(source: str, *, fmt: str, splitters: Sequence[str], content: object = None,
+                          summaries: Mapping[str, str] | None = None) -> str:
+    """Signature of a score computed from an annotations file (no judge run by us).
+
+    ``sha`` is a hash of the annotations' content (a subset of a file signs apart from the
+    whole), ``summaries`` one of the summaries they were scored with (absent books count as
+    perfect, so the summaries' books move the score), ``splitv`` the splitter's rules version.
+    """
     name = re.sub(r"[|:\s]+", "_", Path(source).name) or "annotations"
     return make_signature(
         "booookscore",
         judge="release-annotations",
         file=name,
+        sha=None if content is None else content_hash(content),
+        summaries=None if summaries is None else content_hash(dict(summaries)),
         mode=fmt,
         split="+".join(sorted(set(splitters))) or SPLITTER_NAMES["en"],
+        splitv=rules_version("split"),
     )
 
 
@@ -158,7 +178,7 @@ def score_annotations(
         else []
     )
     return BooookScoreResult(
-        signature=annotations_signature(str(path), fmt=fmt, splitters=splitters),
+        signature=annotations_signature(str(path), fmt=fmt, splitters=splitters, content=data, summaries=summaries),
         mode=fmt,
         summaries=tuple(judgements),
         system=aggregate(judgements, seed=seed),
@@ -204,5 +224,6 @@ class SystemScores:
     rouge_l: RougeScore | None = None  # mean over summaries with a reference
     rouge_signature: str | None = None
     n_with_reference: int = 0
+    n_failed_calls: int = 0  # predictions left out of ROUGE-L as failed API calls (clongeval variant)
     totals: CallTotals = CallTotals()
     failures: FailureSummary | None = None

@@ -18,6 +18,11 @@
 - ``cnnsum``: CNNSum's ``Inference.py`` ``rouge_zh_score`` (Wei et al. 2024): CLongEval's, plus
   a candidate made only of ``.`` scores 0 (the package would raise on it).
 
+Failed calls: CLongEval's ``eval.py`` leaves out of the mean every prediction holding
+``HTTP_ERROR`` or ``UNKNOW_ERROR`` (its released GPT-4-Turbo outputs have 10 such rows, API
+calls that failed 5 times). Under the ``clongeval`` variant booksum applies the same rule
+(:func:`failed_call`): such a row gets no ROUGE-L and is counted in one note.
+
 Both benchmark variants report ROUGE-L F only (neither reports ROUGE-1/2). Where the package
 raises because the candidate has no sentence left (e.g. ``"..."`` under ``clongeval``, whose own
 script would stop there), the candidate scores 0 as CNNSum scores it; a reference with no
@@ -31,7 +36,7 @@ from dataclasses import dataclass
 
 from booksum_app.errors import InputError
 from booksum_app.scoring.words import _jieba, rouge_words  # _jieba: one dictionary for the process
-from booksum_app.signature import make_signature
+from booksum_app.signature import make_signature, rules_version
 
 ROUGE_SCORE = "rouge-score"
 CLONGEVAL = "clongeval"
@@ -39,6 +44,9 @@ CNNSUM = "cnnsum"
 ROUGE_VARIANTS = (ROUGE_SCORE, CLONGEVAL, CNNSUM)
 DEFAULT_ROUGE_VARIANT = ROUGE_SCORE
 ROUGE_PACKAGE = "rouge-1.0.1"  # the PyPI package both benchmarks score with, reimplemented (package_rouge_l)
+# zexuanqiu/CLongEval eval.py get_prediction_answer: `if "HTTP_ERROR" in cur_pred or "UNKNOW_ERROR" in
+# cur_pred: continue` (predictions its API loop could not get are left out of the score)
+FAILED_CALL_MARKERS = ("HTTP_ERROR", "UNKNOW_ERROR")
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,11 @@ def check_variant(variant: str) -> str:
     if variant not in ROUGE_VARIANTS:
         raise InputError(f"ROUGE variant {variant!r}: use one of {', '.join(ROUGE_VARIANTS)}")
     return variant
+
+
+def failed_call(prediction: str, variant: str) -> bool:
+    """Whether the variant's benchmark leaves ``prediction`` out as a failed call (``clongeval`` only)."""
+    return variant == CLONGEVAL and any(marker in prediction for marker in FAILED_CALL_MARKERS)
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
@@ -216,20 +229,23 @@ def rouge_signature(lang: str = "en", variant: str = DEFAULT_ROUGE_VARIANT, *, p
     extra: dict[str, object] = {"preset": preset, "overrides": "+".join(overrides) or None}
     if check_variant(variant) == ROUGE_SCORE:
         tok = "jieba" if lang == "zh" else "rouge-score-default"
-        return make_signature("rougeL", variant=variant, tok=tok, stem="no", lang=lang, **extra)
+        return make_signature("rougeL", variant=variant, tok=tok, stem="no", lang=lang,
+                              rules=rules_version("rouge"), **extra)
     return make_signature("rougeL", variant=variant, impl=ROUGE_PACKAGE, tok="jieba-joined", punct="kept",
-                          lcs="distinct-words", lang=lang, **extra)
+                          lcs="distinct-words", lang=lang, rules=rules_version("rouge"), **extra)
 
 
 __all__ = [
     "CLONGEVAL",
     "CNNSUM",
     "DEFAULT_ROUGE_VARIANT",
+    "FAILED_CALL_MARKERS",
     "ROUGE_SCORE",
     "ROUGE_VARIANTS",
     "RougeScore",
     "benchmark_rouge_l",
     "check_variant",
+    "failed_call",
     "jieba_joined",
     "lcs_length",
     "package_rouge_l",

@@ -131,6 +131,8 @@ class StrategyConfig:
     lang: str = "en"  # "en" or "zh": prompt language and sentence splitting
     max_tries: int = DEFAULT_MAX_TRIES
     options: tuple[tuple[str, OptionValue], ...] = ()  # the strategy's declared options, resolved
+    once: bool = False  # a benchmark's decoding: one call per summary, the answer as returned
+    system: str | None = None  # a benchmark's system message (None: none)
 
     def __post_init__(self) -> None:
         if self.chunk_size < 64:
@@ -155,7 +157,8 @@ class StrategyConfig:
     def sampling(self) -> Sampling:
         """How :func:`~booksum_app.compression.validity.generate` samples under this configuration."""
         return Sampling(temperature=self.temperature, retry_temperature=self.compression_temperature,
-                        top_p=self.top_p, max_tries=self.max_tries, lang=self.lang)
+                        top_p=self.top_p, max_tries=self.max_tries, lang=self.lang, once=self.once,
+                        system=self.system)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import select
 import socket
 from typing import Any, Self
 
-from booksum_app.llm import server_info
+from booksum_app.llm.providers import server_info
 from booksum_app.testing.fake_server import FakeServer, _Handler
 
 

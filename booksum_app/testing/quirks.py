@@ -8,7 +8,10 @@ Replies a provider bills but reports oddly:
 - ``cutempty``: ``finish_reason: length`` with no text, every completion token spent;
 - ``reasoning``: a reasoning model that spends ``REASONING_TOKENS`` hidden tokens out of
   ``max_completion_tokens`` before it writes; with too small a budget the answer is empty and
-  cut, and all of the budget is billed (as o-series and gpt-5 models do).
+  cut, and all of the budget is billed (as o-series and gpt-5 models do);
+- ``reasoningbare``: the same, but the reply does not say how many of its completion tokens
+  were hidden (no ``completion_tokens_details``, as some compatible servers answer);
+- ``reasoningnousage``: the same, with no ``usage`` at all.
 
 Transports that never let one socket read time out, or break the exchange:
 
@@ -32,14 +35,15 @@ import struct
 import time
 from typing import TYPE_CHECKING, Any
 
-from booksum_app.llm.wire import DETAIL_CHARS
+from booksum_app.llm.providers.wire import DETAIL_CHARS
 from booksum_app.testing.fake_prompt_cache import count_tokens
 from booksum_app.testing.fake_wire import anthropic_body, openai_body, parse_anthropic, parse_openai
 
 if TYPE_CHECKING:
     from booksum_app.testing.fake_server import FakeServer, _Handler
 
-USAGE_QUIRKS = ("nousage", "hugeusage", "negusage", "cutempty", "reasoning")
+USAGE_QUIRKS = ("nousage", "hugeusage", "negusage", "cutempty", "reasoning", "reasoningbare",
+                "reasoningnousage")
 TRANSPORT_QUIRKS = ("drip", "slowheaders", "endless", "reset", "redirect", "farretry", "echokeyfar")
 QUIRKS = USAGE_QUIRKS + TRANSPORT_QUIRKS
 REASONING_TOKENS = 700
@@ -81,7 +85,7 @@ def _usage_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[st
     budget = int(payload.get("max_completion_tokens") or payload.get("max_tokens") or 4096)
     if quirk == "cutempty":
         text, n_out, finish = "", budget, "length"
-    elif quirk == "reasoning":
+    elif quirk.startswith("reasoning"):
         hidden = min(REASONING_TOKENS, budget)
         if hidden + n_out > budget:  # the budget ran out while it thought, or while it wrote
             text, n_out, finish = "", 0, "length"
@@ -94,7 +98,7 @@ def _usage_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[st
     else:
         body = anthropic_body(payload, text, "max_tokens" if finish == "length" else "end_turn",
                               input_tokens=n_in, output_tokens=billed_out, cache_read=0, cache_write=0)
-    if quirk == "nousage":
+    if quirk in ("nousage", "reasoningnousage"):
         body.pop("usage", None)
     elif quirk == "hugeusage":
         key = "prompt_tokens" if api == "openai" else "input_tokens"

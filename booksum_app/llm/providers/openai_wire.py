@@ -22,8 +22,7 @@ from booksum_app.errors import (
     TransientModelError,
 )
 from booksum_app.llm.base import Completion, Request, Usage
-from booksum_app.llm.retry_policy import retry_after_seconds
-from booksum_app.llm.wire import (
+from booksum_app.llm.providers.wire import (
     DETAIL_CHARS,
     error_message,
     gateway_error,
@@ -32,6 +31,7 @@ from booksum_app.llm.wire import (
     reported_usage,
     token_count,
 )
+from booksum_app.llm.retry_policy import retry_after_seconds
 from booksum_app.textsafe import printable
 
 

@@ -2,7 +2,7 @@
 
 Several base URLs (comma-separated) serve one model from several replicas; which one gets a
 call, and when a failing one (connection, timeout, 5xx, a malformed reply) comes back, is
-:mod:`booksum_app.llm.endpoints`'s job.
+:mod:`booksum_app.llm.providers.endpoints`'s job.
 
 Two carriers, one wire format (``openai_wire``: the body sent, the reply accepted):
 
@@ -46,10 +46,10 @@ import openai
 from booksum_app.errors import MissingAPIKey, TransientModelError, server_message
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
 from booksum_app.llm.deadline import SDK_POOL, attempt_deadline, deadline_transport
-from booksum_app.llm.endpoints import PROBE_TIMEOUT_S, Balancer, Endpoint, http_probe
-from booksum_app.llm.http_json import HttpFailure, JsonPoster, is_plain_http
-from booksum_app.llm.openai_wire import chat_body, completion_from_reply, error_detail, status_error
-from booksum_app.llm.wire import sdk_error_detail
+from booksum_app.llm.providers.endpoints import PROBE_TIMEOUT_S, Balancer, Endpoint, http_probe
+from booksum_app.llm.providers.http_json import HttpFailure, JsonPoster, is_plain_http
+from booksum_app.llm.providers.openai_wire import chat_body, completion_from_reply, error_detail, status_error
+from booksum_app.llm.providers.wire import sdk_error_detail
 
 DUMMY_KEY = "booksum-no-key"  # servers reached by base URL often need no key; the SDK wants one
 Transport = Literal["auto", "sdk"]

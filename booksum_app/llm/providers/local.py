@@ -19,7 +19,7 @@ from booksum_app.chunking.sentences import repeated_sentence_start
 from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable
 from booksum_app.files import available_cores
 from booksum_app.llm.base import FINISH_LOOP, BackendBase, Completion, ModelInfo, Request, Usage
-from booksum_app.llm.local_weights import INSTALL_HINT, bundled_weights, fast_weights, open_llama
+from booksum_app.llm.providers.local_weights import INSTALL_HINT, bundled_weights, fast_weights, open_llama
 
 DEFAULT_N_CTX = 8192  # SmolLM2's context window
 # recent llama.cpp states kept for prefix reuse, LRU; llama-cpp-python counts only the KV part

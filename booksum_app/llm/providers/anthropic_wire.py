@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from booksum_app.llm.base import Completion, Usage
-from booksum_app.llm.wire import gateway_error, json_object, malformed, reported_usage, token_count
+from booksum_app.llm.providers.wire import gateway_error, json_object, malformed, reported_usage, token_count
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 

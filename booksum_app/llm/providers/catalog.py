@@ -30,7 +30,7 @@ from booksum_app.errors import ConfigError
 from booksum_app.llm.base import Backend, BackendBase
 
 if TYPE_CHECKING:
-    from booksum_app.llm.registry import LLMSettings, ModelSpec
+    from booksum_app.llm.spec import LLMSettings, ModelSpec
 
 ENTRY_POINT_GROUP = "booksum.backends"
 Factory = Callable[["ModelSpec", "LLMSettings", Mapping[str, str]], "Backend"]
@@ -43,7 +43,7 @@ PLUGIN_DEFAULTS: Mapping[str, Any] = {
 
 
 def _openai(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
-    from booksum_app.llm.openai_backend import OpenAIBackend, Transport
+    from booksum_app.llm.providers.openai import OpenAIBackend, Transport
 
     # BOOKSUM_OPENAI_TRANSPORT=sdk: every call through the openai SDK, even to a plain http:// server
     chosen = env.get("BOOKSUM_OPENAI_TRANSPORT", "").strip().lower() or "auto"
@@ -61,7 +61,7 @@ def _openai(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> B
 
 
 def _anthropic(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
-    from booksum_app.llm.anthropic_backend import AnthropicBackend
+    from booksum_app.llm.providers.anthropic import AnthropicBackend
 
     return AnthropicBackend(spec.info, model_id=spec.model_id, api_key=env.get("ANTHROPIC_API_KEY") or None,
                             base_url=settings.base_url if settings.base_url else env.get("ANTHROPIC_BASE_URL"),
@@ -69,15 +69,15 @@ def _anthropic(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -
 
 
 def _ollama(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
-    from booksum_app.llm.ollama_backend import OllamaBackend
+    from booksum_app.llm.providers.ollama import OllamaBackend
 
     return OllamaBackend(spec.info, model_id=spec.model_id, host=settings.base_url or env.get("OLLAMA_HOST") or None,
                          timeout_s=settings.timeout_s, known_context=spec.known)
 
 
 def _vllm(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
-    from booksum_app.llm.registry import config_path, load_table
-    from booksum_app.llm.vllm_backend import VLLMBackend
+    from booksum_app.llm.model_table import config_path, load_table
+    from booksum_app.llm.providers.vllm import VLLMBackend
 
     # engine arguments pass through untouched: config [vllm_engine], then --engine-arg k=v
     engine = {**load_table(settings.config_path or config_path(env)).vllm_engine, **dict(settings.engine_args)}
@@ -86,8 +86,8 @@ def _vllm(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Bac
 
 
 def _local(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
-    from booksum_app.llm.local_backend import LocalBackend
-    from booksum_app.llm.registry import default_cache_dir
+    from booksum_app.llm.model_table import default_cache_dir
+    from booksum_app.llm.providers.local import LocalBackend
 
     # the bundled weights' faster copy lives beside the call cache (local_weights.py)
     weights_dir = (settings.cache_dir or default_cache_dir(env)) / "weights"

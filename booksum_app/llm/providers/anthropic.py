@@ -32,11 +32,11 @@ from booksum_app.errors import (
     TransientModelError,
     server_message,
 )
-from booksum_app.llm.anthropic_wire import completion_from_message
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
 from booksum_app.llm.deadline import SDK_POOL, attempt_deadline, deadline_transport
+from booksum_app.llm.providers.anthropic_wire import completion_from_message
+from booksum_app.llm.providers.wire import sdk_error_detail
 from booksum_app.llm.retry_policy import retry_after_seconds
-from booksum_app.llm.wire import sdk_error_detail
 
 
 class AnthropicBackend(BackendBase):

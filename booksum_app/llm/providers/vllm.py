@@ -5,7 +5,7 @@ The engine is built with prefix caching on (judge prompts share long prefixes), 
 engine argument says ``enable_prefix_caching=false``. ``LLM.chat`` takes a list of
 conversations with one ``SamplingParams`` each and schedules them together (continuous
 batching), but each call is a barrier and the engine serves one call at a time, so
-:meth:`VLLMBackend.complete` is thread-safe and gathers (``llm/batcher.py``): the calls that
+:meth:`VLLMBackend.complete` is thread-safe and gathers (``llm/providers/batcher.py``): the calls that
 reach it together, from any thread (a hierarchical level's leaves, the regenerations an
 answer triggers, the judge's questions through :meth:`complete_batch`), go out as one
 ``LLM.chat``. Token counts come from the engine's own tokenizer, and the context window from
@@ -31,7 +31,7 @@ from booksum_app.errors import (
     server_message,
 )
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
-from booksum_app.llm.batcher import Gatherer
+from booksum_app.llm.providers.batcher import Gatherer
 
 DATA_PARALLEL_REFUSED = (
     "vllm:{model}: data_parallel_size={size} does not work in vLLM's single-process offline "

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from booksum_app.llm.registry import ModelSpec
+    from booksum_app.llm.spec import ModelSpec
 
 PROBE_TIMEOUT_S = 3.0
 REMEMBER_S = 30.0

@@ -1,0 +1,72 @@
+"""What a model string resolves to, and how calls are made: plain data, the bottom of ``llm/``.
+
+Providers (``llm/providers/``) are built from these two records; the registry fills them in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from booksum_app.config import DEFAULT_TIMEOUT_S
+from booksum_app.llm.base import ModelInfo
+
+ModelSource = Literal["explicit", "config", "env", "default"]
+FALLBACK_NOTICE = (
+    "using the embedded SmolLM2-135M demo model; pass --model openai:gpt-4o "
+    "(and set OPENAI_API_KEY) for real summaries"
+)
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """How calls are made: cache, concurrency, cost ceiling, retries, server and engine options."""
+
+    cache_dir: Path | None = None  # None: BOOKSUM_CACHE_DIR, else the user cache dir
+    use_cache: bool = True
+    concurrency: int | None = None  # None: per-provider default (API 8, local 1, vLLM batches)
+    max_cost_usd: float | None = None
+    base_url: str | None = None  # OpenAI-compatible server; None: OPENAI_BASE_URL if set
+    max_attempts: int = 6
+    timeout_s: float = DEFAULT_TIMEOUT_S  # per attempt (hosted APIs and servers), then retried
+    tensor_parallel_size: int = 1
+    engine_args: tuple[tuple[str, Any], ...] = ()  # vLLM engine arguments; override the config's [vllm_engine]
+    n_ctx: int | None = None  # local model context; None: the model's window (8192)
+    length_policy: str | None = None  # "regenerate"/"truncate"; None: the model's own (models.json, config)
+    config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
+    reasoning_effort: str | None = None  # reasoning models: minimal/low/medium/high; None: low
+    servers: tuple[tuple[str, str], ...] = ()  # model string -> its own server over base_url (llm/model_names.py)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A resolved model string: provider, provider's model id, metadata, and how it was chosen."""
+
+    provider: str
+    model_id: str  # what the provider calls it ("gpt-4o", a HF id, a GGUF path, "" for bundled)
+    info: ModelInfo
+    reasoning: bool = False  # OpenAI reasoning model: max_completion_tokens, no temperature
+    known: bool = True
+    note: str | None = None  # why defaults were assumed, when not known
+    source: ModelSource = "explicit"
+    base_url: str | None = None
+    server_slots: int | None = None  # requests the server serves at once, as it reports (llm/providers/server_info.py)
+    server_note: str | None = None  # where the window came from, when the server reported it
+    server: str | None = None  # the model's own server (settings.servers, config base_url); "": the provider's API
+
+    hosted: bool = False  # a built-in paid API (its own endpoint, not a server at a base URL): adaptive, priced
+    config_warnings: tuple[str, ...] = ()  # unknown keys in the config file
+
+    @property
+    def notice(self) -> str | None:
+        """One line for the CLI: config-file typos, the demo-model fallback, or a model not in the table."""
+        lines = list(self.config_warnings)
+        if self.source == "default" and self.provider == "local":
+            lines.append(FALLBACK_NOTICE)
+        # vLLM and Ollama report their context; hosted prices and a server's 8,192 tokens are assumed
+        elif self.server_note:  # the server said what it holds: nothing is assumed
+            lines.append(f"{self.info.name}: {self.server_note}")
+        elif self.note and self.hosted:
+            lines.append(f"{self.info.name}: {self.note}")
+        return "; ".join(lines) or None
