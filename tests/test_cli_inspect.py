@@ -176,3 +176,13 @@ def test_every_sample_book_inspects_within_budget(path: Path) -> None:
     assert report["chunks"]["within_budget"]
     assert report["chunks"]["max_tokens"] <= 1024
     assert all(s["reason"] for s in report["sections"] if not s["kept"])
+
+
+def test_web_residue_is_counted_in_the_report(tmp_path: Path) -> None:
+    path = tmp_path / "novel.txt"
+    path.write_text("第一回 宴桃园豪杰三结义\n　　话说天下大势，分久必合。\n手机阅读本书请访问 m.example.com\n"
+                    "第二回 张翼德怒鞭督邮\n　　且说董卓字仲颖。\n（未完待续）\n", encoding="utf-8")
+    code, out, _ = run("inspect", str(path), "--model", MODEL)
+    assert code == 0 and "web-page lines dropped: advertisement 2" in out
+    code, out, _ = run("inspect", str(path), "--model", MODEL, "--json")
+    assert json.loads(out)["web_residue"] == "advertisement 2"

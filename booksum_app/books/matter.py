@@ -131,6 +131,22 @@ _NON_NARRATIVE_TITLES = re.compile(
     )[\s.:]*$""",
     re.IGNORECASE | re.VERBOSE,
 )
+# Chinese front/back matter, also with a subtitle or number ("后记：写在三十年后", "附录一 人物表",
+# "跋（二〇〇五年版）"). Not 番外 (a side story: narrative), not 尾声/楔子 (headings).
+_ZH_MATTER_TITLES = re.compile(
+    r"""^(?![序引][\s\u3000]*[章幕曲子])(?:
+        (?:作者|编|編|译|譯|再版|新版|出版)?(?:后记|後記|后序|後序|后语|後語|跋)
+      | 附[录錄][\d０-９一二三四五六七八九十]*
+      | 完本感言 | 完结感言 | 完結感言 | 作者的话 | 作者的話 | 作者有话说 | 作者有話說
+      | 写在(?:最)?(?:前面|后面|最后)(?:的话)? | 寫在(?:最)?(?:前面|後面|最後)(?:的話)?
+      | 内容(?:简介|提要) | 內容(?:簡介|提要) | 作品(?:简介|簡介|相关|相關) | 简介 | 簡介
+      | 自序 | 代序 | 再版序 | 新版序 | 前记 | 前記 | 引言 | 卷首语 | 卷首語
+      | 目录 | 目錄 | 前言 | 序言 | 序 | 译序 | 譯序
+    )(?:[\s:：·—\-（(【].{0,30})?$""",
+    re.VERBOSE,
+)
+_TITLE_WRAPPERS = "【】〖〗[]「」『』<>《》〈〉*·—-=~～ \t\u3000"
+_CJK_SPACES = re.compile(r"(?<=[\u3400-\u9fff])[ \t\u3000]+(?=[\u3400-\u9fff])")
 
 
 def classify_types(types: Iterable[str], *, section_types: Iterable[str] = ()) -> str | None:
@@ -161,6 +177,12 @@ def classify_title(title: str) -> str | None:
     """Return ``"title: <title>"`` when a section title names front/back matter, else None."""
     clean = " ".join(title.split()).strip()
     if clean and _NON_NARRATIVE_TITLES.match(clean):
+        return f"title: {clean}"
+    # "【后 记】", "—— 後記 ——": wrappers off, spaces between ideographs closed up
+    bare = clean.strip(_TITLE_WRAPPERS)
+    if bare and len(bare) <= 40 and any(
+        _ZH_MATTER_TITLES.match(form) for form in (bare, _CJK_SPACES.sub("", bare))
+    ):
         return f"title: {clean}"
     return None
 

@@ -13,23 +13,25 @@ Chapter headings on a line of their own, at the start of a block: "Chapter 12",
 numbers up to six digits ("Chapter 10000"). A Chinese heading is a short line: the
 ordinal, then a separator and a title of up to 40 characters, or up to 30 characters
 without punctuation; a line with 。！？；… is a sentence ("第四回中既将…表明。"), text.
-A Chinese heading whose title lost characters to a lossy re-encoding ("?", U+FFFD or
-"□" in place of them: "第六十二回 憨湘云醉眠芍药? 呆香菱情解石榴裙?") is still a heading
-when the ordinal is followed by a separator and the title is clean without them.
+Zero-width characters and spaces inside the ordinal ("第 62 回") are ignored. "番外" headings
+are chapters (side stories are story).
+A heading in which noise marks ("?", "？", "□", "■", U+FFFD) stand for lost characters or
+separators, anywhere in it, is a heading when its ordinal, with the marks read as numerals,
+fits the book's sequence of headings (booksum_app.books.webcopy).
 Standalone upper-case Roman numerals ("XII.") only when the book has at least
 three of them.
 
-Web copies: lines of a site's furniture (navigation words only, "后一页 前一页 回目录
-回首页", "上一章 ← 章节目录 → 下一章"; a menu bar of three or more short items between
-"|", "首页|原创书库|…"; a bare address) are dropped before chapters are found. Each
-chapter appears once: a heading with no text whose chapter (same ordinal and unit,
+Web copies: lines of a site's furniture and advertising (booksum_app.books.webcopy.residue_kind)
+are dropped before chapters are found and counted in ``Book.metadata["web_residue_lines"]``.
+Each chapter appears once: a heading with no text whose chapter (same ordinal and unit,
 "第38回" = "第三十八回", else the same title) comes again with text is dropped (a page
-title above its own heading, a contents list line by line), and so is a chapter that
-repeats an earlier one's heading and text word for word (a page saved twice). A block of
-several heading lines is a table of contents, not a
-heading. Front/back matter titles on their own line (Contents, Preface, 目录, ...)
-open a non-narrative section. Text before the first heading is front matter when it
-looks like a title page or contents (short lines); otherwise it is kept.
+title above its own heading, a contents list line by line), a chapter that repeats an
+earlier one's heading and text word for word (a page saved twice) is dropped, and a heading
+right after the same chapter's heading joins it (up to 3 short lines between are residue,
+counted; more is the chapter's previous page). A block of several heading lines is a table
+of contents, not a heading. Front/back matter titles on their own line (Contents, Preface,
+目录, 后记, 跋, 附录, ...) open a non-narrative section. Text before the first heading is front
+matter when it looks like a title page or contents (short lines); otherwise it is kept.
 Project Gutenberg's "*** START OF ..."/"*** END OF ..." header and license are
 excluded as non-narrative ("gutenberg boilerplate"). Title and author come from its
 "Title:"/"Author:" lines, else from a first line such as "《红楼梦》曹雪芹" (or
@@ -39,6 +41,8 @@ excluded as non-narrative ("gutenberg boilerplate"). Title and author come from 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +51,18 @@ from booksum_app.books.encoding import decode_text
 from booksum_app.books.language import detect_language
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter
+from booksum_app.books.webcopy import (
+    NOISE,
+    UNIT_CHARS,
+    NumberedHeading,
+    heading_form,
+    residue_kind,
+    resolve_noisy_headings,
+    title_core,
+    without_zero_width,
+    zh_number,
+)
+from booksum_app.books.webcopy import ZH_NUM as _ZH_NUM
 from booksum_app.errors import BookFormatError
 
 _UNITS = "one|two|three|four|five|six|seven|eight|nine"
@@ -61,37 +77,14 @@ _EN_HEADING = re.compile(
     r"\.?(?:\s*[:.—–-]?\s*\S.{0,70})?$|^(?:prologue|epilogue)\b(?:\s*[:.—–-]?\s*\S.{0,70})?$",
     re.IGNORECASE,
 )
-_ZH_NUM = "0-9０-９零〇一二三四五六七八九十百千万两兩"
 # A heading is a short line: after the ordinal, a separator and a title, or a few characters
 # with no punctuation. A line with sentence punctuation is text ("第四回中既将…表明。").
 _ZH_HEADING = re.compile(
     r"^(?!.*[。！？；…!?;])"
-    rf"(?:第[{_ZH_NUM}]+[章回节節卷部篇集幕]|序章|楔子|尾声|尾聲|引子|序幕|终章|終章)"
+    rf"(?:第[{_ZH_NUM}]+[{UNIT_CHARS}]|序章|楔子|尾声|尾聲|引子|序幕|终章|終章|番外(?:篇|[{_ZH_NUM}]+)?)"
     r"(?:[\s　:：、.．].{0,40}|[^，,、：:“”「」『』（）()]{0,30})$"
 )
-# the same heading with the title after a separator only: the form a heading keeps when a
-# re-encoding turned some of its characters into "?" (a web copy's "…呆香菱情解石榴裙?")
-_ZH_HEADING_SEPARATED = re.compile(
-    r"^(?!.*[。！？；…!?;])"
-    rf"(?:第[{_ZH_NUM}]+[章回节節卷部篇集幕]|序章|楔子|尾声|尾聲|引子|序幕|终章|終章)"
-    r"[\s　:：、.．]\S.{0,40}$"
-)
-_NOISE = re.compile("[?\ufffd□]")  # characters a lossy re-encoding puts for the ones it lost
-_ZH_ORDINAL = re.compile(rf"^第([{_ZH_NUM}]+)([章回节節卷部篇集幕])")
-_ZH_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2, "兩": 2}
-_ZH_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
-# Web residue: a site's navigation copied with the text ("首页|原创书库|…", "后一页 前一页 回目录
-# 回首页"), a bare address. Never narrative; such lines are dropped before chapters are found.
-_NAV_WORDS = frozenset({
-    "首页", "上一页", "下一页", "前一页", "后一页", "回目录", "回首页", "返回目录", "返回首页",
-    "章节目录", "返回书页", "返回书目", "上一章", "下一章", "上一回", "下一回", "上一篇", "下一篇",
-    "加入书签", "推荐本书", "返回顶部", "回到顶部", "打印本页", "关闭窗口", "目录", "返回", "书签",
-    "投票推荐", "TOP", "top",
-})
-_NAV_SPLIT = re.compile(r"[|｜/／\\\s·•>»«<\[\]【】()（）←→]+")
-_MENU_SPLIT = re.compile(r"\s*[|｜]\s*")
-_URL_LINE = re.compile(r"^(?:https?://|www\.)\S+$", re.IGNORECASE)
-_SENTENCE_MARKS = re.compile("[。！？；，,.!?;]")
+_ZH_ORDINAL = re.compile(rf"^第([{_ZH_NUM}]+)([{UNIT_CHARS}])")
 _ROMAN_LINE = re.compile(r"^[IVXLC]{1,7}\.?$")
 _GUTENBERG_START = re.compile(r"^\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
 _GUTENBERG_END = re.compile(r"^\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
@@ -112,14 +105,22 @@ class _Section:
     kind: str  # "front", "heading", "boilerplate"
     paragraphs: list[str] = field(default_factory=list)
     toc: bool = False
+    key: str = ""  # the chapter a heading names (heading_key, or a noisy heading's resolved key)
 
 
 def _zh_heading(line: str) -> bool:
-    """A Chinese heading, also one whose title has re-encoding noise ("…石榴裙?")."""
-    if _ZH_HEADING.match(line):
-        return True
-    cleaned = _NOISE.sub("", line)
-    return cleaned != line and bool(_ZH_HEADING_SEPARATED.match(cleaned))
+    """A Chinese heading with no noise marks (noisy ones: webcopy.resolve_noisy_headings)."""
+    return bool(_ZH_HEADING.match(heading_form(line)))
+
+
+def _numbered_heading(line: str) -> NumberedHeading | None:
+    """A clean "第…回" heading with its unit, number and title (for the noisy ones' sequence)."""
+    form = heading_form(line)
+    m = _ZH_ORDINAL.match(form)
+    if m is None or not _ZH_HEADING.match(form):
+        return None
+    value = zh_number(m.group(1))
+    return None if value is None else NumberedHeading(-1, m.group(2), value, title_core(form[m.end():]))
 
 
 def _is_heading(line: str, *, romans: bool) -> bool:
@@ -135,51 +136,18 @@ def is_heading(line: str) -> bool:
     return _is_heading(" ".join(line.split()), romans=False)
 
 
-def is_web_residue(line: str) -> bool:
-    """A line of a web page's furniture: navigation words only, a menu bar, a bare address."""
-    line = line.strip()
-    if not line or len(line) > 200:
-        return False
-    if _URL_LINE.match(line):
-        return True
-    words = [w for w in _NAV_SPLIT.split(line) if w]
-    if words and all(w in _NAV_WORDS for w in words) and words != ["目录"]:
-        return True  # a lone 目录 is a contents title (front matter), not a link
-    items = _MENU_SPLIT.split(line)
-    return len(items) >= 3 and all(
-        0 < len(item) <= 8 and not _SENTENCE_MARKS.search(item) for item in items
-    )
-
-
-def _zh_number(digits: str) -> int | None:
-    """The value of ``38``, ``３８`` or ``三十八`` / ``一百零二`` (None when it is not a number)."""
-    if digits.isdigit():
-        return int(digits)
-    total = section = 0
-    number = None
-    for ch in digits:
-        if ch in _ZH_DIGITS:
-            number = _ZH_DIGITS[ch]
-        elif ch in _ZH_UNITS:
-            unit = _ZH_UNITS[ch]
-            if unit == 10000:
-                total += (section + (number or 0)) * unit
-                section = 0
-            else:
-                section += (1 if number is None else number) * unit
-            number = None
-        else:
-            return None
-    return total + section + (number or 0)
+def _is_matter_title(line: str) -> bool:
+    """A short line naming front or back matter ("后记", "Contents")."""
+    return len(line) <= 40 and classify_title(line) is not None
 
 
 def heading_key(title: str) -> str:
     """What makes two headings the same chapter: the ordinal and its unit ("第38回" is
     "第三十八回"), else the title without noise characters, spaces or case."""
-    cleaned = _NOISE.sub("", title)
+    cleaned = NOISE.sub("", heading_form(title))
     m = _ZH_ORDINAL.match(cleaned)
     if m:
-        value = _zh_number(m.group(1))
+        value = zh_number(m.group(1))
         if value is not None:
             return f"{m.group(2)}{value}"
     return "".join(cleaned.split()).lower()
@@ -196,8 +164,11 @@ def join_lines(lines: list[str]) -> str:
     return out
 
 
-def _blocks(lines: list[str], *, line_mode: bool, zh: bool) -> list[tuple[int, list[str]]]:
-    """Group lines into blocks (start line index, raw lines)."""
+def _blocks(
+    lines: list[str], *, line_mode: bool, zh: bool, is_title: Callable[[int, str], bool]
+) -> list[tuple[int, list[str]]]:
+    """Group lines into blocks (start line index, raw lines); in Chinese text a heading or a
+    front/back matter title is a block of its own."""
     blocks: list[tuple[int, list[str]]] = []
     current: list[str] = []
     start = 0
@@ -208,8 +179,8 @@ def _blocks(lines: list[str], *, line_mode: bool, zh: bool) -> list[tuple[int, l
             and bool(current)
             and (
                 raw.startswith(("\u3000", "  "))
-                or _zh_heading(stripped)
-                or (len(current) == 1 and _zh_heading(current[0]))
+                or is_title(i, stripped)
+                or (len(current) == 1 and is_title(start, current[0]))
             )
         )
         if not stripped or new_para:
@@ -226,7 +197,13 @@ def _blocks(lines: list[str], *, line_mode: bool, zh: bool) -> list[tuple[int, l
     return blocks
 
 
-def split_text(text: str, *, lang: str) -> list[_Section]:
+@dataclass
+class _Split:
+    sections: list[_Section]
+    residue: Counter[str]  # lines of web residue dropped, by kind
+
+
+def split_text(text: str, *, lang: str) -> _Split:
     """Split decoded text into sections at chapter headings (see module docstring)."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").split("\n")
     start, end = 0, len(lines)
@@ -242,15 +219,22 @@ def split_text(text: str, *, lang: str) -> list[_Section]:
     if start > 0:
         header = [line.strip() for line in lines[:start] if line.strip()]
         sections.append(_Section("Project Gutenberg header", 1, "boilerplate", header))
-    # web residue is blanked (line numbers kept), and left out of the line-mode decision
-    body = ["" if is_web_residue(line) else line for line in lines[start:end]]
+    # web residue is blanked (line numbers kept), counted, and left out of the line-mode decision
+    kinds = [residue_kind(line) for line in lines[start:end]]
+    residue = Counter(kind for kind in kinds if kind)
+    body = ["" if kind else line for line, kind in zip(lines[start:end], kinds, strict=True)]
     filled = [i for i, line in enumerate(body) if line.strip()]
     nonblank = len(filled)
-    blank = (filled[-1] - filled[0] + 1 - nonblank) if filled else 0  # interior blank lines
+    blank = sum(1 for i in range(filled[0], filled[-1]) if not kinds[i] and not body[i].strip()) if filled else 0
     avg_len = sum(len(body[i]) for i in filled) / max(nonblank, 1)
     zh = lang == "zh"
     line_mode = (zh and blank < 0.1 * nonblank) or (blank < 0.05 * nonblank and avg_len > 100)
-    blocks = _blocks(body, line_mode=line_mode, zh=zh)
+    noisy = resolve_noisy_headings(body, _numbered_heading)
+
+    def is_title(i: int, line: str) -> bool:
+        return i in noisy or _zh_heading(line) or _is_matter_title(line)
+
+    blocks = _blocks(body, line_mode=line_mode, zh=zh, is_title=is_title)
     romans = sum(1 for _, b in blocks if len(b) == 1 and _ROMAN_LINE.match(b[0])) >= 3
 
     current = _Section("", start + 1, "front")
@@ -262,14 +246,13 @@ def split_text(text: str, *, lang: str) -> list[_Section]:
             current.paragraphs.append("\n".join(block))
             current.toc = True
             continue
-        matter = len(first) <= 40 and classify_title(first) is not None
-        if heading_lines == 1 and _is_heading(first, romans=romans) or matter:
+        if (heading_lines == 1 and _is_heading(first, romans=romans)) or offset in noisy or _is_matter_title(first):
             rest = block[1:]
-            title = first
+            title = without_zero_width(first)
             if rest and len(rest) <= 2 and sum(len(r) for r in rest) <= 100:
-                title = ": ".join([first.rstrip(".:"), *rest])
+                title = ": ".join([title.rstrip(".:"), *rest])
                 rest = []
-            current = _Section(title, start + offset + 1, "heading")
+            current = _Section(title, start + offset + 1, "heading", key=noisy.get(offset) or heading_key(title))
             sections.append(current)
             if rest:
                 current.paragraphs.append(join_lines(rest))
@@ -278,28 +261,57 @@ def split_text(text: str, *, lang: str) -> list[_Section]:
     if end < len(lines):
         footer = [line.strip() for line in lines[end:] if line.strip()]
         sections.append(_Section("Project Gutenberg license", end + 1, "boilerplate", footer))
-    return _without_duplicate_headings(sections)
+    kept, between = _without_duplicate_headings(sections)
+    if between:
+        residue["between repeated headings"] += between
+    return _Split(kept, residue)
 
 
-def _without_duplicate_headings(sections: list[_Section]) -> list[_Section]:
+_REPEAT_RESIDUE_CHARS = 120  # at most this much text (3 lines) between two copies of one heading
+
+
+def _without_duplicate_headings(sections: list[_Section]) -> tuple[list[_Section], int]:
     """Each chapter once: drop a heading with no text whose chapter comes again with text (a
-    web page's title above its own heading, a contents list line by line), and a chapter whose
-    heading and text repeat an earlier one word for word (a page copied twice)."""
-    with_text = {heading_key(s.title) for s in sections if s.kind == "heading" and s.paragraphs}
+    web page's title above its own heading, a contents list line by line), a chapter whose
+    heading and text repeat an earlier one word for word (a page copied twice), and join a
+    heading to the same chapter's heading right before it: the lines between two copies (at
+    most 3 lines, 120 characters) are residue; more is the chapter's previous page. Returns
+    the sections and the number of residue lines dropped between repeated headings."""
+    with_text = {s.key for s in sections if s.kind == "heading" and s.paragraphs}
     kept: list[_Section] = []
     seen: set[tuple[str, tuple[str, ...]]] = set()
+    between = 0
     for section in sections:
         if section.kind == "heading":
-            key = heading_key(section.title)
-            if not section.paragraphs and key in with_text:
+            if not section.paragraphs and section.key in with_text:
                 continue
             if section.paragraphs:
-                content = (key, tuple(section.paragraphs))
+                content = (section.key, tuple(section.paragraphs))
                 if content in seen:
                     continue
                 seen.add(content)
+            prev = kept[-1] if kept else None
+            if (
+                prev is not None
+                and prev.kind == "heading"
+                and prev.key == section.key
+                and classify_title(section.title) is None  # two afterwords are two sections
+            ):
+                kept[-1], dropped = _join_repeated(prev, section)
+                between += dropped
+                continue
         kept.append(section)
-    return kept
+    return kept, between
+
+
+def _join_repeated(first: _Section, again: _Section) -> tuple[_Section, int]:
+    """One chapter from two consecutive copies of its heading (see _without_duplicate_headings)."""
+    title = first.title if len(NOISE.findall(first.title)) < len(NOISE.findall(again.title)) else again.title
+    if len(first.paragraphs) <= 3 and sum(map(len, first.paragraphs)) <= _REPEAT_RESIDUE_CHARS:
+        return _Section(title, first.line, "heading", list(again.paragraphs), key=first.key), len(first.paragraphs)
+    known = set(first.paragraphs)
+    paragraphs = first.paragraphs + [p for p in again.paragraphs if p not in known]
+    return _Section(title, first.line, "heading", paragraphs, key=first.key), 0
 
 
 def _classify(section: _Section, *, has_headings: bool) -> str | None:
@@ -355,7 +367,8 @@ def book_from_text(
     text: str, *, path: Path, language: str, encoding: str = "", include_front_matter: bool = False
 ) -> Book:
     """Build a Book from decoded text (used by read_text, exposed for callers holding a str)."""
-    sections = split_text(text, lang=language)
+    split = split_text(text, lang=language)
+    sections = split.sections
     has_headings = any(s.kind == "heading" for s in sections)
     chapters = []
     for s in sections:
@@ -377,6 +390,9 @@ def book_from_text(
     check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
     fields = _gutenberg_fields(sections) or _title_line(sections)
     metadata = {"encoding": encoding} if encoding else {}
+    if split.residue:
+        metadata["web_residue_lines"] = str(sum(split.residue.values()))
+        metadata["web_residue"] = ", ".join(f"{kind} {n}" for kind, n in sorted(split.residue.items()))
     return Book(
         title=fields.get("Title", path.stem),
         authors=tuple(a.strip() for a in fields["Author"].split(" and "))

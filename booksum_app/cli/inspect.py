@@ -98,6 +98,8 @@ def _render_inspect(report: InspectReport) -> None:
                   f"({esc(report.format)}, language {esc(report.language)}"
                   f"{', encoding ' + esc(report.encoding) if report.encoding else ''})",
                   highlight=False)
+    if report.web_residue:
+        console.print(esc(f"web-page lines dropped: {report.web_residue}"), highlight=False)
     fitted = console if console.is_terminal else Console(width=WIDE_TABLE)
     section_columns = [Col("#", 1), Col("title", 0, "left", max_width=48, wrap=True), Col("tokens", 2),
                        Col("status", 3, "left", max_width=40, wrap=True)]

@@ -64,6 +64,7 @@ class InspectReport:
     chunks: ChunkStats
     plans: tuple[CallPlan, ...]
     encoding: str = ""  # how a text file was decoded ("utf-8", "big5", "cp1252", ...); "" for epub
+    web_residue: str = ""  # lines of a web page dropped from a text file, by kind ("advertisement 13")
 
     @property
     def kept_sections(self) -> tuple[SectionReport, ...]:
@@ -180,6 +181,7 @@ def _report(
         language=book.language,
         format=book.format,
         encoding=book.metadata.get("encoding", ""),
+        web_residue=book.metadata.get("web_residue", ""),
         model=info.name,
         model_notice=notice,
         tokenizer=info.tokenizer,

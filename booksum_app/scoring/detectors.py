@@ -54,7 +54,8 @@ from booksum_app.scoring.repeats import (
 from booksum_app.scoring.words import rouge_words
 
 COPY_N = 8  # copying: summary n-grams looked up in the source
-COPY_FLAG_SHARE = 0.2  # flagged when at least this share of the 8-grams is in the source...
+COPY_FLAG_SHARE = 0.2  # flagged when at least this share of the summary's words is copied...
+COPY_MIN_WORDS = 16  # ...and they are at least this many (a short summary may quote a line)...
 COPY_FLAG_SPAN_WORDS = 30  # ...or one copied span is at least this many words long
 ECHO_N = 6  # prompt echo: summary n-grams looked up in the prompt templates
 APPROX_N = 4  # approximate copying: summary 4-grams looked up in the source...
@@ -140,6 +141,15 @@ class Overlap:
     def share(self) -> float | None:
         """Found n-grams / all n-grams (None when the text has fewer than n words)."""
         return self.n_found / self.n_grams if self.n_grams else None
+
+    @property
+    def covered_words(self) -> int:
+        """Words inside at least one found n-gram (overlapping runs counted once)."""
+        total, reach = 0, 0
+        for begin, end in self.spans:  # sorted by start; end is exclusive
+            total += max(0, end - max(begin, reach))
+            reach = max(reach, end)
+        return total
 
 
 def overlap(words: Sequence[str], index: SourceIndex) -> Overlap:
@@ -261,12 +271,15 @@ class FailureReport:
     framing_terms: tuple[str, ...] = ()
     approx_copied_words: int | None = None  # longest copy with words changed (None without a source)
     numbered_items: int = 0  # numbered lines in runs of two or more, scaffolding or not
+    copied_words: int | None = None  # summary words inside a found 8-gram (None without a source)
+    summary_words: int = 0  # words of the summary (the copy detector's units)
 
     @property
     def failures(self) -> tuple[str, ...]:
         """The failure modes this summary shows, in :data:`FAILURE_MODES` order."""
+        copied_words = self.copied_words or 0
         copied = self.copied_share is not None and (
-            self.copied_share >= COPY_FLAG_SHARE
+            (copied_words >= COPY_MIN_WORDS and copied_words >= COPY_FLAG_SHARE * self.summary_words)
             or (self.longest_copied_words or 0) >= COPY_FLAG_SPAN_WORDS
             or (self.approx_copied_words or 0)
             >= (APPROX_SPAN_CHARS_ZH if self.lang == "zh" else COPY_FLAG_SPAN_WORDS)
@@ -397,6 +410,8 @@ def detect_failures(
         framing_sentences=n_framing,
         framing_terms=framing_terms,
         approx_copied_words=approx,
+        copied_words=copy.covered_words if copy else None,
+        summary_words=len(words),
         numbered_items=numbered_items(summary),
     )
 
