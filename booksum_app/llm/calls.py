@@ -265,7 +265,11 @@ class Client:
 
     def is_cached(self, request: Request) -> bool:
         """Whether the call cache holds an answer to ``request``: a plan's free call. Calls nothing."""
-        return self.cache is not None and self.cache.get(self._key(request)) is not None
+        return self.cached_answer(request) is not None
+
+    def cached_answer(self, request: Request) -> Completion | None:
+        """The call cache's answer to ``request``, or None; claims nothing, logs nothing, calls nothing."""
+        return self.cache.get(self._key(request)) if self.cache is not None else None
 
     def _key(self, request: Request) -> str:
         return request_key(request, backend=self._identity)
