@@ -59,6 +59,7 @@ from booksum_app.runners.compare_results import (
     split_release_name,
     write_results,
 )
+from booksum_app.runners.compare_scores import read_scores, scores_key, scores_path, write_scores
 from booksum_app.runners.datasets import Sample, load_samples, sample_run, score_sample
 from booksum_app.runners.experiment import Experiment, GridConfig, PrecomputedSet
 from booksum_app.runners.progress import GridProgress, GridSnapshot
@@ -279,9 +280,18 @@ class _GridRun:
             extra = {**record.extra, "compare": {"job_key": key, "config": config.slug, "book_sha256": ctx.sha256}}
             record = dataclasses.replace(record, extra=extra)
             write_record(record, target)
+        judge = self.judge.info.name if self.judge is not None and exp.use_judge else None
+        stored_at = scores_path(exp.out, config.slug, ctx.path)
+        skey = scores_key(key, judge=judge, mode=exp.judge_mode, batch_size=exp.batch_size)
+        stored = read_scores(stored_at, skey) if reused and sample is None else None
+        if stored is not None:  # measured when the record was made (here or in a shard): read, not redone
+            if judge is not None:
+                with self.lock:
+                    self.splitters.add(split_summary(record.summary)[1])
+            return dataclasses.replace(stored, record_path=str(target), reused=True)
         judgement, judge_usage = self.judge_one(ctx.key, record.summary, label)
         progress.stage(label, "n-gram statistics")
-        return BookResult(
+        result = BookResult(
             book=ctx.key, summary=record.summary,
             ngrams=ngram_stats(record.summary, source=self.source_of(ctx), lang=ctx.lang),
             judgement=judgement, record_path=str(target), signature=record.signature,
@@ -290,6 +300,9 @@ class _GridRun:
             failures=detect_failures(record.summary, source=self.copy_index_of(ctx), lang=ctx.lang,
                                      requested_tokens=run.max_summary_tokens, count_tokens=client.count_tokens),
         )
+        if sample is None:
+            write_scores(stored_at, skey, result)
+        return result
 
     def judge_one(self, key: str, summary: str, label: str) -> tuple[SummaryJudgement | None, Tally]:
         if self.judge is None or not self.exp.use_judge:
