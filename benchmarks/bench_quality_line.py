@@ -52,9 +52,13 @@ def main() -> None:
         out = subprocess.run([sys.executable, "-c", ONE_RUN, str(args.book)], capture_output=True, text=True,
                              check=True)
         rows.append([float(x) for x in out.stdout.split()])
-        print("run %.2f s, line %.2f s, peak %d MB before the line, %d MB after" % tuple(rows[-1]), flush=True)
-    med = [statistics.median(col) for col in zip(*rows, strict=True)]
-    print("median: run %.2f s, line %.2f s, peak %d MB before the line, %d MB after" % tuple(med))
+        print(describe(rows[-1]), flush=True)
+    print("median:", describe([statistics.median(col) for col in zip(*rows, strict=True)]))
+
+
+def describe(row: list[float]) -> str:
+    run, line, before, after = row
+    return f"run {run:.2f} s, line {line:.2f} s, peak {before:.0f} MB before the line, {after:.0f} MB after"
 
 
 if __name__ == "__main__":

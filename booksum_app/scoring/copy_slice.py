@@ -100,13 +100,27 @@ def _char_keys(text: str) -> Any:
     rarely, two strings share one: a line marked in vain, never one missed)."""
     import numpy as np
 
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-    if len(codes) < APPROX_N:
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    n = len(codes) - APPROX_N + 1
+    if n < 1:
         return np.zeros(0, dtype=np.uint64)
-    keys = codes[: len(codes) - APPROX_N + 1].copy()
-    for k in range(1, APPROX_N):
-        keys = keys * np.uint64(_MIX) + codes[k: len(codes) - APPROX_N + 1 + k]  # wraps modulo 2**64
+    keys = codes[:n].astype(np.uint64)
+    for k in range(1, APPROX_N):  # in place: a novel's keys are one 8-byte array, no temporaries
+        keys *= np.uint64(_MIX)  # wraps modulo 2**64
+        keys += codes[k:k + n]
     return keys
+
+
+def _member(keys: Any, wanted: Any) -> Any:
+    """Which of ``keys`` are in ``wanted`` (small): a bisection each, no sort of ``keys``."""
+    import numpy as np
+
+    wanted = np.unique(wanted)
+    if not len(wanted):
+        return np.zeros(len(keys), dtype=bool)
+    at = np.searchsorted(wanted, keys)
+    np.minimum(at, len(wanted) - 1, out=at)
+    return wanted[at] == keys
 
 
 def _chinese_slice(source: str, summary: str) -> tuple[list[str], Any]:
@@ -120,13 +134,14 @@ def _chinese_slice(source: str, summary: str) -> tuple[list[str], Any]:
 
     pieces = _pieces(source, "zh")
     lengths = np.fromiter((len(_NOT_ALNUM.sub("", piece)) for piece in pieces), dtype=np.int64, count=len(pieces))
-    owner = np.repeat(np.arange(len(pieces)), lengths)
+    owner = np.repeat(np.arange(len(pieces), dtype=np.int32), lengths)
     lowered = _NOT_ALNUM.sub("", source.lower())
-    hits = np.flatnonzero(np.isin(_char_keys(lowered), _char_keys(_NOT_ALNUM.sub("", summary.lower()))))
+    hits = np.flatnonzero(_member(_char_keys(lowered), _char_keys(_NOT_ALNUM.sub("", summary.lower()))))
+    del lowered
     runs = _runs(pieces, owner, hits)
     # approximate copies compare characters as written: exact keys only where the summary has the run
     written = _NOT_ALNUM.sub("", source)
-    at = np.flatnonzero(np.isin(_char_keys(written), _char_keys(_NOT_ALNUM.sub("", summary))))
+    at = np.flatnonzero(_member(_char_keys(written), _char_keys(_NOT_ALNUM.sub("", summary))))
     approx = [hash(tuple(written[i:i + APPROX_N])) for i in at.tolist()]
     return runs, np.array(approx, dtype=np.int64)
 
