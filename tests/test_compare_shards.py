@@ -150,3 +150,29 @@ def test_more_shards_than_books_leaves_empty_shards_that_merge(tmp_path: Path, m
         merged = CliRunner().invoke(cli, grid(books, server, tmp_path / "m", tmp_path / "c", "--no-judge", *merges))
         assert merged.exit_code == 0, merged.output
         assert server.call_count == calls and "merged 4 records of 3 shards" in " ".join(merged.output.split())
+
+
+def test_a_merge_reads_the_shards_scores_and_makes_no_call_with_an_empty_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shards' scores (OUT/scores/) come with their records: no judge call, no cache needed."""
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    folder = tmp_path / "books"
+    folder.mkdir()
+    books = [write_book(folder / f"book-{n}.txt", seed=n, chapters=2) for n in (1, 2, 3)]
+    with FakeServer() as server:
+        whole = CliRunner().invoke(cli, grid(books, server, tmp_path / "whole", tmp_path / "cache-whole"))
+        assert whole.exit_code == 0, whole.output
+        for i in range(2):
+            part = CliRunner().invoke(cli, grid(books, server, tmp_path / f"shard-{i}", tmp_path / f"cache-{i}",
+                                                "--shard", f"{i}/2"))
+            assert part.exit_code == 0, part.output
+        calls = server.call_count
+        merges = [a for i in range(2) for a in ("--merge", str(tmp_path / f"shard-{i}"))]
+        merged = CliRunner().invoke(cli, grid(books, server, tmp_path / "merged", tmp_path / "cache-empty", *merges))
+        assert merged.exit_code == 0, merged.output
+        assert server.call_count == calls, "budget: a merge makes 0 calls (it reads the shards' scores)"
+    one = json.loads((tmp_path / "whole" / "results.json").read_text(encoding="utf-8"))
+    other = json.loads((tmp_path / "merged" / "results.json").read_text(encoding="utf-8"))
+    assert stable(other["rows"]) == stable(one["rows"])
+    assert other["rows"][0]["booookscore"]["score"] is not None

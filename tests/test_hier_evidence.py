@@ -179,12 +179,12 @@ def test_plan_counts_the_evidence_tokens() -> None:
 def test_hier_without_evidence_sends_the_same_requests_as_before() -> None:
     """Golden: the prompts of hier were hashed before hier-evidence existed (they must not move).
 
-    Rehashed once when hier began to build the tree it plans (groups share a level evenly,
-    issue 26): hier-evidence's hooks still add nothing to plain hier.
+    Greedy groups (as many summaries as fit) send exactly the requests hashed then;
+    hier-evidence's hooks still add nothing to plain hier.
     """
     golden = {
-        (300, 512, 300): (105, "a4230bdeb3870ac20cb354bfca0858e8cd596b1b05a814a8f41ead1ec2358730"),
-        (40, 256, 200): (43, "1ea9a457a1bbcf8ab277fd71f0319d2c17d853603337dfab4a188ad6d6a6e6dc"),
+        (300, 512, 300): (104, "d63357f8ab7d674593341c9dd735b5888677c7e6d58729edc9731a44f0c938c1"),
+        (40, 256, 200): (43, "9eaf9d1b99b8a44ce196cd9dc49621a7ade551bfee7308f6f2cb190bcc89c63f"),
     }
     for (paragraphs, size, g), (n, digest) in golden.items():
         backend = FakeBackend(SMALL)
@@ -192,7 +192,7 @@ def test_hier_without_evidence_sends_the_same_requests_as_before() -> None:
         requests = sorted(json.dumps([r.purpose, r.prompt, r.max_tokens, r.temperature, r.top_p, r.sample_index,
                                       r.system]) for r in backend.calls)
         assert (len(requests), hashlib.sha256("\n".join(requests).encode()).hexdigest()) == (n, digest)
-        assert result.extra == {}
+        assert set(result.extra) == {"tree"}
 
 
 def test_a_chinese_book_gets_chinese_prompts_and_evidence_from_its_own_span() -> None:
@@ -279,7 +279,7 @@ def test_record_lists_the_evidence_and_signs_the_option(book: Path, tmp_path: Pa
     assert parse_signature(summarize("hier-evidence", evidence_tokens=200).signature)["evidence"] == "bm25-200-p100"
     plain = summarize("hier")
     assert "evidence" not in parse_signature(plain.signature) and "evidence" not in plain.config
-    assert plain.extra == {}
+    assert set(plain.extra) == {"tree"}
     with pytest.raises(ConfigError, match="--set evidence_tokens: not an option of strategy 'hier'"):
         summarize("hier", evidence_tokens=200)
 

@@ -323,3 +323,56 @@ def test_each_replica_writes_a_shared_prefix_once(tmp_path: Path, monkeypatch: p
     uncached = [r for r in answers if r.usage.cached_input_tokens == 0]
     assert answers[0].usage.input_tokens > 1024, "long enough for the providers' prefix cache"
     assert len(uncached) == 2 and min(counts) >= 1, f"one warm-up per replica: {len(uncached)} misses, {counts}"
+
+
+# ---- routing by measured latency and load (issue 34) --------------------------------------------------------
+
+
+def simulate(latencies: list[float], *, slots: int, calls: int, per_prefix: int = 0,
+             capacity: int = 8) -> tuple[list[int], float, int]:
+    """``calls`` calls through a balancer, ``slots`` at once, on replicas that each run
+    ``capacity`` calls at a time (the rest queue, as a server's batch does) for their latency; a
+    hand-moved clock makes the run exact. ``per_prefix``: consecutive calls sharing a prefix
+    (the judge's calls on one summary). Returns the calls per replica, when the last was
+    answered, and the calls that were a replica's first on their prefix (cache writes)."""
+    import heapq
+
+    clock = Clock()
+    start = clock.now
+    b = balancer(len(latencies), clock=clock)
+    free_at = [[start] * capacity for _ in latencies]  # per replica, when each of its slots frees
+    pending: list[tuple[float, int, object]] = []
+    sent = 0
+    cold = 0
+
+    def send() -> None:
+        nonlocal sent, cold
+        ticket = b.acquire(sent // per_prefix if per_prefix else None)
+        cold += ticket.warming
+        index = b.endpoints.index(ticket.endpoint)
+        begin = max(clock.now, heapq.heappop(free_at[index]))
+        heapq.heappush(free_at[index], begin + latencies[index])
+        heapq.heappush(pending, (begin + latencies[index], sent, ticket))
+        sent += 1
+
+    for _ in range(min(slots, calls)):
+        send()
+    while pending:
+        clock.now, _, ticket = heapq.heappop(pending)
+        b.release(ticket, failed=False)  # type: ignore[arg-type]
+        if sent < calls:
+            send()
+    return [e.sent for e in b.endpoints], clock.now - start, cold
+
+
+def test_one_call_at_a_time_alternates_between_equal_replicas() -> None:
+    counts, _, _ = simulate([1.0, 1.0], slots=1, calls=26)
+    assert counts == [13, 13], "one call at a time (inc, a small judge) used only the first URL"
+
+
+def test_a_slower_replica_gets_fewer_calls_and_adds_throughput() -> None:
+    _, one_time, _ = simulate([1.0], slots=32, calls=960)
+    counts, time_two, _ = simulate([1.0, 3.0], slots=32, calls=960)
+    share = counts[1] / sum(counts)
+    assert counts == [715, 245], f"budget: a 3x slower replica took {share:.0%} of the calls"
+    assert one_time / time_two >= 1.29, "budget: a second, slower replica adds its third of the throughput"

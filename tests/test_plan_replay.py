@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -111,3 +112,33 @@ def test_the_client_tallies_every_call_and_pays_only_for_misses(tmp_path: Path) 
             assert client.tally.calls == 1 and client.tally.cache_hits == (run == 2)
             assert client.tally.input_tokens > 0, "a replayed call still counts its tokens"
             assert (client.usage.input_tokens > 0) is (run == 1), "usage: paid tokens only"
+
+
+# ---- summarize: a rerun the call cache answers whole is planned at $0 ---------------------------------------
+
+
+def _summarize(book: Path, server: FakeServer, cache: Path, out: Path, *extra: str) -> Any:
+    args = ["summarize", str(book), "--model", "openai:gpt-4", "--base-url", server.openai_base_url,
+            "--cache-dir", str(cache), "-o", str(out), *extra]
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
+
+
+@pytest.mark.parametrize("strategy", ["hier", "inc"])
+def test_a_cached_summarize_rerun_is_planned_free_and_runs_without_yes(
+    strategy: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    book = tmp_path / "lisk.txt"
+    book.write_text("Chapter 1\n\n" + " ".join(f"Mara bakes loaf {i} in Lisk at dawn." for i in range(3000)),
+                    encoding="utf-8")
+    cache = tmp_path / "cache"
+    with FakeServer() as server:
+        refused = _summarize(book, server, cache, tmp_path / "a", "--strategy", strategy, "--max-plan-cost", "0.01")
+        assert refused.exit_code == 2 and "--yes" in refused.output, "a paid plan out of a terminal is refused"
+        first = _summarize(book, server, cache, tmp_path / "b", "--strategy", strategy, "--yes")
+        assert first.exit_code == 0, first.output
+        paid = server.call_count
+        rerun = _summarize(book, server, cache, tmp_path / "c", "--strategy", strategy, "--max-plan-cost", "0.01")
+        assert rerun.exit_code == 0, rerun.output
+        assert server.call_count == paid, "the rerun is answered by the call cache"
+        assert "plan (" not in rerun.output, "a $0 plan is not shown or asked about"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -164,6 +165,9 @@ def test_the_compare_plan_counts_the_sentences_of_finished_summaries(
     assert before.calls == 300 // 20, "a summary still to write: G / 20 sentences"
     judged = result.rows[0].books[0].judgement
     assert judged is not None
+    stored = plan_grid(exp, dataclasses.replace(settings, cache_dir=tmp_path / "other-cache"))
+    assert stored.lines[-1].calls == 0 and stored.judge_replayed_calls == 0, "its scores are stored: no judge call"
+    shutil.rmtree(tmp_path / "o" / "scores")  # without them, the finished summary is judged again
     replayed = plan_grid(exp, settings)  # the judge's calls are in the call cache now: free
     assert replayed.lines[-1].calls == 0 and replayed.judge_replayed_calls == judged.n_sentences
     after = plan_grid(exp, dataclasses.replace(settings, cache_dir=tmp_path / "other-cache"))

@@ -13,10 +13,11 @@ of L levels, floored at ``min(G, 128)`` tokens so deep trees keep useful leaves 
 ours). L is the smallest depth for which packing worst-case summaries (every summary exactly
 its budget) into merge calls reaches one summary within L levels; when that schedule reaches
 one summary a level early, the budgets are re-derived for the shallower tree (a smaller ratio,
-see :func:`plan_hier`), so the plan's depth is the depth of the tree that is built. The run
-keeps that shape: level l has exactly the planned number of merge groups, the summaries of the
-level below split into consecutive groups as evenly as possible (never more than fit in the
-worst case), so a budget is always that of the level it serves.
+see :func:`plan_hier`), so leaves get the budget of the depth worst-case lengths need. The run
+packs real lengths greedily (as many as fit, in book order), which are never larger, so the
+tree built is never deeper than planned and often shallower: the plan is an upper bound on
+depth and calls, and the run's record keeps both shapes. Each summary gets its level's G_l
+and the root G.
 Packing rule (App. A.1, §2): ``prompt + context + inputs + G_l + margin <= W`` where the
 context (the previous merged summary of the same level, App. J.2) is capped at 20 % of what
 is left after the prompt and G_l (the reference code's ``0.2 * num_tokens``) and at G_l.
@@ -96,7 +97,7 @@ class HierPlan:
     """The planned tree: budgets per level and the worst-case number of nodes per level."""
 
     budgets: tuple[int, ...]  # G_l, l = 0 .. L-1
-    nodes_per_level: tuple[int, ...]  # summaries per level, the last 1 (the run builds this shape)
+    nodes_per_level: tuple[int, ...]  # summaries per level at worst, the last 1 (the run: at most this)
 
     @property
     def levels(self) -> int:

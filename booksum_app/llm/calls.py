@@ -2,16 +2,13 @@
 
 :class:`Client` wraps any :class:`~booksum_app.llm.base.Backend` and implements
 :class:`~booksum_app.llm.base.ChatModel`:
-
-- a persistent call cache (``llm/cache.py``) with a lease on each request in flight, so runs
-  sharing the cache wait instead of re-paying;
+- a persistent call cache (``llm/cache.py``) with a lease on each request in flight, so runs sharing it wait;
 - retries (tenacity, exponential backoff, full jitter) on ``RateLimited`` and ``TransientModelError``,
   honouring Retry-After up to ``RETRY_AFTER_MAX_S``; other errors are not retried; then one line;
 - an empty reply is retried; if every attempt is empty the last (uncached) one is returned for the
   strategy to resample; one cut at the limit is not resent (a reasoning model's fails with a line);
 - a bound on calls in flight (``complete`` from any thread, ``submit``, ``complete_many``); batches for vLLM;
-- every paid reply counted, used or not: in the totals, the call's record and every open
-  :class:`~booksum_app.llm.meter.Meter`; missing or absurd usage is counted with the tokenizer;
+- every paid reply counted, used or not, in the totals, the call's record and every open ``Meter``;
 - an optional cost ceiling checked against each uncached call's worst case, and before each retry;
 - a thread-safe log of :class:`CallRecord` and an ``on_call`` hook for progress displays;
 - every attempt through one door (``llm/door.py``: ``attempt_timeout_s`` bounds it, its Completion is checked, a
@@ -259,11 +256,13 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ---- internals ---------------------------------------------------------------------
-
     def is_cached(self, request: Request) -> bool:
         """Whether the call cache holds an answer to ``request``: a plan's free call. Calls nothing."""
-        return self.cache is not None and self.cache.get(self._key(request)) is not None
+        return self.cached_answer(request) is not None
+
+    def cached_answer(self, request: Request) -> Completion | None:
+        """The call cache's answer to ``request``, or None; claims nothing, logs nothing, calls nothing."""
+        return self.cache.get(self._key(request)) if self.cache is not None else None
 
     def _key(self, request: Request) -> str:
         return request_key(request, backend=self._identity)

@@ -59,6 +59,7 @@ from booksum_app.runners.compare_results import (
     split_release_name,
     write_results,
 )
+from booksum_app.runners.compare_scores import read_scores, scores_key, scores_path, write_scores
 from booksum_app.runners.datasets import Sample, load_samples, sample_run, score_sample
 from booksum_app.runners.experiment import Experiment, GridConfig, PrecomputedSet
 from booksum_app.runners.progress import GridProgress, GridSnapshot
@@ -155,6 +156,7 @@ class _GridRun:
         # only the books a precomputed set summarizes keep theirs, for that set's row at the end
         self.kept_sources = {Path(k).stem.lower() for texts in self.precomputed.values() for k in texts}
         self._ngram_pool: ProcessPoolExecutor | None = None
+        self._pool_wanted = False
         self.results: dict[GridConfig, dict[str, BookResult]] = {c: {} for c in self.grid}
         self.splitters: set[str] = set()
         self.lock = threading.Lock()
@@ -202,8 +204,17 @@ class _GridRun:
         in this process it would hold the GIL against the threads that drive the calls, and
         run when the summaries are done, on the grid's critical path.
         """
-        if self._ngram_pool is None or ctx.key in self.source_jobs:
-            return
+        kept = Path(ctx.key).stem.lower() in self.kept_sources  # a precomputed set's row reads it
+        if not self._pool_wanted or ctx.key in self.source_jobs or (not kept and self._all_scored(ctx)):
+            return  # a book whose every score is stored needs no n-grams (a merge, a finished rerun)
+        with self.lock:
+            if self._ngram_pool is None:
+                # one worker per core, below this process's priority: it sends the paid calls. Spawn,
+                # not fork: this process already runs threads (the cache's lease renewer, clients)
+                self._ngram_pool = ProcessPoolExecutor(max_workers=available_cores(),
+                                                       mp_context=multiprocessing.get_context("spawn"),
+                                                       initializer=background_worker, initargs=(os.getpid(),))
+        assert self._ngram_pool is not None
         text = ctx.book.text(include_front_matter=self.exp.include_front_matter)
         with self.lock:
             if ctx.key not in self.source_jobs:
@@ -261,12 +272,30 @@ class _GridRun:
                 self.results[config][ctx.key] = result
             self.progress.finish(label, reused=result.reused, config=config.slug)
 
+    def _job(self, config: GridConfig, ctx: BookContext) -> tuple[Sample | None, Any, str]:
+        """The sample (None for a book), the run configuration and its job key."""
+        sample = self.samples.get(ctx.key)  # None for a book (names are checked apart by load_samples)
+        run = sample_run(run_config(config, self.exp.for_job(
+            config, max_summary_tokens=sample.max_new_tokens if sample else None), ctx.lang), sample)
+        return sample, run, run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size)
+
+    def _scores_key(self, key: str) -> str:
+        judge = self.judge.info.name if self.judge is not None and self.exp.use_judge else None
+        return scores_key(key, judge=judge, mode=self.exp.judge_mode, batch_size=self.exp.batch_size)
+
+    def _all_scored(self, ctx: BookContext) -> bool:
+        """Whether every configuration of the book has a finished record and its stored scores."""
+        for config in self.grid:
+            sample, _, key = self._job(config, ctx)
+            if sample is not None or finished_record(record_path(self.exp.out, config, ctx.path), key) is None:
+                return False
+            if read_scores(scores_path(self.exp.out, config.slug, ctx.path), self._scores_key(key)) is None:
+                return False
+        return True
+
     def run_one(self, config: GridConfig, ctx: BookContext, label: str) -> BookResult:
         exp, progress = self.exp, self.progress
-        sample = self.samples.get(ctx.key)  # None for a book (names are checked apart by load_samples)
-        run = sample_run(run_config(config, exp.for_job(
-            config, max_summary_tokens=sample.max_new_tokens if sample else None), ctx.lang), sample)
-        key = run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size)
+        sample, run, key = self._job(config, ctx)
         target = record_path(exp.out, config, ctx.path)
         client = self.clients[self.by_name[config.model]]
         record = finished_record(target, key)
@@ -279,9 +308,18 @@ class _GridRun:
             extra = {**record.extra, "compare": {"job_key": key, "config": config.slug, "book_sha256": ctx.sha256}}
             record = dataclasses.replace(record, extra=extra)
             write_record(record, target)
+        stored_at, skey = scores_path(exp.out, config.slug, ctx.path), self._scores_key(key)
+        stored = read_scores(stored_at, skey) if reused and sample is None else None
+        if stored is not None:  # measured when the record was made (here or in a shard): read, not redone
+            if self.judge is not None and exp.use_judge:
+                with self.lock:
+                    self.splitters.add(split_summary(record.summary)[1])
+            if Path(ctx.key).stem.lower() in self.kept_sources:
+                self.source_of(ctx)  # a precomputed set's row reads this book's n-grams
+            return dataclasses.replace(stored, record_path=str(target), reused=True)
         judgement, judge_usage = self.judge_one(ctx.key, record.summary, label)
         progress.stage(label, "n-gram statistics")
-        return BookResult(
+        result = BookResult(
             book=ctx.key, summary=record.summary,
             ngrams=ngram_stats(record.summary, source=self.source_of(ctx), lang=ctx.lang),
             judgement=judgement, record_path=str(target), signature=record.signature,
@@ -290,6 +328,9 @@ class _GridRun:
             failures=detect_failures(record.summary, source=self.copy_index_of(ctx), lang=ctx.lang,
                                      requested_tokens=run.max_summary_tokens, count_tokens=client.count_tokens),
         )
+        if sample is None:
+            write_scores(stored_at, skey, result)
+        return result
 
     def judge_one(self, key: str, summary: str, label: str) -> tuple[SummaryJudgement | None, Tally]:
         if self.judge is None or not self.exp.use_judge:
@@ -307,12 +348,7 @@ class _GridRun:
     def run(self) -> list[ConfigResult]:
         exp = self.exp
         units: list[Path | Sample] = [*exp.books, *self.samples.values()]
-        if len(units) > 1 and available_cores() > 1:
-            # one worker per core, below this process's priority: it sends the paid calls. Spawn,
-            # not fork: this process already runs threads (the cache's lease renewer, clients)
-            self._ngram_pool = ProcessPoolExecutor(max_workers=available_cores(),
-                                                   mp_context=multiprocessing.get_context("spawn"),
-                                                   initializer=background_worker, initargs=(os.getpid(),))
+        self._pool_wanted = len(units) > 1 and available_cores() > 1  # started by the first book to need it
         self.progress.start(len(self.grid) * len(units), {c.slug: len(units) for c in self.grid})
         errors: list[BaseException] = []
         pool = ThreadPoolExecutor(max_workers=max(1, min(exp.jobs, len(units) or 1)), thread_name_prefix="booksum-book")

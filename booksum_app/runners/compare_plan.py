@@ -31,6 +31,7 @@ from booksum_app.errors import BookFormatError, BooksumError
 from booksum_app.files import file_sha256
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.registry import LLMSettings, choose_judge, choose_model
+from booksum_app.runners.compare_scores import read_scores, scores_key, scores_path
 from booksum_app.runners.datasets import Sample, load_samples, sample_run
 from booksum_app.runners.experiment import Experiment, GridConfig
 from booksum_app.runners.judge_plan import (
@@ -188,8 +189,9 @@ class _SummaryPlanner:
     """
 
     def __init__(self, exp: Experiment, infos: dict[str | None, ModelInfo],
-                 counters: dict[str | None, Callable[[str], int]], memo: ChunkMemo) -> None:
+                 counters: dict[str | None, Callable[[str], int]], memo: ChunkMemo, judge: str | None = None) -> None:
         self.exp, self.infos, self.counters, self.memo = exp, infos, counters, memo
+        self.judge = judge  # the judge's model name when one judges: stored scores under it are not judged again
         # the same counters as tokenizers: the named one itself where there is one, so its cuts are shared
         self.tokenizers = {m: get_tokenizer(info.tokenizer) if info.tokenizer != "native" else
                            CallableTokenizer(f"model:{info.name}", counters[m]) for m, info in infos.items()}
@@ -215,7 +217,10 @@ class _SummaryPlanner:
             finished = finished_record(record_path(exp.out, config, ctx.path),
                                        run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size))
             if finished is not None:
-                self.written.append(finished.summary)
+                key = scores_key(run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size), judge=self.judge,
+                                 mode=exp.judge_mode, batch_size=exp.batch_size)
+                if sample is not None or read_scores(scores_path(exp.out, config.slug, ctx.path), key) is None:
+                    self.written.append(finished.summary)  # judged by this run (from the cache, if there)
                 continue
             self.remaining += 1
             todo.append((config, run, self.by_name[config.model], config.chunk_size or max(exp.chunk_sizes)))
@@ -282,7 +287,9 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None, *, chunk_mem
     settings = settings or LLMSettings()
     infos = _resolve(exp, settings)
     counters = {m: token_counter(info, settings, m) for m, info in infos.items()}
-    planner = _SummaryPlanner(exp, infos, counters, chunk_memo if chunk_memo is not None else ChunkMemo())
+    judging = needs_judge(exp, settings)
+    judge = choose_model(judge_string(exp, settings), settings=settings).info.name if judging else None
+    planner = _SummaryPlanner(exp, infos, counters, chunk_memo if chunk_memo is not None else ChunkMemo(), judge)
     samples = {s.key: s for s in load_samples(exp)}  # benchmark datasets: samples play the part of books
     contexts = itertools.chain((open_context(p, exp) for p in exp.books),
                                (BookContext(s.path, s.book, s.lang, s.sha256) for s in samples.values()))

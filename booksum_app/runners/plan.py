@@ -41,6 +41,7 @@ class CallPlan:
     cost_usd: float
     levels: int | None = None  # hier only
     truncated_tokens: int = 0  # direct only: book tokens that do not fit the context
+    replayed_calls: int | None = None  # summarize: every call is in the call cache (then nothing is spent)
 
 
 def _overheads(impl: Strategy, config: StrategyConfig, count: Callable[[str], int]) -> dict[str, int]:

@@ -46,6 +46,7 @@ class SummaryQuality:
 def assess(summary: str, *, source: str | None, lang: str, requested_tokens: int | None) -> SummaryQuality:
     """Flags of one summary (``source``: the summarized text, for the copy detector)."""
     lang = lang if lang in ("en", "zh") else "en"
+    # a text source: detect_failures indexes only the n-grams this summary can match
     report = detect_failures(summary, source=source, lang=lang, requested_tokens=requested_tokens)
     pct = ngram_stats(summary, lang=lang).repeated_pct
     shown = set(report.failures)

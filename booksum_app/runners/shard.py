@@ -9,10 +9,12 @@
   changes a record or a score; not the books, the output directory or ``--jobs``).
 - Merging: a compare over the whole book list given ``--merge DIR`` for each shard copies the
   shards' records into its own output directory, after checking that the shards are the N
-  parts of one grid with this compare's fingerprint; it then reuses every record (their job
-  keys match) and replays the judge's calls from the call cache, so its table is the one an
-  unsharded run makes. Shards on several machines each keep their own call cache; their
-  answers move with ``booksum cache --export`` / ``--import``.
+  parts of one grid with this compare's fingerprint, and the scores measured on each record
+  (``OUT/scores/``, :mod:`booksum_app.runners.compare_scores`); it then reuses every record
+  (their job keys match) and reads its scores instead of judging again, so it makes no call
+  and its table is the one an unsharded run makes. A record without stored scores is judged
+  from the call cache (answers move between machines with ``booksum cache --export`` /
+  ``--import``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from booksum_app.errors import ConfigError, InputError
 from booksum_app.files import files_in, write_json_atomic
 from booksum_app.jsonin import read_json
 from booksum_app.prompts import prompt_files
+from booksum_app.runners.compare_scores import SCORES_DIR
 from booksum_app.runners.experiment import Experiment
 
 MANIFEST = "shard.json"
@@ -128,21 +131,29 @@ def merge_shards(dirs: Sequence[Path], *, out: Path, books: Sequence[Path], fing
                           "merge all N")
     copied = 0
     for directory in dirs:
-        records = Path(directory) / "records"
-        folders = sorted(p for p in records.iterdir() if p.is_dir()) if records.is_dir() else []
-        for folder in folders:
-            if not folder.resolve().is_relative_to(records.resolve()):
-                raise ConfigError(f"{folder} is a link out of shard {directory}; links are not followed out of it")
-        for source in [f for folder in folders for f in files_in(folder, suffixes=(".json",), what="shard records")]:
-            target = Path(out) / "records" / source.parent.name / source.name
-            if target.resolve() == source.resolve():
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(f".{target.name}.{os.getpid()}.part")
-            shutil.copyfile(source, partial)
-            os.replace(partial, target)  # a reader never sees half a record
-            copied += 1
+        # the records, and what was measured on them (read back instead of judged again); no link out of a shard
+        for kind in ("records", SCORES_DIR):
+            base = Path(directory) / kind
+            folders = sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+            for folder in folders:
+                if not folder.resolve().is_relative_to(base.resolve()):
+                    raise ConfigError(f"{folder} is a link out of shard {directory}; links are not followed out of it")
+            sources = [f for folder in folders for f in files_in(folder, suffixes=(".json",), what=f"shard {kind}")]
+            for source in sources:
+                done = _copy(source, Path(out) / kind / source.parent.name / source.name)
+                copied += done if kind == "records" else 0
     return MergeReport(shards=len(dirs), records=copied)
+
+
+def _copy(source: Path, target: Path) -> int:
+    """Copy atomically (1), or nothing when ``target`` is ``source`` (0)."""
+    if target.resolve() == source.resolve():
+        return 0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+    shutil.copyfile(source, partial)
+    os.replace(partial, target)  # a reader never sees half a file
+    return 1
 
 
 def _read_manifest(directory: Path) -> dict[str, Any]:

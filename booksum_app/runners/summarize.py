@@ -49,6 +49,7 @@ from booksum_app.llm.registry import LLMSettings, ModelSpec, choose_model, get_m
 from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.notes import cut_answers_note
 from booksum_app.runners.plan import CallPlan, plan_strategy
+from booksum_app.runners.plan_replay import replayed_calls
 from booksum_app.runners.progress import RunProgress
 from booksum_app.runners.run_config import LANG_CHOICES, RunConfig, book_lang
 from booksum_app.strategies import StrategyConfig, StrategyJob
@@ -271,28 +272,37 @@ def _run(
     chapter_texts = tuple(
         (c.title, c.text) for c in book.selected_chapters(include_front_matter=run.include_front_matter)
     )
+    def summarize_with(model: ChatModel, notify: ProgressFn | None) -> tuple[Any, ...]:
+        result = _strategy_result(impl.name, lambda: impl.run(
+            StrategyJob(chunks, text, config, chapter_texts), model=model, prompts=bundle, on_progress=notify
+        ))
+        extra: dict[str, Any] = dict(result.extra)  # hier-evidence: the evidence of every merge
+        if run.per_chapter:
+            per_chapter, chapter_calls = chapter_summaries(book, chunks, result, model=model, prompts=bundle,
+                                                           config=config)
+            result = dataclasses.replace(result, calls=result.calls + chapter_calls)
+            extra["chapters"] = [dataclasses.asdict(c) for c in per_chapter]
+        return result, extra, *_clean(result, chat=model, config=config, bundle=bundle,
+                                      clean_bundle=run.clean_bundle())
+
     if on_plan is not None or before_run is not None:  # the plan's calls give the progress display its ETA
         planned = plan_strategy(impl.name, chunk_tokens=[c.n_tokens for c in chunks], info=chat.info,
                                 count_tokens=chat.count_tokens, config=config, clean=run.clean)
-        if before_run is not None:
-            before_run(planned)
         if on_plan is not None:
             on_plan(planned.calls)
+        if before_run is not None:
+            # a rerun the call cache answers whole costs nothing (and is not asked about)
+            replayed = (replayed_calls(chat, lambda model: summarize_with(model, None))
+                        if impl.calls_model and planned.cost_usd > 0 else None)
+            if replayed is not None:
+                planned = dataclasses.replace(planned, input_tokens=0, output_tokens=0, cost_usd=0.0,
+                                              replayed_calls=replayed)
+            before_run(planned)
     stage("waiting for the first answer" if impl.calls_model else "summarizing")
     # the run's money is what the client billed while it ran (retries and wasted replies
     # included), not what the strategy says of its own calls
     with metering() as meter, _spent_on_failure(meter):
-        result = _strategy_result(impl.name, lambda: impl.run(
-            StrategyJob(chunks, text, config, chapter_texts), model=chat, prompts=bundle, on_progress=on_progress
-        ))
-        extra: dict[str, Any] = dict(result.extra)  # hier-evidence: the evidence of every merge
-        if run.per_chapter:
-            per_chapter, chapter_calls = chapter_summaries(book, chunks, result, model=chat, prompts=bundle,
-                                                           config=config)
-            result = dataclasses.replace(result, calls=result.calls + chapter_calls)
-            extra["chapters"] = [dataclasses.asdict(c) for c in per_chapter]
-        summary, calls, cleaning = _clean(result, chat=chat, config=config, bundle=bundle,
-                                          clean_bundle=run.clean_bundle())
+        result, extra, summary, calls, cleaning = summarize_with(chat, on_progress)
     notes = list(getattr(chat, "notes", ()))  # a Client's anomalies (replies with no or absurd usage)
     if notes:
         extra["call_notes"] = notes

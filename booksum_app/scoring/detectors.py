@@ -351,8 +351,8 @@ def detect_failures(
 
     Args:
         summary: the summary text as the system produced it (raw or cleaned).
-        source: the summarized text, or its :class:`SourceIndex` (build it once per book);
-            None skips the copy detector.
+        source: the summarized text, or its :class:`SourceIndex` (build it once per book when
+            many summaries of it are checked); None skips the copy detector.
         lang: ``"en"`` or ``"zh"``.
         requested_tokens: the length the summary was asked for, in ``count_tokens`` units;
             None leaves ``too_short`` unknown.
@@ -370,7 +370,12 @@ def detect_failures(
     copy: Overlap | None = None
     approx: int | None = None
     if source is not None:
-        index = source if isinstance(source, SourceIndex) else SourceIndex.build(source, lang=lang)
+        if isinstance(source, SourceIndex):
+            index = source
+        else:  # one summary: only the source n-grams it can match (the same figures, a fraction of the work)
+            from booksum_app.scoring.copy_slice import summary_source_index
+
+            index = summary_source_index(source, summary, lang=lang)
         if index.lang != lang or index.n != COPY_N:
             raise ConfigError(
                 f"source index is for lang={index.lang!r}, n={index.n}; this summary needs "

@@ -3,9 +3,11 @@
 1. Level 0: summarize every chunk (``summarize_chunk``) within G_0; these calls are
    independent and are all submitted at once.
 2. Level l >= 1: consecutive summaries of level l-1 go into one merge call while instructions +
-   prior context + inputs + G_l + margin <= W (real token counts, headers included), and at
-   most the group's share of the planned shape (the plan's number of groups per level, shared
-   evenly), so the tree built is the tree budgeted. The first group of a level uses ``merge``;
+   prior context + inputs + G_l + margin <= W (real token counts, headers included): greedy, in
+   book order, as many as fit (BooookScore §2), so the tree is as shallow as the real summary
+   lengths allow. The plan (:func:`plan_hier`) packs worst-case lengths, so it is an upper bound
+   on depth and calls; the record's ``extra["tree"]`` holds the planned and the built nodes per
+   level. The first group of a level uses ``merge``;
    later ones ``merge_with_context`` with the previous merged summary of the level as context,
    cut at a sentence end to ``min(G_l, 20 % of the free room)`` tokens, its beginning kept.
 3. Repeat until one summary, the root (budget G), is left. Budgets and shape: ``plan_hier``.
@@ -323,12 +325,15 @@ class _Run:
         if self.root is None:  # pragma: no cover - the loop always ends at a root
             raise RuntimeError("hierarchical merging ended without a final summary")
         nodes = tuple(node for level in self.levels for _, node in sorted(level.nodes.items()))
+        built = tuple(len(level.nodes) for level in self.levels if level.nodes)
+        # the plan is the worst case (every summary at its budget); the tree is what real lengths allow
+        tree = {"planned_nodes_per_level": list(self.plan.nodes_per_level), "built_nodes_per_level": list(built)}
         return StrategyResult(
             summary=self.root.text,
             nodes=nodes,
             calls=tuple(self.calls),
             level_budgets=self.plan.budgets,
-            extra=self.result_extra(),
+            extra={"tree": tree, **self.result_extra()},
         )
 
     def finish(self, pending: _Pending, generation: Generation) -> None:
@@ -398,34 +403,22 @@ class _Run:
         """
         room = self.room(level)
         start = state.next_start
-        cap = self.group_size(level, state, below, start)
         used = 0
         end = start
-        while end in below.nodes and end - start < cap:
+        while end in below.nodes:
             tokens = below.nodes[end].tokens + self.item_overhead + 1 + self.item_extra(below.nodes[end])
             if used + tokens > room.inputs_tokens and end > start:
                 break  # the next summary overflows: the group is [start, end)
             used += tokens
             end += 1
         else:
-            if end - start < cap:
-                # ran out of ready summaries: the group is closed only when the level below is done
-                below_total = len(below.nodes)
-                if not (below.complete and end == below_total and end > start):
-                    if below.complete and start == below_total:
-                        state.complete = True
-                    return
+            # ran out of ready summaries: the group is closed only when the level below is done
+            below_total = len(below.nodes)
+            if not (below.complete and end == below_total and end > start):
+                if below.complete and start == below_total:
+                    state.complete = True
+                return
         self.start_group(level, state, below, start, end, used)
-
-    def group_size(self, level: int, state: _Level, below: _Level, start: int) -> int:
-        """Most summaries the next group of ``level`` takes: its even share of the planned shape."""
-        planned = self.plan.nodes_per_level
-        if below.complete or level == 1:
-            total = len(below.nodes) if below.complete else len(self.job.chunks)
-        else:  # a group closed early (a summary over budget) makes the level below larger
-            total = max(planned[level - 1] if level - 1 < len(planned) else 1, below.count)
-        groups = planned[level] if level < len(planned) else 1
-        return max(1, -(-(total - start) // max(1, groups - state.count)))
 
     def start_group(
         self, level: int, state: _Level, below: _Level, start: int, end: int, used: int

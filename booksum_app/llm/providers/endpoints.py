@@ -1,7 +1,11 @@
 """Several base URLs serving one model (replicas): which one gets a call, and when a failing one comes back.
 
-- A call goes to the healthy replica with the fewest calls in flight (ties: the first listed),
-  at most ``limit`` in flight on one replica when a limit is set (the rest wait for a slot).
+- A call goes to the healthy replica that would answer it first: the fewest calls in flight
+  weighted by the replica's own latency (an exponential moving average of its answers; one not
+  yet measured counts as fast as the fastest, so it gets tried); among those within 25 % of
+  the soonest, the one sent the fewest calls, so comparable replicas share even one call at a
+  time instead of the first URL taking them all. At most ``limit`` in flight on one replica
+  when a limit is set (the rest wait for a slot).
 - Failures count once per burst: calls in flight together on a replica that stops answering
   fail together (a hung replica: all at the same timeout), and they are one event, not N in a
   row. A failure counts only for a call sent after the replica's last counted failure; it
@@ -16,8 +20,9 @@
   calls' usual latency (and ``STALL_MIN_S``), gets no new call until a probe passes. A frozen
   process (SIGSTOP) then holds only the calls sent before it was noticed, for one timeout.
 - Prefix affinity: a request with a shared prefix (the judge's instructions and summary) goes
-  to a replica that already served that prefix (its prompt cache holds it) unless that one has
-  ``WARM_SLACK`` more calls in flight than the least busy; a replica that has not served it
+  to a replica that already served that prefix (its prompt cache holds it) unless that one
+  would answer later than the least busy by more than ``WARM_SLACK`` of its own calls (its
+  latency weighted, as above); a replica that has not served it
   gets one call on it alone first (its warm-up) while the others wait or go to warm replicas,
   so each replica's prefix cache is written once, as the judge's warm-up does for one.
 """
@@ -57,6 +62,7 @@ class Endpoint(Generic[S]):
         self.warming: dict[int, int] = {}  # prefix -> its warm-up calls in flight here
         self.open_calls: OrderedDict[int, float] = OrderedDict()  # call number -> when sent, oldest first
         self.last_answer = float("-inf")  # when it last answered anything (a 429 included)
+        self.latency_s: float | None = None  # moving average of this replica's answered calls
         self.probe_passed = float("-inf")
 
     def is_warm(self, prefix: int) -> bool:
@@ -88,6 +94,8 @@ class Balancer(Generic[S]):
     WARM_SLACK = 4  # calls in flight a warm replica may carry beyond the least busy before a cold one is warmed
     STALL_FACTOR = 4.0  # a replica silent this many usual latencies past its oldest call is probed
     STALL_MIN_S = 10.0
+    NEAR = 1.25  # replicas that would answer within this factor of the soonest count as equal
+    LATENCY_FLOOR_S = 1e-6  # a latency measured as 0 (a hand-moved clock) still weighs calls in flight
 
     def __init__(
         self,
@@ -147,6 +155,8 @@ class Balancer(Generic[S]):
                 if failed is False:
                     latency = now - ticket.sent_at
                     self.latency_s = latency if self.latency_s is None else 0.8 * self.latency_s + 0.2 * latency
+                    endpoint.latency_s = (latency if endpoint.latency_s is None
+                                          else 0.8 * endpoint.latency_s + 0.2 * latency)
             if ticket.warming and ticket.prefix is not None:
                 left = endpoint.warming.get(ticket.prefix, 1) - 1
                 if left > 0:
@@ -176,18 +186,32 @@ class Balancer(Generic[S]):
         if not open_:
             return None
         warming = False
+        known = [e.latency_s for e in self.endpoints if e.latency_s is not None]
+        fastest = max(self.LATENCY_FLOOR_S, min(known)) if known else 1.0
+
+        def latency(e: Endpoint[S]) -> float:
+            return fastest if e.latency_s is None else max(self.LATENCY_FLOOR_S, e.latency_s)
+
+        def cost(e: Endpoint[S]) -> float:  # when a new call there would be answered
+            return (e.in_flight + 1) * latency(e)
+
+        def pick(candidates: list[Endpoint[S]]) -> Endpoint[S]:
+            # within NEAR of the soonest, the one sent the fewest calls: comparable replicas share
+            soonest = min(cost(e) for e in candidates)
+            return min((e for e in candidates if cost(e) <= self.NEAR * soonest), key=lambda e: (e.sent, cost(e)))
+
         if prefix is None or len(self.endpoints) == 1:
-            endpoint = min(open_, key=lambda e: e.in_flight)
+            endpoint = pick(open_)
         else:
-            least = min(e.in_flight for e in open_)
-            warm = [e for e in open_ if e.is_warm(prefix) and e.in_flight <= least + self.WARM_SLACK]
+            soonest = min(cost(e) for e in open_)
+            warm = [e for e in open_ if e.is_warm(prefix) and cost(e) <= soonest + self.WARM_SLACK * latency(e)]
             cold = [e for e in open_ if not e.is_warm(prefix) and prefix not in e.warming]
             if warm:
-                endpoint = min(warm, key=lambda e: e.in_flight)
+                endpoint = pick(warm)
             elif cold:
-                endpoint, warming = min(cold, key=lambda e: e.in_flight), True
+                endpoint, warming = pick(cold), True
             elif any(e.is_warm(prefix) for e in open_):  # warm ones all busy, the cold ones warming
-                endpoint = min((e for e in open_ if e.is_warm(prefix)), key=lambda e: e.in_flight)
+                endpoint = pick([e for e in open_ if e.is_warm(prefix)])
             else:
                 return None  # the prefix's first call is in flight everywhere: wait for one to answer
         endpoint.in_flight += 1

@@ -39,10 +39,8 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
-
-import openai
 
 from booksum_app.errors import MissingAPIKey, TransientModelError, server_message
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
@@ -52,6 +50,9 @@ from booksum_app.llm.providers.endpoints import PROBE_TIMEOUT_S, Balancer, Endpo
 from booksum_app.llm.providers.http_json import HttpFailure, JsonPoster, is_plain_http
 from booksum_app.llm.providers.openai_wire import chat_body, completion_from_reply
 from booksum_app.llm.providers.wire import sdk_error_body
+
+if TYPE_CHECKING:  # the SDK (about 1 s to import) loads only when a URL needs it: plain http:// does not
+    import openai
 
 DUMMY_KEY = "booksum-no-key"  # servers reached by base URL often need no key; the SDK wants one
 Transport = Literal["auto", "sdk"]
@@ -113,6 +114,8 @@ class OpenAIBackend(BackendBase):
             if transport == "auto" and url is not None and _direct_reachable(url):
                 headers = {"Authorization": f"Bearer {api_key}", "User-Agent": "booksum"}
                 return _DirectSender(JsonPoster(url, headers=headers, timeout_s=timeout_s), info.name, api_key)
+            import openai
+
             return _SdkSender(
                 lambda: openai.OpenAI(
                     api_key=api_key, base_url=url, timeout=timeout_s, max_retries=0,
@@ -242,6 +245,8 @@ class _SdkSender(_Sender):
         self._lock = threading.Lock()
 
     def send(self, body: dict[str, Any]) -> bytes:
+        import openai  # already loaded: the lanes' clients are the SDK's
+
         name = self._model_name
         lane = self._take_lane()
         try:
