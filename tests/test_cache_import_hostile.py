@@ -31,7 +31,7 @@ from booksum_app.llm.call_log import read_log
 
 REPO = Path(__file__).resolve().parents[1]
 NOW = 1_750_000_000.0
-PARSE_LEVEL = ("nested too deeply", "number too long", "appears twice", "not valid JSON")
+PARSE_LEVEL = ("nested too deeply", "number too long", "twice in one object", "not valid JSON")
 
 
 def _row(n: int, **changes: Any) -> dict[str, Any]:
@@ -83,7 +83,7 @@ def hostile_lines(draw: st.DrawFn) -> tuple[str, str]:
         return _line(row)[:-1] + f', "{field}": ' + "[" * depth + "]" * depth + "}", "nested too deeply"
     if how == "duplicate":
         value = json.dumps(row[field])
-        return _line(row)[:-1] + f', "{field}": {value}' + "}", "appears twice"
+        return _line(row)[:-1] + f', "{field}": {value}' + "}", "twice in one object"
     if how == "digits":
         return _line(row)[:-1].replace(f'"{field}": {json.dumps(row[field])}', f'"{field}": 1{"0" * 5000}') + "}", (
             "number too long")

@@ -292,7 +292,7 @@ def test_a_config_price_that_is_not_a_price_is_refused(price: str, tmp_path: Any
 
     config = tmp_path / "config.toml"
     config.write_text(f'[models."openai:mine"]\ninput_usd_per_mtok = {price}\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match="input_usd_per_mtok must be a finite number of at least 0"):
+    with pytest.raises(ConfigError, match="input_usd_per_mtok must be a number from 0 to 10,000"):
         choose_model("openai:mine", settings=LLMSettings(config_path=config), env={})
 
 

@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from booksum_app.cli import cli
+from booksum_app.cli.consoles import plain_console
 from booksum_app.cli.tables import COMPARE_PRIORITY, Col, GridDisplay, compare_columns, fit_table
 from booksum_app.runners.progress import GridSnapshot, fit_parts, running_line, shorten
 from booksum_app.testing.fake_server import FakeServer
+from booksum_app.textsafe import markup_safe as esc
 
 HEADERS = ("Model", "Strategy", "Chunk", "Books", "BooookScore (95% CI)", "Avg. len", "% novel 3-g", "% rep. 3-g",
            "Failure modes", "Calls (cached)", "In tok", "Out tok", "Cost", "Judge $", "Judge in/sent.", "Wall s")
@@ -23,7 +25,7 @@ ROW = ["openai:gpt-4o-mini", "hier", "2048", "5", "82.3 (79.9–84.6)", "734.2",
 
 
 def _render(renderable: object, width: int) -> list[str]:
-    console = Console(width=width, record=True, file=io.StringIO(), force_terminal=True)
+    console = plain_console(width=width, record=True, file=io.StringIO(), force_terminal=True)  # booksum's consoles
     console.print(renderable)
     return console.export_text().rstrip("\n").splitlines()
 
@@ -62,7 +64,7 @@ def test_the_grid_display_is_one_line_per_row_at_80_and_120() -> None:
         configs=(("openai-gpt-4o-mini-2048-hier", 2, 10), ("openai-gpt-4o-mini-2048-inc", 1, 10)),
     )
     for width in (80, 120):
-        console = Console(width=width, record=True, file=io.StringIO(), force_terminal=True)
+        console = plain_console(width=width, record=True, file=io.StringIO(), force_terminal=True)  # booksum's consoles
         display = GridDisplay(console)
         display.draw(snap)
         lines = _render(display.progress.make_tasks_table(display.progress.tasks), width)
@@ -82,7 +84,7 @@ def test_the_grid_display_keeps_a_long_configuration_name_whole() -> None:
                         input_tokens=1000, output_tokens=100, cost_usd=0.01, elapsed_s=5.0,
                         configs=((name, 1, 2), ("openai-gpt-4o-direct", 0, 2)))
     for width in (80, 120):
-        console = Console(width=width, record=True, file=io.StringIO(), force_terminal=True)
+        console = plain_console(width=width, record=True, file=io.StringIO(), force_terminal=True)  # booksum's consoles
         display = GridDisplay(console)
         display.draw(snap)
         lines = _render(display.progress.make_tasks_table(display.progress.tasks), width)
@@ -184,7 +186,7 @@ def test_score_table_fits_the_terminal(tmp_path: Path, monkeypatch: pytest.Monke
     references = tmp_path / "refs.json"
     references.write_text(json.dumps({"lisk.epub": "Mara keeps the bakery.", "north.epub": "A pilot teaches."}),
                           encoding="utf-8")
-    console = Console(width=width, record=True, file=io.StringIO(), force_terminal=True)
+    console = plain_console(width=width, record=True, file=io.StringIO(), force_terminal=True)  # booksum's consoles
     monkeypatch.setattr("booksum_app.cli.score.console", console)
     with FakeServer() as server:
         result = CliRunner().invoke(cli, ["score", str(summaries), "--judge", "openai:gpt-4o-mini", "--base-url",
@@ -233,3 +235,11 @@ def test_generated_tables_never_cut_an_identifier_or_a_number(kinds: list[str], 
                 assert all(any(word in line for line in lines) for word in row[i].split())
             else:
                 assert any(row[i] in line for line in lines), (row[i], lines)
+
+
+@pytest.mark.parametrize("ident", [":v:", ":smile:", "model:thumbs_up:", "[bold]x[/bold]"])
+def test_an_emoji_code_or_markup_in_an_identifier_stays_text(ident: str) -> None:
+    """Found by the generated tables: rich turned an id ``:v:`` into an emoji. Outside text is data."""
+    fitted = fit_table("t", [Col("model", 0)], [[esc(ident)]], 80)
+    assert fitted.table is not None
+    assert any(ident in line for line in _render(fitted.table, 80))

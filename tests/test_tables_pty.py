@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from booksum_app.cli import cli
+from booksum_app.money import usd
 from booksum_app.testing.fake_server import FakeServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,8 +90,7 @@ def test_logs_shows_whole_run_ids_models_and_costs(logged: dict[str, object], co
     calls = logged["calls"]
     assert isinstance(calls, list)
     tokens = [c["run"] for c in calls] + [c["model"] for c in calls]
-    tokens += [f"${c['cost_usd']:.4f}" if c["cost_usd"] >= 0.0001 else "<$0.0001" for c in calls
-               if c["cost_usd"] is not None]
+    tokens += [usd(c["cost_usd"], digits=4) for c in calls if c["cost_usd"]]  # booksum's one money format
     assert_whole(text, tokens, columns)
     assert "…" not in text
 

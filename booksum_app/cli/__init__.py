@@ -12,11 +12,11 @@ from booksum_app.cli.base import (
     EXIT_CODES,
     Verbosity,
     handle_errors,
-    quiet_broken_pipe,
     shared_options,
 )
 from booksum_app.cli.cache import cache_command
 from booksum_app.cli.compare import compare_command
+from booksum_app.cli.consoles import quiet_broken_pipe
 from booksum_app.cli.data import data_command
 from booksum_app.cli.inspect import inspect_command
 from booksum_app.cli.logs import logs_command

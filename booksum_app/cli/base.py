@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import click
-from rich.console import Console
 
 from booksum_app.config import DEFAULT_TIMEOUT_S, HEARTBEAT_S, MAX_TIMEOUT_S, REASONING_EFFORTS
 from booksum_app.errors import BooksumError
@@ -41,41 +40,13 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-EPIPE_EXIT = 141  # what a shell reports for a writer killed by SIGPIPE (128 + 13), as `yes | head` does
+from booksum_app.cli.consoles import (
+    _error_console,
+    console,
+    err_console,
+    quiet_broken_pipe,
+)
 
-
-def quiet_broken_pipe() -> None:
-    """Stdout's reader went away (``| head``): stop quietly with the shell's SIGPIPE status, as Unix
-    tools do. Stdout is pointed at /dev/null so that Python's final flush does not complain."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # no real stdout (a test runner's buffer): nothing to silence
-        pass
-    sys.exit(EPIPE_EXIT)
-
-
-class _Console(Console):
-    """A rich console that ends a closed pipe as every command does (rich's own exits 1), and
-    wraps its lines at spaces in a terminal.
-
-    ``soft_wrap=True`` keeps a line whole for a pipe or a log (grep finds it); in a terminal it
-    would leave the wrapping to the terminal, which cuts at the last column, mid-word and
-    mid-number (``$0.4`` / ``020``). There rich wraps it at spaces instead.
-    """
-
-    def on_broken_pipe(self) -> None:
-        quiet_broken_pipe()
-
-    def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
-        if soft_wrap and self.is_terminal:
-            soft_wrap = False
-        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
-
-
-console = _Console()
-err_console = _Console(stderr=True)  # notes, warnings, progress: silenced by -q
-_error_console = _Console(stderr=True)  # the one error line: never silenced
 PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 columns
 
 

@@ -7,9 +7,8 @@ import dataclasses
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 from booksum_app.cli.base import console, err_console, esc
+from booksum_app.cli.consoles import plain_console
 from booksum_app.errors import BooksumError
 from booksum_app.money import usd
 from booksum_app.signature import detector_signature
@@ -46,7 +45,7 @@ def render_plan(plan: GridPlan, *, output: bool = False) -> None:
                  f"{usd(plan.cost_usd)}"])
     where = console if output else err_console
     columns = [Col(h, p, "left" if h == "configuration" else "right") for h, p in PLAN_COLUMNS]
-    print_fitted(where if where.is_terminal else Console(stderr=not output, width=WIDE_TABLE),
+    print_fitted(where if where.is_terminal else plain_console(stderr=not output, width=WIDE_TABLE),
                  "Pre-flight plan (upper bounds; the judge's prompt-cache reads predicted)", columns, rows,
                  where="compare --plan-only --json")
     if plan.judge_replayed_calls:
@@ -101,7 +100,7 @@ def render_compare(result: CompareResult) -> None:
                      f1(row.ngrams.avg_tokens), f1(row.ngrams.novel_pct), f1(row.ngrams.repeated_pct),
                      *((failures,) if show_failures else ()), *cost_cells])
     # the columns that fit the terminal, in COMPARE_PRIORITY order; the rest are in results.csv/json
-    print_fitted(console if console.is_terminal else Console(width=WIDE_TABLE),
+    print_fitted(console if console.is_terminal else plain_console(width=WIDE_TABLE),
                  "BooookScore comparison (Table 2 shape)", compare_columns(columns), rows,
                  where=f"{result.out}/results.csv and results.json")
     signatures = dict.fromkeys(r.booookscore_signature for r in result.rows if r.booookscore_signature)
@@ -145,7 +144,7 @@ def render_datasets(result: CompareResult) -> None:
         mse = gaps.get((row.model, row.strategy or "", d.dataset))
         table_rows.append([esc(row.name), esc(d.dataset), str(d.n), f"{d.rouge_l:.1f}", f"{d.mean_length_tokens:,.0f}",
                            f"{d.mean_summary_tokens:,.0f}", *cells, "–" if mse is None else f"{mse:.2f}"])
-    print_fitted(console if console.is_terminal else Console(width=WIDE_TABLE),
+    print_fitted(console if console.is_terminal else plain_console(width=WIDE_TABLE),
                  "Benchmark datasets: ROUGE-L F x100 (bucket cells: mean sample length, cl100k tokens)", columns,
                  table_rows, where=f"{result.out}/results.json")
     signatures = dict.fromkeys(s.rouge_signature or rouge_signature(s.lang) for _, d in rows for s in d.samples)

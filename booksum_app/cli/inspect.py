@@ -87,8 +87,7 @@ def inspect_command(
 
 
 def _render_inspect(report: InspectReport) -> None:
-    from rich.console import Console
-
+    from booksum_app.cli.consoles import plain_console
     from booksum_app.cli.tables import WIDE_TABLE, Col, print_fitted
 
     if report.model_notice:
@@ -100,7 +99,7 @@ def _render_inspect(report: InspectReport) -> None:
                   highlight=False)
     if report.web_residue:
         console.print(esc(f"web-page lines dropped: {report.web_residue}"), highlight=False)
-    fitted = console if console.is_terminal else Console(width=WIDE_TABLE)
+    fitted = console if console.is_terminal else plain_console(width=WIDE_TABLE)
     section_columns = [Col("#", 1), Col("title", 0, "left", max_width=48, wrap=True), Col("tokens", 2),
                        Col("status", 3, "left", max_width=40, wrap=True)]
     print_fitted(fitted, "Sections", section_columns,

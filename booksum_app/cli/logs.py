@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from booksum_app.cli.base import console, err_console, handle_errors
+from booksum_app.cli.consoles import plain_console
 from booksum_app.money import usd
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 from booksum_app.textsafe import printable
@@ -113,7 +113,7 @@ def _render_table(calls: Sequence[LoggedCall]) -> None:
                  c.purpose, c.model]
         rows.append([*(esc(redact(x)) for x in cells), f"{c.usage.input_tokens:,}", f"{c.usage.output_tokens:,}",
                      f"{c.usage.cached_input_tokens:,}", _cost(c.cost_usd), f"{c.latency_s:.1f}s"])
-    print_fitted(console if console.is_terminal else Console(width=WIDE_TABLE),
+    print_fitted(console if console.is_terminal else plain_console(width=WIDE_TABLE),
                  "Model calls, newest first (cost in USD; blank: no price known)", columns, rows,
                  where="booksum logs --json")
 

@@ -74,8 +74,7 @@ MODEL_COLUMNS = (("model", 0), ("aliases", 6), ("context", 1), ("tokenizer", 5),
 
 def _render_models(rows: Sequence[ModelEntry]) -> None:
     """The model table, whole columns in MODEL_COLUMNS' priority (every column: --json)."""
-    from rich.console import Console
-
+    from booksum_app.cli.consoles import plain_console
     from booksum_app.cli.tables import WIDE_TABLE, Col, print_fitted
 
     columns = [Col(h, p, "right" if h in ("context", "input", "cached input", "output") else "left",
@@ -83,6 +82,6 @@ def _render_models(rows: Sequence[ModelEntry]) -> None:
     cells = [[esc(r.name), esc(", ".join(r.aliases)), f"{r.context_window:,}", esc(r.tokenizer),
               _price(r.input_usd_per_mtok), _price(r.cached_input_usd_per_mtok), _price(r.output_usd_per_mtok),
               esc(r.source)] for r in rows]
-    print_fitted(console if console.is_terminal else Console(width=WIDE_TABLE),
+    print_fitted(console if console.is_terminal else plain_console(width=WIDE_TABLE),
                  "Known models (USD per million tokens)", columns, cells, where="booksum models --json")
 

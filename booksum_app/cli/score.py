@@ -236,8 +236,7 @@ def _expand_summary_sets(paths: tuple[Path, ...], annotations: tuple[Path, ...])
 
 def _render_scores(run: ScoreRun) -> None:
     """The scores table, the error-type table and the signatures, on stdout."""
-    from rich.console import Console
-
+    from booksum_app.cli.consoles import plain_console
     from booksum_app.cli.tables import WIDE_TABLE, print_fitted, score_columns
 
     def f1(value: float | None) -> str:
@@ -292,7 +291,7 @@ def _render_scores(run: ScoreRun) -> None:
     ]
     shown = [(header, cell) for header, cell, show in columns if show]
     # in a terminal, the columns that fit its width (in SCORE_PRIORITY order); piped, all of them
-    print_fitted(console if console.is_terminal else Console(width=WIDE_TABLE), "booksum scores",
+    print_fitted(console if console.is_terminal else plain_console(width=WIDE_TABLE), "booksum scores",
                  score_columns(["System", *(header for header, _ in shown)]),
                  [[esc(s.name), *(esc(cell(s)) for _, cell in shown)] for s in run.systems],
                  where="the --json and --csv outputs")
@@ -311,8 +310,7 @@ def _render_scores(run: ScoreRun) -> None:
 def _render_error_types(run: ScoreRun) -> None:
     """Per judged system, how often each of the 8 error types was labelled (systems that do not fit
     the terminal are left out whole, and named)."""
-    from rich.console import Console
-
+    from booksum_app.cli.consoles import plain_console
     from booksum_app.cli.tables import WIDE_TABLE, Col, print_fitted
     from booksum_app.scoring.judgement import ERROR_TYPES
 
@@ -322,5 +320,5 @@ def _render_error_types(run: ScoreRun) -> None:
     columns = [Col("Type", 0, "left"), *(Col(esc(name), i + 1) for i, (name, _) in enumerate(scored))]
     rows = [[kind, *(f"{dict(b.type_counts).get(kind, 0)} ({100 * b.type_distribution.get(kind, 0.0):.1f}%)"
                      for _, b in scored)] for kind in ERROR_TYPES]
-    print_fitted(console if console.is_terminal else Console(width=WIDE_TABLE),
+    print_fitted(console if console.is_terminal else plain_console(width=WIDE_TABLE),
                  "Error types (sentences, % of labels)", columns, rows, where="the --json output")

@@ -38,23 +38,19 @@ REGENERATION_TEMPERATURE = COMPRESSION_TEMPERATURE  # the reference code resampl
 WORD_SHRINK_PER_RETRY = 0.1  # reference code: word_limit * (1 - 0.1 * attempts)
 DEFAULT_MAX_TRIES = 4  # first try + 3 regenerations
 
-# How long an answer is. The provider's own count of the answer's text (its completion tokens
-# less the hidden reasoning tokens it reports: OpenAI's
-# usage.completion_tokens_details.reasoning_tokens) is the truth when it reports one: it
-# enforces max_tokens with the same tokenizer. Our count of the visible text is used when the
-# provider reports nothing, or when its figure is implausible either way: our count more than
-# MAX_REPORT_GAP times it (a server that under-reports must not let an over-long summary pass),
-# or it more than MAX_REPORT_GAP times ours (tokens the text does not show: a reasoning model's
-# hidden thinking that the reply does not separate, Anthropic's thinking blocks, a cached
-# answer replayed without its reasoning count; judging those by the bill would regenerate every
-# answer of a reasoning model). With only the conservative
-# `estimate` counter (models whose tokenizer booksum lacks) and no provider count, a summary is
-# over the limit only when the estimate exceeds the budget by ESTIMATE_TOLERANCE. Measured on
-# 1,948 summary-sized pieces (60 and 300 words) of the six sample epubs, the estimate is
-# 1.02x the real cl100k/o200k count at the least, 1.19x at the 1st percentile, 1.40x at the
-# median, 1.76x at most (Chinese, 水浒传: 1.04-1.10x): 1.15 forgives most of the over-count
-# while an over-long summary can pass by at most ~13% when the real tokenizer is as coarse as
-# the estimate. (Treating the estimate as exact marked most valid summaries over_limit.)
+# How long an answer is. The provider's own count of the answer's text (its completion tokens less the hidden
+# reasoning tokens it reports: OpenAI's usage.completion_tokens_details.reasoning_tokens) is the truth when it reports
+# one: it enforces max_tokens with the same tokenizer. Our count of the visible text is used when the provider reports
+# nothing, or when its figure is implausible either way: our count more than MAX_REPORT_GAP times it (a server that
+# under-reports must not let an over-long summary pass), or it more than MAX_REPORT_GAP times ours (tokens the text
+# does not show: a reasoning model's hidden thinking that the reply does not separate, Anthropic's thinking blocks, a
+# cached answer replayed without its reasoning count; judging those by the bill would regenerate every answer of a
+# reasoning model). With only the conservative `estimate` counter (models whose tokenizer booksum lacks) and no
+# provider count, a summary is over the limit only when the estimate exceeds the budget by ESTIMATE_TOLERANCE.
+# Measured on 1,948 summary-sized pieces (60 and 300 words) of the six sample epubs, the estimate is 1.02x the real
+# cl100k/o200k count at the least, 1.19x at the 1st percentile, 1.40x at the median, 1.76x at most (Chinese, 水浒传:
+# 1.04-1.10x): 1.15 forgives most of the over-count while an over-long summary passes by at most ~13% when the real
+# tokenizer is as coarse as the estimate (as exact, most valid summaries would be over_limit).
 MAX_REPORT_GAP = 2.0
 ESTIMATE_TOLERANCE = 1.15
 

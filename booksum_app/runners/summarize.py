@@ -49,7 +49,7 @@ from booksum_app.llm.registry import LLMSettings, ModelSpec, choose_model, get_m
 from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.notes import cut_answers_note
 from booksum_app.runners.plan import CallPlan, plan_strategy
-from booksum_app.runners.plan_replay import replayed_calls
+from booksum_app.runners.plan_replay import CacheMiss, replayed_calls
 from booksum_app.runners.progress import RunProgress
 from booksum_app.runners.run_config import LANG_CHOICES, RunConfig, book_lang
 from booksum_app.strategies import StrategyConfig, StrategyJob
@@ -299,8 +299,7 @@ def _run(
                                               replayed_calls=replayed)
             before_run(planned)
     stage("waiting for the first answer" if impl.calls_model else "summarizing")
-    # the run's money is what the client billed while it ran (retries and wasted replies
-    # included), not what the strategy says of its own calls
+    # the run's money is what the client billed while it ran (retries, wasted replies), not what the strategy says
     with metering() as meter, _spent_on_failure(meter):
         result, extra, summary, calls, cleaning = summarize_with(chat, on_progress)
     notes = list(getattr(chat, "notes", ()))  # a Client's anomalies (replies with no or absurd usage)
@@ -386,7 +385,7 @@ def _strategy_result(name: str, run: Callable[[], Any]) -> StrategyResult:
     """A strategy's result, checked: whatever a (plugin) strategy raises or returns ends in one line, exit 1."""
     try:
         result = run()
-    except (BooksumError, KeyboardInterrupt):
+    except (BooksumError, KeyboardInterrupt, CacheMiss):  # CacheMiss: a plan's replay stopping at a miss
         raise
     except BaseException as exc:  # a plugin's bug, SystemExit included, is one line
         detail = server_message(str(exc), *environment_secrets()) or "no message"

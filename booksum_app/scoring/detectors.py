@@ -337,6 +337,23 @@ def _default_count_tokens() -> Callable[[str], int]:
     return get_tokenizer(DEFAULT_LENGTH_TOKENIZER).count
 
 
+def _copy_figures(summary: str, words: list[str], source: str | SourceIndex,
+                  lang: str) -> tuple[Overlap, int]:
+    """The copy detector's overlap and approximate copied words of one summary against its source."""
+    if isinstance(source, SourceIndex):
+        index = source
+    else:  # one summary: only the source n-grams it can match (the same figures, a fraction of the work)
+        from booksum_app.scoring.copy_slice import summary_source_index
+
+        index = summary_source_index(source, summary, lang=lang)
+    if index.lang != lang or index.n != COPY_N:
+        raise ConfigError(
+            f"source index is for lang={index.lang!r}, n={index.n}; this summary needs "
+            f"lang={lang!r}, n={COPY_N}: build it with SourceIndex.build(text, lang={lang!r})"
+        )
+    return overlap(words, index), approximate_copy_words(_approx_units(summary, words, lang), index)
+
+
 def detect_failures(
     summary: str,
     *,
@@ -367,22 +384,7 @@ def detect_failures(
         ConfigError: unknown language, or a source index built for another language or n.
     """
     words = words_of(summary, lang=lang)
-    copy: Overlap | None = None
-    approx: int | None = None
-    if source is not None:
-        if isinstance(source, SourceIndex):
-            index = source
-        else:  # one summary: only the source n-grams it can match (the same figures, a fraction of the work)
-            from booksum_app.scoring.copy_slice import summary_source_index
-
-            index = summary_source_index(source, summary, lang=lang)
-        if index.lang != lang or index.n != COPY_N:
-            raise ConfigError(
-                f"source index is for lang={index.lang!r}, n={index.n}; this summary needs "
-                f"lang={lang!r}, n={COPY_N}: build it with SourceIndex.build(text, lang={lang!r})"
-            )
-        copy = overlap(words, index)
-        approx = approximate_copy_words(_approx_units(summary, words, lang), index)
+    copy, approx = _copy_figures(summary, words, source, lang) if source is not None else (None, None)
     sentences = [summary[s:e] for s, e in sentence_spans(summary, lang=lang)]
     n_subjective, terms = _subjective(sentences, lang)
     n_framing, framing_terms = _framing(sentences, lang)

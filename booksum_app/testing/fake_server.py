@@ -1,8 +1,7 @@
 """A fake OpenAI + Anthropic server on localhost, so the real SDKs can be tested with no network or key.
 
-Speaks ``POST /v1/chat/completions`` (OpenAI, non-streaming) and ``POST /v1/messages``
-(Anthropic) wire formats. Replies come from a function of the parsed request (default:
-:func:`booksum_app.testing.fake_replies.default_reply`); usage is counted with cl100k_base.
+Speaks ``POST /v1/chat/completions`` (OpenAI, non-streaming) and ``POST /v1/messages`` (Anthropic) wire formats.
+Replies come from a function of the parsed request (default: ``fake_replies.default_reply``); usage: cl100k_base.
 As a real server, it stops an answer at the request's ``max_tokens`` (``max_completion_tokens``)
 with finish reason "length" (``stop_reason: max_tokens``), whatever the reply function wrote.
 Latency (per call and per output token) and faults are configurable: a deterministic
