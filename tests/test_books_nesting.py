@@ -17,7 +17,9 @@ from booksum_app.books.markdown import MAX_NESTING
 from booksum_app.books.markup import MAX_DEPTH
 from booksum_app.errors import BookFormatError
 
-TAGS = ("div", "section", "blockquote", "span", "b", "i", "em", "article", "aside", "ul", "li", "table", "td")
+# elements that nest in any order: with li, td or table the HTML parser closes elements itself (an <li> opened
+# in an <li hidden> is its sibling, shown by a browser too), so what is hidden is no longer what the source nests
+TAGS = ("div", "section", "blockquote", "span", "b", "i", "em", "article", "aside")
 HIDING = (' hidden=""', ' style="display:none"', ' style="color: red; display : none"',
           ' style="visibility:hidden"', ' style="VISIBILITY: collapse"')
 
@@ -174,3 +176,11 @@ def test_aria_hidden_text_is_kept_it_is_visible(tmp_path: Path) -> None:
     path = tmp_path / "book.html"
     path.write_text('<html><body><p><span aria-hidden="true">O</span>nce upon a time.</p></body></html>')
     assert "Once upon a time." in open_book(path).text(include_front_matter=True)
+
+
+def test_an_li_opened_in_a_hidden_li_is_shown_as_a_browser_shows_it(tmp_path: Path) -> None:
+    """HTML's implied end tags: ``<li hidden><li>x`` makes the second item a sibling, visible."""
+    path = tmp_path / "book.html"
+    path.write_text(_html_book("<ul><li hidden>gone<li>shown</ul>"), encoding="utf-8")
+    text = open_book(path).text(include_front_matter=True)
+    assert "shown" in text and "gone" not in text

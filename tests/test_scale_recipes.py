@@ -66,8 +66,19 @@ def merged_equals_unsharded(cluster: Any, env: dict[str, str]) -> None:
     assert merge.returncode == 0, merge.stderr
     assert server.call_count == calls, "the merge made no call"
     rows = json.loads((Path(env["RUN"]) / "merged" / "results.json").read_text(encoding="utf-8"))["rows"]
-    assert stable(rows) == stable(cluster["table"]), differences(stable(rows), stable(cluster["table"]))
+    merged, whole = rounded(stable(rows)), rounded(stable(cluster["table"]))
+    assert merged == whole, differences(merged, whole)
     assert all(r["n_books"] == 3 for r in rows) and rows[0]["booookscore"]["score"] is not None
+
+
+def rounded(value: Any) -> Any:
+    """Floats to 5 decimals: a sum of dollars taken in another order may differ in its last printed digit
+    (0.308708 and 0.308707), which is not a different table."""
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v) for v in value]
+    return round(value, 5) if isinstance(value, float) else value
 
 
 def differences(one: Any, other: Any, path: str = "") -> list[str]:

@@ -41,8 +41,10 @@ from booksum_app.errors import BookFormatError, DRMProtectedError
 
 # what pypdf raises on a damaged or hostile file (its own errors, and Python's from objects of
 # the wrong type where it expected others); each is turned into one line here
+# what pypdf raises on a damaged file: its own errors and plain Python ones (a filter name cut in half is
+# NotImplementedError "Unsupported filter", found by the generated damaged PDFs)
 _DAMAGED = (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, LookupError,
-            RecursionError, AssertionError, ZeroDivisionError, OverflowError, MemoryError)
+            RecursionError, AssertionError, ZeroDivisionError, OverflowError, MemoryError, NotImplementedError)
 
 _WORDS = re.compile(r"[^\W\d_]{2,}")
 _MIN_TEXT_CHARS = 25  # letters a page needs to count as a page with text
