@@ -40,9 +40,10 @@ from booksum_app.books.text import book_from_text, is_heading, join_lines, read_
 from booksum_app.errors import BookFormatError, DRMProtectedError
 
 # what pypdf raises on a damaged or hostile file (its own errors, and Python's from objects of
-# the wrong type where it expected others); each is turned into one line here
+# the wrong type where it expected others; NotImplementedError for a filter name it does not
+# know, e.g. a damaged "/ASCII85Decode"); each is turned into one line here
 _DAMAGED = (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, LookupError,
-            RecursionError, AssertionError, ZeroDivisionError, OverflowError, MemoryError)
+            RecursionError, AssertionError, ZeroDivisionError, OverflowError, MemoryError, NotImplementedError)
 
 _WORDS = re.compile(r"[^\W\d_]{2,}")
 _MIN_TEXT_CHARS = 25  # letters a page needs to count as a page with text
