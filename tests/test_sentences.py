@@ -189,8 +189,9 @@ def test_the_stdlib_engine_splits_and_tokenizes_a_book_as_regex_does(monkeypatch
 class CountingPunkt:
     """Counts the PunktSentenceTokenizer objects built while it is installed (monkeypatch)."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, build_s: float = 0.0) -> None:
         import threading
+        import time
 
         from nltk.tokenize import punkt
 
@@ -203,6 +204,7 @@ class CountingPunkt:
         class Counted(real):  # type: ignore[misc,valid-type]
             def __init__(self, *args: object, **kwargs: object) -> None:
                 builds.append(threading.current_thread().name)
+                time.sleep(build_s)  # a slow build (a cold NLTK import) leaves the others time to race
                 super().__init__(*args, **kwargs)
 
         monkeypatch.setattr(punkt, "PunktSentenceTokenizer", Counted)
@@ -213,7 +215,7 @@ class CountingPunkt:
 def test_threads_splitting_their_first_sentences_at_once_build_punkt_once(monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
-    counter = CountingPunkt(monkeypatch)
+    counter = CountingPunkt(monkeypatch, build_s=0.05)
     start = threading.Barrier(8)
 
     def first_split() -> None:
