@@ -28,6 +28,7 @@ REPO = HERE.parent
 BENCHMARKS: dict[str, tuple[list[str], bool]] = {
     "books": (["bench_books.py", "--runs", "3"], False),
     "chunking": (["bench_chunking.py", "--runs", "3"], False),
+    "first_call": (["bench_first_call.py", "--runs", "3"], False),
     "llm_calls": (["bench_llm_calls.py", "--calls", "200"], False),
     "driver": (["bench_driver.py", "--calls", "2000", "--concurrency", "256", "--latency", "1", "--transport", "both"],
                False),

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
-from typing import TypeGuard
+from typing import Literal, TypeGuard
 
 DEFAULT_CHUNK_SIZE = 2048  # tokens per chunk (BooookScore §5)
 DEFAULT_MAX_SUMMARY_TOKENS = 900  # G: the final summary's token budget (BooookScore §5)
 DEFAULT_TEMPERATURE = 0.5  # summarization calls (BooookScore §5)
 COMPRESSION_TEMPERATURE = 1.0  # compression calls (BooookScore App. A.2)
 DEFAULT_TOP_P = 1.0
+JudgeMode = Literal["sentence", "batched"]  # BooookScore: one call per sentence, or a batch of sentences
+JUDGE_MODES: tuple[JudgeMode, ...] = ("sentence", "batched")
+DEFAULT_BATCH_SIZE = 10  # BooookScore release's v2 default: sentences per batched judge call
+DEFAULT_MAX_PLAN_COST_USD = 1.0  # a plan above this upper-bound cost (USD) asks before it runs
 LANGUAGES = ("en", "zh")  # prompt sets, sentence splitting, failure detectors: the one list
 LANG_CHOICES = ("auto", *LANGUAGES)  # --lang: "auto" reads the book's metadata, else its text
 LENGTH_POLICIES = ("regenerate", "truncate")  # an answer past its limit: the paper's rule, or cut at once

@@ -214,3 +214,40 @@ def test_every_book_invariants(path: Path, chunk_size: int) -> None:
     # chunks sized with the estimate stay within budget in cl100k tokens too
     for chunk in chunk_book(book, chunk_size=chunk_size, tokenizer=get_tokenizer("estimate")):
         assert tok.count(chunk.text) <= chunk_size
+
+
+# The cuts of every sample book at the defaults (2048, cl100k_base), plain and chapter-aware, as
+# SHA-256 prefixes: a change made for speed must leave every chunk as it was (text, tokens,
+# chapters, offset). The book's text hash comes first: when it moved, the reader changed, not
+# the chunker, and both hashes are taken again on purpose.
+CUTS_AT_THE_DEFAULTS = {
+    "wuthering-heights": ("9c1003195a7488ae", "1045aa2f51f2c506", "0608f053132fad9e"),
+    "the-time-machine": ("c6edd367055ab8f7", "52e36755c77bc1d4", "64cc5a7e114dfeee"),
+    "pride-and-prejudice": ("792722dcd4762485", "815bd22e917cd5a6", "1785db43bbab3e8a"),
+    "war-and-peace": ("68d7be590b35356d", "3d3c496d83b7dcc8", "f0f8f190ed576df0"),
+    "frankenstein": ("d3ccbfa9413940b6", "a7bfaf1753aa9ad8", "acfb2b4b984632db"),
+    "love-among-the-chickens": ("def5ead51ab73539", "1b5dd6269c8e11d4", "8aee6d1655ba3b26"),
+}
+
+
+def _cuts_digest(chunks: Sequence[Chunk]) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for c in chunks:
+        digest.update(f"{c.index}|{c.n_tokens}|{c.chapter_indices}|{c.start}|{len(c.text)}\x00{c.text}\x00".encode())
+    return digest.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("stem", sorted(CUTS_AT_THE_DEFAULTS))
+def test_the_sample_books_are_cut_as_before(stem: str) -> None:
+    import hashlib
+
+    from booksum_app.books import open_book
+
+    book = open_book(book_path(stem))
+    text_hash, plain, aware = CUTS_AT_THE_DEFAULTS[stem]
+    assert hashlib.sha256(book.text().encode()).hexdigest()[:16] == text_hash, "the reader changed: rehash"
+    tokenizer = get_tokenizer("cl100k_base")
+    assert _cuts_digest(chunk_book(book, chunk_size=2048, tokenizer=tokenizer)) == plain
+    assert _cuts_digest(chunk_book(book, chunk_size=2048, tokenizer=tokenizer, chapter_aware=True)) == aware

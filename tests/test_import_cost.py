@@ -1,4 +1,5 @@
-"""What starting booksum costs: the CLI and a plain-http summarize never import the openai SDK.
+"""What starting booksum costs: the CLI and a plain-http summarize never import the openai SDK,
+and the CLI loads no heavy library that a command needs only later, if at all.
 
 The SDK takes about a second to import; a plain ``http://`` URL is served by the lean client
 (``providers/http_json.py``), so loading it there is time before the first call for nothing.
@@ -33,6 +34,35 @@ def run_python(code: str, *args: str) -> str:
 
 def test_importing_the_cli_does_not_import_the_openai_sdk() -> None:
     assert run_python("import sys, booksum_app.cli; print('openai' in sys.modules)") == "False"
+
+
+# Libraries no command needs to parse its options: each is imported where it is used (a PDF's
+# reader, the judge's planner, the detectors, the progress display, a provider's SDK).
+HEAVY_FOR_THE_CLI = ("rich.progress", "jieba", "numpy", "bm25s", "nltk", "tiktoken", "markdown_it", "pypdf",
+                     "fontTools", "PIL", "httpx", "anthropic", "openai", "booksum_app.scoring",
+                     "booksum_app.runners.judge_plan")
+# What summarize loads before its first call (options, book reader, output check, plan gate):
+# the scoring side (detectors, n-grams, Punkt, the judge's planner) comes after the last answer.
+SUMMARIZE_BEFORE_THE_FIRST_CALL = ("booksum_app.cli", "booksum_app.cli.book_input", "booksum_app.books",
+                                   "booksum_app.runners.summarize", "booksum_app.runners.summarize_outputs",
+                                   "booksum_app.runners.plan_gate")
+AFTER_THE_LAST_ANSWER = ("booksum_app.scoring", "booksum_app.runners.judge_plan", "booksum_app.runners.quality",
+                         "nltk", "jieba", "pypdf")
+
+
+def loaded_of(imports: tuple[str, ...], watched: tuple[str, ...]) -> list[str]:
+    code = (f"import importlib, sys\nfor name in {imports!r}: importlib.import_module(name)\n"
+            f"print(','.join(m for m in {watched!r} if m in sys.modules) or '-')")
+    return [m for m in run_python(code).split(",") if m != "-"]
+
+
+def test_importing_the_cli_loads_no_heavy_library() -> None:
+    assert loaded_of(("booksum_app.cli",), HEAVY_FOR_THE_CLI) == [], "budget: the CLI imports a heavy library"
+
+
+def test_summarize_before_its_first_call_loads_nothing_of_the_scoring_side() -> None:
+    loaded = loaded_of(SUMMARIZE_BEFORE_THE_FIRST_CALL, AFTER_THE_LAST_ANSWER)
+    assert loaded == [], "budget: summarize loads the scoring side before its first call"
 
 
 def test_a_plain_http_summarize_does_not_import_the_openai_sdk() -> None:

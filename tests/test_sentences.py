@@ -134,7 +134,7 @@ def clear_nltk_tokenizers() -> None:
     from booksum_app.chunking import sentences
     from booksum_app.scoring import words
 
-    sentences.punkt_english.cache_clear()
+    sentences.forget_punkt()
     words._nltk_word_tokenizer.cache_clear()
 
 
@@ -184,3 +184,61 @@ def test_the_stdlib_engine_splits_and_tokenizes_a_book_as_regex_does(monkeypatch
         clear_nltk_tokenizers()
     assert theirs == ours
     assert len(ours[0][0]) > 1500 and len(ours[0][1]) > 35000
+
+
+class CountingPunkt:
+    """Counts the PunktSentenceTokenizer objects built while it is installed (monkeypatch)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, build_s: float = 0.0) -> None:
+        import threading
+        import time
+
+        from nltk.tokenize import punkt
+
+        from booksum_app.chunking import sentences
+
+        self.builds: list[str] = []
+        real = punkt.PunktSentenceTokenizer
+        builds = self.builds
+
+        class Counted(real):  # type: ignore[misc,valid-type]
+            def __init__(self, *args: object, **kwargs: object) -> None:
+                builds.append(threading.current_thread().name)
+                time.sleep(build_s)  # a slow build (a cold NLTK import) leaves the others time to race
+                super().__init__(*args, **kwargs)
+
+        monkeypatch.setattr(punkt, "PunktSentenceTokenizer", Counted)
+        sentences.forget_punkt()
+        monkeypatch.setattr(sentences, "_punkt", [])  # and the next test starts from a fresh one too
+
+
+def test_threads_splitting_their_first_sentences_at_once_build_punkt_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    counter = CountingPunkt(monkeypatch, build_s=0.05)
+    start = threading.Barrier(8)
+
+    def first_split() -> None:
+        start.wait()
+        assert sentence_spans("Mr. Filby came. He sat.") == [(0, 15), (16, 23)]
+
+    threads = [threading.Thread(target=first_split) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(counter.builds) == 1, f"budget: Punkt built {len(counter.builds)} times by 8 threads"
+
+
+def test_a_summarize_run_builds_punkt_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunking, the answers' checks and cleaning share one tokenizer (budget: one load a process)."""
+    from conftest import book_path
+
+    from booksum_app.llm.calls import Client
+    from booksum_app.runners.summarize import summarize_book
+    from booksum_app.testing.fake_backend import FakeBackend
+
+    counter = CountingPunkt(monkeypatch)
+    record = summarize_book(book_path("time-machine"), strategy="hier",
+                            model=Client(FakeBackend(latency_s=0.01), concurrency=16))
+    assert record.summary and len(counter.builds) == 1, f"budget: Punkt built {len(counter.builds)} times"

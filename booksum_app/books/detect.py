@@ -11,7 +11,6 @@ from booksum_app.books.epub import read_epub
 from booksum_app.books.html import read_html
 from booksum_app.books.markdown import read_markdown
 from booksum_app.books.model import Book
-from booksum_app.books.pdf import read_pdf
 from booksum_app.books.text import read_text
 from booksum_app.errors import BookFormatError
 
@@ -101,6 +100,14 @@ def sniff_suffix(head: bytes) -> str:
     return ".txt"
 
 
+def _read_pdf(path: Path, *, lang: str | None = None, include_front_matter: bool = False) -> Book:
+    """:func:`~booksum_app.books.pdf.read_pdf`, imported when a PDF comes: pypdf (with fontTools
+    and Pillow) is a tenth of a second that no other format's run should pay before its first call."""
+    from booksum_app.books.pdf import read_pdf
+
+    return read_pdf(path, lang=lang, include_front_matter=include_front_matter)
+
+
 def open_book(
     path: str | os.PathLike[str], *, lang: str | None = None, include_front_matter: bool = False
 ) -> Book:
@@ -133,7 +140,7 @@ def open_book(
         "txt": read_text,
         "html": read_html,
         "md": read_markdown,
-        "pdf": read_pdf,
+        "pdf": _read_pdf,
     }
     reader = readers[sniff_format(p, head)]
     return reader(p, lang=lang, include_front_matter=include_front_matter)

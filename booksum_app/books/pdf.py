@@ -40,9 +40,8 @@ from booksum_app.books.text import book_from_text, is_heading, join_lines, read_
 from booksum_app.errors import BookFormatError, DRMProtectedError
 
 # what pypdf raises on a damaged or hostile file (its own errors, and Python's from objects of
-# the wrong type where it expected others); each is turned into one line here
-# what pypdf raises on a damaged file: its own errors and plain Python ones (a filter name cut in half is
-# NotImplementedError "Unsupported filter", found by the generated damaged PDFs)
+# the wrong type where it expected others; NotImplementedError for a filter name it does not
+# know, e.g. a damaged "/ASCII85Decode"); each is turned into one line here
 _DAMAGED = (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, LookupError,
             RecursionError, AssertionError, ZeroDivisionError, OverflowError, MemoryError, NotImplementedError)
 

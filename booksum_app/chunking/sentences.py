@@ -21,8 +21,8 @@ ASCII ``.``). Whitespace around sentences is dropped.
 
 from __future__ import annotations
 
-import functools
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -118,9 +118,31 @@ def _trusted_punkt_parts() -> tuple[Any, Any]:
     return TrustedLanguageVars(), TrustedToken
 
 
-@functools.cache
+_punkt_lock = threading.Lock()
+_punkt: list[PunktSentenceTokenizer] = []  # the one tokenizer of this process, once built
+
+
 def punkt_english() -> PunktSentenceTokenizer:
-    """NLTK's ``PunktSentenceTokenizer`` with the trained English ``punkt_tab`` parameters."""
+    """NLTK's ``PunktSentenceTokenizer`` with the trained English ``punkt_tab`` parameters.
+
+    Built once per process (importing NLTK and the parameters is about half a second): under a
+    lock, because threads that split their first sentences at once (answers checked as they
+    arrive, compare's runs side by side) would each build their own behind a plain cache.
+    """
+    if not _punkt:
+        with _punkt_lock:
+            if not _punkt:
+                _punkt.append(_build_punkt_english())
+    return _punkt[0]
+
+
+def forget_punkt() -> None:
+    """Drop the built tokenizer, so that the next use builds it again (tests count the builds)."""
+    with _punkt_lock:
+        _punkt.clear()
+
+
+def _build_punkt_english() -> PunktSentenceTokenizer:
     from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
     try:

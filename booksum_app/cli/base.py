@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import click
 
-from booksum_app.config import DEFAULT_TIMEOUT_S, HEARTBEAT_S, MAX_TIMEOUT_S, REASONING_EFFORTS
+from booksum_app.config import (
+    DEFAULT_MAX_PLAN_COST_USD,
+    DEFAULT_TIMEOUT_S,
+    HEARTBEAT_S,
+    MAX_TIMEOUT_S,
+    REASONING_EFFORTS,
+)
 from booksum_app.errors import BooksumError
 from booksum_app.jsonin import parse_json_or_none
 from booksum_app.money import usd
@@ -338,8 +344,6 @@ def _engine_args(items: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
 
 def plan_options(func: F) -> F:
     """``--max-plan-cost`` and ``-y/--yes``: ask before a run whose upper-bound cost is above a threshold."""
-    from booksum_app.runners.judge_plan import DEFAULT_MAX_PLAN_COST_USD
-
     func = click.option("--yes", "-y", is_flag=True, help="Run without asking, whatever the plan costs.")(func)
     return click.option(
         "--max-plan-cost", type=click.FloatRange(min=0), default=DEFAULT_MAX_PLAN_COST_USD, show_default=True,
@@ -400,7 +404,7 @@ def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str,
         ConfigError: above the threshold, no --yes, not a terminal.
         PlanDeclined: the user said no (exit 6).
     """
-    from booksum_app.runners.judge_plan import check_cost
+    from booksum_app.runners.plan_gate import check_cost
 
     if check_cost(cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=stdin_is_terminal()):
         return

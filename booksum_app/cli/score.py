@@ -28,9 +28,9 @@ from booksum_app.cli.base import (
     judge_mode as choose_judge_mode,
 )
 from booksum_app.cli.model_notes import print_model_notes
+from booksum_app.config import DEFAULT_BATCH_SIZE, JUDGE_MODES
 from booksum_app.files import files_in
 from booksum_app.money import usd
-from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE
 from booksum_app.signature import detector_signature
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
 from booksum_app.textsafe import printable
@@ -46,8 +46,6 @@ if TYPE_CHECKING:
 
 
 def _score_modes() -> list[str]:
-    from booksum_app.scoring.booookscore import JUDGE_MODES
-
     return list(JUDGE_MODES)
 
 

@@ -39,12 +39,13 @@ from typing import Any
 from booksum_app.books.folder import BOOK_SUFFIXES, book_files, book_sources
 from booksum_app.config import (
     ADAPTIVE_INITIAL_CONCURRENCY,
+    DEFAULT_BATCH_SIZE,
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_SUMMARY_TOKENS,
+    JUDGE_MODES,
     is_int,
 )
 from booksum_app.errors import ConfigError
-from booksum_app.scoring.booookscore import DEFAULT_BATCH_SIZE, JUDGE_MODES
 from booksum_app.strategies import get_strategy
 from booksum_app.strategies.base import OptionValue
 

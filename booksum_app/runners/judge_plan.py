@@ -27,22 +27,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from booksum_app.errors import BooksumError, ConfigError
+from booksum_app.config import DEFAULT_MAX_PLAN_COST_USD, JudgeMode
+from booksum_app.errors import BooksumError
 from booksum_app.llm.base import ModelInfo, Usage
 from booksum_app.llm.registry import LLMSettings, choose_model, get_model, native_counter
-from booksum_app.money import usd
+from booksum_app.runners.plan_gate import check_cost
 from booksum_app.scoring.booookscore import (
     BATCH_MAX_TOKENS_PER_SENTENCE,
     SENTENCE_MAX_TOKENS,
     BooookScoreJudge,
-    JudgeMode,
     JudgePrompt,
     load_judge_prompt,
     split_summary,
 )
 
 JUDGE_TOKENS_PER_SENTENCE_EST = 20  # summaries not written yet: G / 20 sentences each
-DEFAULT_MAX_PLAN_COST_USD = 1.0
 OPENAI_CACHE_MIN_TOKENS = 1024  # OpenAI caches prompts from 1,024 tokens on ...
 OPENAI_CACHE_STEP_TOKENS = 128  # ... in steps of 128 tokens
 CacheStyle = Literal["prefix", "breakpoints"]
@@ -243,22 +242,6 @@ def plan_judge(
                                  settings=settings)
     estimate = judge_estimate(count, mode=mode, batch_size=batch_size, summaries=texts, style=cache_style(info))
     return dataclasses.replace(priced(info, estimate), replayed_calls=replayed)
-
-
-def check_cost(cost_usd: float, *, max_cost_usd: float, confirmed: bool, interactive: bool) -> bool:
-    """Whether a run may start without asking: True below the threshold or with ``--yes``.
-
-    Raises:
-        ConfigError: over the threshold, not confirmed, and nobody to ask (stdin is not a TTY).
-    """
-    if confirmed or cost_usd <= max_cost_usd:
-        return True
-    if not interactive:
-        raise ConfigError(
-            f"the plan could cost up to {usd(cost_usd)}, above --max-plan-cost "
-            f"{usd(max_cost_usd)}; pass --yes to run it or raise --max-plan-cost"
-        )
-    return False
 
 
 __all__ = [

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from booksum_app.config import DEFAULT_BATCH_SIZE, JudgeMode
 from booksum_app.errors import BooksumError, InputError
 from booksum_app.llm.base import ChatModel
 from booksum_app.llm.calls import CallRecord, Client
@@ -46,10 +47,8 @@ from booksum_app.runners.score_inputs import (
 )
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, aggregate
 from booksum_app.scoring.booookscore import (
-    DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_ATTEMPTS,
     BooookScoreJudge,
-    JudgeMode,
 )
 from booksum_app.scoring.detectors import SourceIndex, detect_failures, summarize_failures
 from booksum_app.scoring.ngrams import ngram_stats, source_ngrams, summarize_ngrams

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from booksum_app.books import Book
 from booksum_app.files import atomic_write_texts, check_writable, is_stream, json_text, recover_interrupted
-from booksum_app.runners.quality import SummaryQuality, record_quality
 from booksum_app.runners.summarize import default_record_path
 from booksum_app.strategies.record import SummaryRecord
+
+if TYPE_CHECKING:
+    from booksum_app.runners.quality import SummaryQuality
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,10 @@ def write_outputs(record: SummaryRecord, source: Book, paths: OutputPaths, *,
     Returns the record as written, its quality report and the summary's Markdown (for stdout
     when ``paths.summary`` is None).
     """
+    # the detectors (scoring) load here, after the last answer: the output check before the
+    # first call imports this module, and must not pay for them
+    from booksum_app.runners.quality import record_quality
+
     markdown = summary_markdown(record, per_chapter=per_chapter)
     record, quality = record_quality(record, source)
     outputs = {paths.record: json_text(record.to_dict())}

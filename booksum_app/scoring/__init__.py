@@ -11,12 +11,11 @@ Public API (see docs/scoring.md for every definition)::
 
 from __future__ import annotations
 
+from booksum_app.config import JUDGE_MODES, JudgeMode
 from booksum_app.scoring.aggregate import SystemScore, aggregate, bootstrap_ci
 from booksum_app.scoring.answers import JudgeAnswer, parse_batch_answer, parse_sentence_answer
 from booksum_app.scoring.booookscore import (
-    JUDGE_MODES,
     BooookScoreJudge,
-    JudgeMode,
     load_judge_prompt,
 )
 from booksum_app.scoring.judgement import (

@@ -46,10 +46,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
-from typing import Literal
 
 from booksum_app.chunking import SPLITTER_NAMES, detect_lang, split_sentences
-from booksum_app.config import JUDGE_TEMPERATURE
+from booksum_app.config import DEFAULT_BATCH_SIZE, JUDGE_MODES, JUDGE_TEMPERATURE, JudgeMode
 from booksum_app.errors import ConfigError, InputError, JudgeParseError, PromptError
 from booksum_app.jsonin import parse_json
 from booksum_app.llm.base import ChatModel, Completion, Request
@@ -59,9 +58,6 @@ from booksum_app.scoring.dispatch import WarmUp, answer_in_order, request_window
 from booksum_app.scoring.judgement import SentenceJudgement, SummaryJudgement
 from booksum_app.signature import make_signature, rules_version, short_hash
 
-JudgeMode = Literal["sentence", "batched"]
-JUDGE_MODES: tuple[JudgeMode, ...] = ("sentence", "batched")
-DEFAULT_BATCH_SIZE = 10  # the release's v2 default
 DEFAULT_MAX_ATTEMPTS = 3
 SENTENCE_MAX_TOKENS = 300
 BATCH_MAX_TOKENS_PER_SENTENCE = 150

@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from booksum_app.chunking import SPLITTER_NAMES, detect_lang
+from booksum_app.config import DEFAULT_BATCH_SIZE, JudgeMode
 from booksum_app.llm.base import ChatModel, Tally
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, SystemScore, aggregate
 from booksum_app.scoring.booookscore import (
-    DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_ATTEMPTS,
     BooookScoreJudge,
-    JudgeMode,
 )
 from booksum_app.scoring.detectors import FailureReport, FailureSummary
 from booksum_app.scoring.judgement import SummaryJudgement
