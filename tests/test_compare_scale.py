@@ -45,7 +45,9 @@ def test_our_splitter_never_trips_the_guard_and_splits_the_same(tight_guard: Non
     assert source_ngrams(TEXT * 3)
     import nltk.redos
 
-    nltk.redos.DEFAULT_TIMEOUT = 5.0  # the stock tokenizer, given time, agrees split for split
+    # the stock tokenizer is the oracle here, not the product: no wall-clock guard on it (at 5 s a loaded
+    # 2-core machine made the oracle, not booksum's splitter, time out); given time it agrees split for split
+    nltk.redos.DEFAULT_TIMEOUT = None
     assert ours == PunktSentenceTokenizer(punkt_english()._params).tokenize(TEXT * 3)
 
 
