@@ -86,6 +86,9 @@ class Tally:
         return Tally(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(Tally)})
 
 
+# an answer longer than this many characters per token of its room is not one a provider can
+# have billed within max_tokens (the longest tokens are runs of spaces or repeated symbols)
+MAX_CHARS_PER_TOKEN = 16
 FINISH_LOOP = "loop"  # generation stopped after a repeated sentence (Request.stop_at_loop)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from booksum_app.llm.base import Completion, ModelInfo, Request, Tally, Usage
+from booksum_app.llm.base import MAX_CHARS_PER_TOKEN, Completion, ModelInfo, Request, Tally, Usage
 from booksum_app.llm.meter import bill
 
 # a reported count past these is not a count (10^13 tokens once priced a call at $27M): the
@@ -90,7 +90,7 @@ def priced(
     # a provider bills at most the request's room: a longer text is not tokenized whole
     visible_room = max(0, request.max_tokens)
     text = completion.text
-    visible = visible_room if len(text) > 16 * max(1, visible_room) else min(count(text), visible_room)
+    visible = visible_room if len(text) > MAX_CHARS_PER_TOKEN * max(1, visible_room) else min(count(text), visible_room)
     usage = Usage(count_prompt(request), visible + hidden)
     estimated = dataclasses.replace(completion, usage=usage, usage_reported=False, reasoning_tokens=hidden,
                                     cost_usd=info.cost_usd(usage))

@@ -39,13 +39,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from booksum_app.errors import BooksumError, ModelError, TransientModelError, redact, server_message
-from booksum_app.llm.base import Backend, Completion, Request, Usage
+from booksum_app.llm.base import MAX_CHARS_PER_TOKEN, Backend, Completion, Request, Usage
 from booksum_app.llm.deadline import attempt_deadline
 
 MAX_ABANDONED = 16  # attempts past their deadline that may still run, per backend
-# an answer longer than this many characters per token of its room is not one a provider can
-# have billed within max_tokens (the longest tokens are runs of spaces or repeated symbols)
-MAX_CHARS_PER_TOKEN = 16
 MAX_ROOM_FACTOR = 4  # an answer of more tokens than this times its room was not cut at max_tokens
 SLACK_CHARS, SLACK_TOKENS = 1024, 256  # on top: a tokenizer other than the model's may count a short answer high
 _SECRET_NAMES = re.compile(r"(?i)(key|token|secret|password)$")
