@@ -8,6 +8,7 @@ terminal that ``inspect`` or ``summarize`` prints it on. The text itself is left
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 
 from booksum_app.textsafe import printable
@@ -15,6 +16,29 @@ from booksum_app.textsafe import printable
 
 def _shown(value: object) -> object:
     return printable(value) if isinstance(value, str) else value
+
+
+def counted_chars(text: str) -> int:
+    """The characters conservation counts: letters, marks, numbers and symbols (Unicode L, M, N, S).
+
+    Whitespace, punctuation, control and format characters are not counted: readers rewrite them
+    (wrapped lines joined, a heading and its subtitle joined with ": ", zero-width marks dropped).
+    """
+    return sum(1 for ch in text if unicodedata.category(ch)[0] in "LMNS")
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """Input text that is in no section, and why: a web page's advertising line, a heading
+    repeated above its own copy, a page-split marker, a hidden element, ..."""
+
+    kind: str  # "advertisement", "navigation", "page marker", "repeated heading", "hidden", ...
+    chars: int  # counted characters (:func:`counted_chars`)
+    source: str = ""  # where it was: "line 12", "chapter3.xhtml"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", _shown(self.kind))
+        object.__setattr__(self, "source", _shown(self.source))
 
 
 @dataclass(frozen=True)
@@ -30,6 +54,7 @@ class Chapter:
     narrative: bool = True
     excluded_reason: str | None = None
     source: str = ""  # where it came from: an href inside the epub, a line number in a text file
+    title_in_text: bool = field(default=True, compare=False)  # False for a title the reader made up ("Opening")
 
     def __post_init__(self) -> None:
         for name in ("title", "source", "excluded_reason"):
@@ -51,9 +76,12 @@ class Book:
     source_path: str = ""
     format: str = ""  # "epub", "txt", "html", "md"
     metadata: dict[str, str] = field(default_factory=dict, compare=False)
+    dropped: tuple[Dropped, ...] = field(default=(), compare=False)  # input text in no chapter, with why
+    notes: tuple[str, ...] = field(default=(), compare=False)  # what the reader kept against a rule, said aloud
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "title", _shown(self.title))
+        object.__setattr__(self, "notes", tuple(_shown(n) for n in self.notes))
         object.__setattr__(self, "authors", tuple(_shown(a) for a in self.authors))
         object.__setattr__(self, "language", _shown(self.language))
 
