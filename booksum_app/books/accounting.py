@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from booksum_app.books.model import Book, Chapter, counted_chars
+from booksum_app.books.model import Book
 from booksum_app.books.plausibility import exclusion_kind
 
 
@@ -48,19 +48,13 @@ class Accounting:
         return self.kept_chars + self.excluded_chars
 
 
-def chapter_chars(chapter: Chapter) -> int:
-    """A section's counted characters: its paragraphs, and its title when that is the book's text."""
-    title = counted_chars(chapter.title) if chapter.title_in_text else 0
-    return title + sum(map(counted_chars, chapter.paragraphs))
-
-
 def account(book: Book, *, include_front_matter: bool = False) -> Accounting:
     """The book's characters, kept and excluded (every excluded section and dropped span)."""
     selected = {id(c) for c in book.selected_chapters(include_front_matter=include_front_matter)}
     kept = 0
     excluded: list[ExcludedSpan] = []
     for index, chapter in enumerate(book.chapters):
-        chars = chapter_chars(chapter)
+        chars = chapter.counted_chars
         if id(chapter) in selected:
             kept += chars
             continue
@@ -70,4 +64,4 @@ def account(book: Book, *, include_front_matter: bool = False) -> Accounting:
     return Accounting(kept, tuple(excluded))
 
 
-__all__ = ["Accounting", "ExcludedSpan", "account", "chapter_chars"]
+__all__ = ["Accounting", "ExcludedSpan", "account"]

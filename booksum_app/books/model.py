@@ -8,8 +8,10 @@ terminal that ``inspect`` or ``summarize`` prints it on. The text itself is left
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 
 from booksum_app.textsafe import printable
 
@@ -24,7 +26,29 @@ def counted_chars(text: str) -> int:
     Whitespace, punctuation, control and format characters are not counted: readers rewrite them
     (wrapped lines joined, a heading and its subtitle joined with ": ", zero-width marks dropped).
     """
-    return sum(1 for ch in text if unicodedata.category(ch)[0] in "LMNS")
+    stripped = _uncounted_bmp().sub("", text)
+    astral = _ASTRAL.findall(stripped)
+    return len(stripped) - sum(1 for ch in astral if unicodedata.category(ch)[0] not in "LMNS")
+
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+@lru_cache(maxsize=1)
+def _uncounted_bmp() -> re.Pattern[str]:
+    """A class of the Basic Multilingual Plane's characters that :func:`counted_chars` does not count
+    (a regex runs in C: a book's three million characters in a few hundredths of a second)."""
+    ranges: list[str] = []
+    start = None
+    for cp in range(0x10001):
+        out = cp < 0x10000 and unicodedata.category(chr(cp))[0] not in "LMNS"
+        if out and start is None:
+            start = cp
+        elif not out and start is not None:
+            first, last = re.escape(chr(start)), re.escape(chr(cp - 1))
+            ranges.append(f"{first}-{last}" if cp - 1 > start else first)
+            start = None
+    return re.compile(f"[{''.join(ranges)}]+")
 
 
 @dataclass(frozen=True)
@@ -63,6 +87,12 @@ class Chapter:
     @property
     def text(self) -> str:
         return "\n\n".join(self.paragraphs)
+
+    @cached_property
+    def counted_chars(self) -> int:
+        """Counted characters (:func:`counted_chars`) of its paragraphs and of a title that is the book's text."""
+        title = counted_chars(self.title) if self.title_in_text else 0
+        return title + sum(map(counted_chars, self.paragraphs))
 
 
 @dataclass(frozen=True)

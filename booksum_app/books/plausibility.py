@@ -17,7 +17,7 @@ import re
 import statistics
 from collections.abc import Sequence
 
-from booksum_app.books.model import Book, Chapter, counted_chars
+from booksum_app.books.model import Book, Chapter
 
 #: the most counted characters an excluded section of a kind can hold (past it: kept, with a line)
 AUTHOR_NOTE_MAX_CHARS = 3000
@@ -130,7 +130,7 @@ def anomalies(book: Book, *, include_front_matter: bool = False) -> tuple[str, .
     notes = list(book.notes)
     numbers = [num for c in book.chapters if c.narrative and (num := chapter_number(heading_key(c.title)))]
     notes += _sequence_notes(numbers)
-    sizes = {id(c): counted_chars(c.text) for c in book.chapters}
+    sizes = {id(c): c.counted_chars for c in book.chapters}
     notes += _size_notes(book.selected_chapters(include_front_matter=include_front_matter), sizes)
     dropped = sum(d.chars for d in book.dropped)
     total = sum(sizes.values()) + dropped
