@@ -3,13 +3,16 @@ and title-based exclusions weighed against what their kind can hold."""
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass, field
 
 from booksum_app.books.matter import classify_title
 from booksum_app.books.model import Dropped, counted_chars
 from booksum_app.books.plausibility import chapter_number, overruled
-from booksum_app.books.webcopy import NOISE
+from booksum_app.books.webcopy import NOISE, UNIT_CHARS, ZH_NUM, heading_form, same_title, title_core
+
+_ORDINAL = re.compile(rf"^第[{ZH_NUM}]+[{UNIT_CHARS}]")
 
 
 @dataclass
@@ -30,6 +33,12 @@ def same_chapter(key: str) -> str:
     """A heading key with 回 and 章 read alike: a site's "第038章" above the text's "第三十八回"."""
     number = chapter_number(key)
     return f"章{number[1]}" if number is not None and number[0] == "章" else key
+
+
+def _same_titles(a: str, b: str) -> bool:
+    """Two headings of one number name one chapter: their titles after the ordinal agree (or one has none)."""
+    ta, tb = (title_core(_ORDINAL.sub("", heading_form(t), count=1)) for t in (a, b))
+    return not ta or not tb or ta == tb or same_title(ta, tb)
 
 
 def section_chars(section: Section) -> int:
@@ -66,6 +75,7 @@ def without_duplicate_headings(sections: list[Section], dropped: list[Dropped]) 
                 prev is not None
                 and prev.kind == "heading"
                 and same_chapter(prev.key) == key
+                and _same_titles(prev.title, section.title)  # 第2章 甲 and 第2章 乙 are two chapters
                 and classify_title(section.title) is None  # two afterwords are two sections
             ):
                 kept[-1], lines = _join_repeated(prev, section, dropped)

@@ -481,7 +481,7 @@ def _before_first_clean(
             text_between += len(lines[i].strip())
             continue
         titled = bool(heading.title and nxt.title)
-        repeat = (titled and _same_title(heading.title, nxt.title) and text_between <= _REPEAT_RESIDUE_CHARS) or (
+        repeat = (titled and same_title(heading.title, nxt.title) and text_between <= _REPEAT_RESIDUE_CHARS) or (
             not titled and text_between == 0
         )
         number = nxt.number if repeat else nxt.number - 1
@@ -493,7 +493,8 @@ def _before_first_clean(
     return accepted
 
 
-def _same_title(a: str, b: str) -> bool:
+def same_title(a: str, b: str) -> bool:
+    """Two title cores alike enough to be one title damaged differently (75% of characters agree)."""
     return bool(a and b) and SequenceMatcher(None, a, b).ratio() >= 0.75
 
 
@@ -514,11 +515,11 @@ def _choose(
 
     if prev is not None and p is not None and p in nums and text_since <= _REPEAT_RESIDUE_CHARS:
         titled = bool(heading.title and prev.title)
-        if (titled and _same_title(heading.title, prev.title)) or (not titled and text_since == 0):
+        if (titled and same_title(heading.title, prev.title)) or (not titled and text_since == 0):
             return pick(p)
     if p is not None and p + 1 in nums:
         return pick(p + 1)
-    if nxt is not None and q is not None and q in nums and _same_title(heading.title, nxt.title):
+    if nxt is not None and q is not None and q in nums and same_title(heading.title, nxt.title):
         return pick(q)  # a page title above the next heading, after a gap in the sequence
     if q is not None and q - 1 in nums and (p is None or q - 1 > p):
         return pick(q - 1)
