@@ -135,6 +135,54 @@ def test_generated_html_conserves_every_character(tmp_path: Path, chapters: list
     assert_conserved(book, body_chars(parse_html(path.read_text(encoding="utf-8"), name=path.name)))
 
 
+MD_PIECES = [
+    "Plain *emphasis* and **strong** text with `code` & 3 + 4 = 7.",
+    "A [link](http://example.com/path) and an ![image alt](pic.png) here.",
+    "A note marker[^1] in the text.",
+    "[^1]: The footnote body, dropped.",
+    "```\nfenced = code | kept\n```",
+    "| a | b |\n|---|---|\n| 1 | 2 |",
+    "> quoted words\n> more",
+    "- item one\n- item two\n\n1. first\n2. second",
+    "<script>var hidden = 1;</script>",
+    "<!-- a comment -->",
+    '<div hidden>hidden block text</div>',
+    'Inline <span style="display:none">secret</span> shown.',
+    "### A level three heading",
+    "Text with <b>bold</b> html.",
+    "Setext heading\n---",
+]
+
+
+def md_input_chars(text: str) -> int:
+    """The counted characters markdown-it's own HTML rendering shows, plus the YAML front matter's."""
+    from markdown_it import MarkdownIt
+
+    front = 0
+    lines = text.split("\n")
+    if lines[0] == "---":
+        end = lines.index("---", 1)
+        front, text = counted_chars("\n".join(lines[: end + 1])), "\n".join(lines[end + 1:])
+    html = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(text)
+    return front + body_chars(parse_html(f"<html><body>{html}</body></html>", name="md"))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(chapters=st.lists(st.tuples(st.sampled_from(["# Chapter 1", "## Chapter 2", "## Contents", "# Notes", ""]),
+                                   st.lists(st.sampled_from(MD_PIECES), min_size=1, max_size=5)),
+                         min_size=1, max_size=4),
+       front=st.booleans())
+def test_generated_markdown_conserves_every_character(tmp_path: Path, chapters: list[tuple[str, list[str]]],
+                                                      front: bool) -> None:
+    parts = ["---\ntitle: A Book\nauthor: Someone\n---"] if front else []
+    for heading, pieces in chapters:
+        parts += ([heading] if heading else []) + pieces
+    text = "\n\n".join(parts) + "\n\nclosing words.\n"
+    path = tmp_path / "book.md"
+    path.write_text(text, encoding="utf-8")
+    assert_conserved(open_book(path, include_front_matter=True), md_input_chars(text))
+
+
 @pytest.mark.parametrize("stem", SAMPLE_EPUBS)
 def test_the_sample_epubs_conserve_every_character(stem: str) -> None:
     path = sample_book(stem)

@@ -1,8 +1,8 @@
 """Conservation: every character of a book's input kept in a section or excluded with a reason.
 
-What is counted (:func:`~booksum_app.books.model.counted_chars`): letters, marks, numbers and
-symbols. Whitespace, punctuation, control and format characters are not, since readers rewrite
-them. The input is the decoded text of a .txt or .md file, the text of an HTML file's
+What is counted (:func:`~booksum_app.books.model.counted_chars`): letters, marks and numbers.
+Whitespace, punctuation, symbols, control and format characters are not, since readers rewrite
+them and markup is made of them. The input is the decoded text of a .txt or .md file, the text of an HTML file's
 ``<body>``, of every spine document's ``<body>`` in an epub, of every page of a PDF.
 
 Kept: the selected sections' paragraphs and their titles where the title is text of the book.

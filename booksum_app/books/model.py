@@ -21,14 +21,15 @@ def _shown(value: object) -> object:
 
 
 def counted_chars(text: str) -> int:
-    """The characters conservation counts: letters, marks, numbers and symbols (Unicode L, M, N, S).
+    """The characters conservation counts: letters, marks and numbers (Unicode categories L, M, N).
 
-    Whitespace, punctuation, control and format characters are not counted: readers rewrite them
-    (wrapped lines joined, a heading and its subtitle joined with ": ", zero-width marks dropped).
+    Whitespace, punctuation, symbols, control and format characters are not counted: readers
+    rewrite them (wrapped lines joined, a heading and its subtitle joined with ": ", table cells
+    with " | ", zero-width marks dropped), and markup is made of them (``#``, ``|``, ``=``, ``>``).
     """
     stripped = _uncounted_bmp().sub("", text)
     astral = _ASTRAL.findall(stripped)
-    return len(stripped) - sum(1 for ch in astral if unicodedata.category(ch)[0] not in "LMNS")
+    return len(stripped) - sum(1 for ch in astral if unicodedata.category(ch)[0] not in "LMN")
 
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
@@ -41,7 +42,7 @@ def _uncounted_bmp() -> re.Pattern[str]:
     ranges: list[str] = []
     start = None
     for cp in range(0x10001):
-        out = cp < 0x10000 and unicodedata.category(chr(cp))[0] not in "LMNS"
+        out = cp < 0x10000 and unicodedata.category(chr(cp))[0] not in "LMN"
         if out and start is None:
             start = cp
         elif not out and start is not None:

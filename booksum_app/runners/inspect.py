@@ -43,7 +43,7 @@ class ExcludedSpanReport:
     reason: str
     where: str  # "line 12", "epub/text/imprint.xhtml"
     title: str
-    chars: int  # counted characters: letters, marks, numbers, symbols
+    chars: int  # counted characters: letters, marks, numbers
     tokens: int | None  # under the model's tokenizer; None for a dropped span (its text is not kept)
 
 
