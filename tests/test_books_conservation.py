@@ -183,6 +183,32 @@ def test_generated_markdown_conserves_every_character(tmp_path: Path, chapters: 
     assert_conserved(open_book(path, include_front_matter=True), md_input_chars(text))
 
 
+def pdf_input_chars(path: Path) -> int:
+    """The counted characters of every page's text as pypdf extracts it (layout mode, as read)."""
+    from pypdf import PdfReader
+
+    return sum(counted_chars(page.extract_text(extraction_mode="layout") or "") for page in PdfReader(path).pages)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(outline=st.booleans(), numbers=st.sampled_from(["bare", "page of", "dashes", None]),
+       at_top=st.booleans(), chapter_heads=st.booleans(), break_words=st.booleans(),
+       new_page=st.booleans(), seed=st.integers(0, 10_000), contents=st.booleans())
+def test_generated_pdfs_conserve_every_character(tmp_path: Path, outline: bool, numbers: str | None, at_top: bool,
+                                                 chapter_heads: bool, break_words: bool, new_page: bool, seed: int,
+                                                 contents: bool) -> None:
+    from pdf_fixtures import PdfBook, sample_paragraphs, write_pdf
+
+    source = [(f"Chapter {n}", sample_paragraphs(seed + n, count=3)) for n in range(1, 4)]
+    if contents:
+        source.insert(0, ("Contents", ["Chapter 1", "Chapter 2", "Chapter 3"]))
+    path = write_pdf(tmp_path / "book.pdf", PdfBook(
+        source, outline=outline, numbers=numbers, numbers_at_top=at_top, chapter_heads=chapter_heads,
+        break_words=break_words, chapter_on_new_page=new_page, title="A Title"))
+    assert_conserved(open_book(path), pdf_input_chars(path))
+
+
 @pytest.mark.parametrize("stem", SAMPLE_EPUBS)
 def test_the_sample_epubs_conserve_every_character(stem: str) -> None:
     path = sample_book(stem)
