@@ -15,6 +15,10 @@ ordinal, then a separator and a title of up to 40 characters, or up to 30 charac
 without punctuation; a line with 。！？；… is a sentence ("第四回中既将…表明。"), text.
 Zero-width characters and spaces inside the ordinal ("第 62 回") are ignored. "番外" headings
 are chapters (side stories are story).
+A site's short prefix or bracket around the ordinal ("正文 第一回", "VIP章节 第一章", "【第一章】",
+"卷一 第一回", "第一卷 第一章", "【重发】第二回") is read past, and page-split markers ("(第2/3页)")
+leave titles and text (booksum_app.books.webcopy.heading_form); ordinals are read in any numeral
+style (38, 038, ３８, 三十八, 一零二, 叁拾捌).
 A heading in which noise marks ("?", "？", "□", "■", U+FFFD) stand for lost characters or
 separators, anywhere in it, is a heading when its ordinal, with the marks read as numerals,
 fits the book's sequence of headings (booksum_app.books.webcopy).
@@ -30,8 +34,11 @@ earlier one's heading and text word for word (a page saved twice) is dropped, an
 right after the same chapter's heading joins it (up to 3 short lines between are residue,
 counted; more is the chapter's previous page). A block of several heading lines is a table
 of contents, not a heading. Front/back matter titles on their own line (Contents, Preface,
-目录, 后记, 跋, 附录, ...) open a non-narrative section. Text before the first heading is front
-matter when it looks like a title page or contents (short lines); otherwise it is kept.
+目录, 后记, 跋, 附录, ...) open a non-narrative section; a title is weak evidence, so a section
+past what its kind can hold is kept and said (booksum_app.books.sections.overrule_titled).
+Every span dropped on the way is recorded in ``Book.dropped`` (booksum_app.books.accounting).
+Text before the first heading is front matter when it looks like a title page or contents
+(short lines); otherwise it is kept.
 Project Gutenberg's "*** START OF ..."/"*** END OF ..." header and license are
 excluded as non-narrative ("gutenberg boilerplate"). Title and author come from its
 "Title:"/"Author:" lines, else from a first line such as "《红楼梦》曹雪芹" (or
