@@ -179,3 +179,15 @@ def test_inspect_lists_every_excluded_span_and_summarize_keeps_the_warnings(tmp_
     assert any("numbered headings" in a for a in record["book"]["anomalies"])
     assert record["book"]["input_chars"] == report["input_chars"]
     assert record["book"]["excluded_chars"]["page marker"] > 0
+
+
+@pytest.mark.parametrize(("head", "named"), [("Contents\n\n", "'Contents'"), ("", "'Opening'")])
+def test_a_long_opening_after_a_contents_block_is_kept_and_said(tmp_path: Path, head: str, named: str) -> None:
+    contents = "\n".join(f"Chapter {n}" for n in range(1, 4))  # one block of heading lines: a contents list
+    prologue = "\n\n".join(f"The prologue goes on, part {k}, in short lines of verse." for k in range(200))
+    chapters = "\n\n".join(f"Chapter {n}\n\nThe story of chapter {n} goes on for a while." for n in range(1, 4))
+    path = tmp_path / "book.txt"
+    path.write_text(f"{head}{contents}\n\n{prologue}\n\n{chapters}", encoding="utf-8")
+    book = open_book(path)
+    assert "The prologue goes on, part 199, in short lines of verse." in book.text()
+    assert any(named in n and "kept" in n for n in anomalies(book)), anomalies(book)

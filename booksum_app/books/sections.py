@@ -105,18 +105,21 @@ def _join_repeated(first: Section, again: Section, dropped: list[Dropped]) -> tu
 
 
 def overrule_titled(sections: list[Section], reasons: list[str | None]) -> list[str]:
-    """Keep a section excluded by its title alone when it is past what its kind can be
-    (``plausibility.overruled``): its reason is cleared in ``reasons``; the notes say why."""
+    """Keep a section excluded by its title or shape alone (a matter title, the text before the first
+    heading) when it is past what its kind can be (``plausibility.overruled``): its reason is
+    cleared in ``reasons``; the notes say why."""
     sizes = [section_chars(s) for s in sections]
     numbered = [i for i, s in enumerate(sections) if s.kind == "heading" and chapter_number(same_chapter(s.key))]
     median = statistics.median([sizes[i] for i in numbered]) if numbered else 0.0
     last_numbered = numbered[-1] if numbered else -1
     notes = []
     for i, (section, reason) in enumerate(zip(sections, reasons, strict=True)):
-        if reason is None or section.kind != "heading" or not reason.startswith("title:"):
+        weak = (section.kind == "heading" and reason is not None and reason.startswith("title:")) or (
+            section.kind == "front" and reason is not None and reason.startswith("front matter"))
+        if reason is None or not weak:  # structure (Gutenberg's markers) is strong evidence
             continue
-        note = overruled(reason, title=section.title, chars=sizes[i], book_chars=sum(sizes), median_chars=median,
-                         entries=len(numbered), between_chapters=i < last_numbered)
+        note = overruled(reason, title=section.title or "Opening", chars=sizes[i], book_chars=sum(sizes),
+                         median_chars=median, entries=len(numbered), between_chapters=i < last_numbered)
         if note is not None:
             reasons[i] = None
             notes.append(note)
