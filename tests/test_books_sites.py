@@ -191,3 +191,22 @@ def test_a_long_opening_after_a_contents_block_is_kept_and_said(tmp_path: Path, 
     book = open_book(path)
     assert "The prologue goes on, part 199, in short lines of verse." in book.text()
     assert any(named in n and "kept" in n for n in anomalies(book)), anomalies(book)
+
+
+@pytest.mark.parametrize("suffix", [".html", ".md"])
+def test_html_and_markdown_keep_a_titled_exclusion_past_its_bound(tmp_path: Path, suffix: str) -> None:
+    story = " ".join(["The preface is where the story really happens, page after page."] * 120)
+    short = "A short chapter."
+    if suffix == ".html":
+        text = (f"<html><body><h2>Preface</h2><p>{story}</p>"
+                + "".join(f"<h2>Chapter {n}</h2><p>{short}</p>" for n in range(1, 4))
+                + f"<h2>Notes</h2><p>{short}</p></body></html>")
+    else:
+        text = f"## Preface\n\n{story}\n\n" + "".join(f"## Chapter {n}\n\n{short}\n\n" for n in range(1, 4)) \
+            + f"## Notes\n\n{short}\n"
+    path = tmp_path / f"book{suffix}"
+    path.write_text(text, encoding="utf-8")
+    book = open_book(path)
+    assert [c.title for c in book.selected_chapters()] == ["Preface", "Chapter 1", "Chapter 2", "Chapter 3"]
+    assert [c.title for c in book.excluded_chapters] == ["Notes"]  # a short one stays excluded
+    assert any("'Preface'" in n and "kept" in n for n in anomalies(book))

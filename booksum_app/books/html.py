@@ -30,6 +30,7 @@ from booksum_app.books.markup import (
 )
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter, Dropped, counted_chars
+from booksum_app.books.plausibility import keep_overruled
 from booksum_app.books.text import read_book_bytes
 
 _DECLARED_CHARSET = re.compile(rb"<meta[^>]+charset|<\?xml[^>]+encoding", re.IGNORECASE)
@@ -123,6 +124,7 @@ def book_from_html_tree(
                 title_in_text=in_text,
             )
         )
+    chapters, notes = keep_overruled(chapters)
     check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
     language = (
         lang
@@ -139,4 +141,5 @@ def book_from_html_tree(
         format="html",
         metadata={"html_title": head_title} if head_title else {},
         dropped=tuple(Dropped(kind, chars, path.name) for kind, chars in sorted(dropped.items()) if chars),
+        notes=tuple(notes),
     )

@@ -30,6 +30,7 @@ from booksum_app.books.language import detect_language
 from booksum_app.books.markup import extract_segments, is_hidden, parse_html
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter, Dropped, counted_chars
+from booksum_app.books.plausibility import keep_overruled
 from booksum_app.books.text import join_lines, read_book_bytes
 from booksum_app.errors import BookFormatError
 
@@ -286,6 +287,7 @@ def read_markdown(
                 title_in_text=in_text,
             )
         )
+    chapters, notes = keep_overruled(chapters)
     check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
     author = fields.get("author", "")
     metadata = {"encoding": encoding}
@@ -300,4 +302,5 @@ def read_markdown(
         format="md",
         metadata=metadata,
         dropped=tuple(Dropped(kind, chars, path.name) for kind, chars in sorted(dropped.items()) if chars),
+        notes=tuple(notes),
     )

@@ -13,6 +13,7 @@ each as one line, and the run record keeps them.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import statistics
 from collections.abc import Sequence
@@ -89,6 +90,29 @@ def overruled(
     return None
 
 
+def keep_overruled(chapters: Sequence[Chapter]) -> tuple[list[Chapter], list[str]]:
+    """The chapters with every exclusion by title or shape alone (``title: ...``, ``front matter
+    ...``) that is past its kind's size turned back into narrative, and the notes saying so (the
+    HTML and Markdown readers; the text reader weighs its sections the same way)."""
+    from booksum_app.books.text import heading_key
+
+    sizes = [c.counted_chars for c in chapters]
+    numbered = [i for i, c in enumerate(chapters) if c.narrative and chapter_number(heading_key(c.title))]
+    median = statistics.median([sizes[i] for i in numbered]) if numbered else 0.0
+    last = numbered[-1] if numbered else -1
+    out, notes = list(chapters), []
+    for i, chapter in enumerate(chapters):
+        reason = chapter.excluded_reason or ""
+        if chapter.narrative or not reason.startswith(("title:", "front matter")):
+            continue
+        note = overruled(reason, title=chapter.title, chars=sizes[i], book_chars=sum(sizes), median_chars=median,
+                         entries=len(numbered), between_chapters=i < last)
+        if note is not None:
+            out[i] = dataclasses.replace(chapter, narrative=True, excluded_reason=None)
+            notes.append(note)
+    return out, notes
+
+
 def chapter_number(key: str) -> tuple[str, int] | None:
     """The unit and number of a heading key ("回38" -> ("章", 38): 回 and 章 number the same chapters)."""
     m = _ORDINAL_KEY.match(key)
@@ -159,4 +183,4 @@ def _size_notes(kept: Sequence[Chapter], sizes: dict[int, int]) -> list[str]:
     return [line]
 
 
-__all__ = ["anomalies", "chapter_number", "exclusion_kind", "overruled"]
+__all__ = ["anomalies", "chapter_number", "exclusion_kind", "keep_overruled", "overruled"]
