@@ -162,9 +162,17 @@ def anomalies(book: Book, *, include_front_matter: bool = False) -> tuple[str, .
                 if not c.narrative and exclusion_kind(c.excluded_reason or "") != "boilerplate"]
     excluded_chars = sum(sizes[id(c)] for c in excluded) + dropped
     if not include_front_matter and total and excluded_chars > EXCLUDED_WARN_SHARE * total:
+        by_kind: dict[str, int] = {}
+        for c in excluded:
+            kind = exclusion_kind(c.excluded_reason or "")
+            by_kind[kind] = by_kind.get(kind, 0) + sizes[id(c)]
+        for d in book.dropped:
+            by_kind[d.kind] = by_kind.get(d.kind, 0) + d.chars
+        kind, most = max(by_kind.items(), key=lambda item: item[1])
         biggest = max(excluded, key=lambda c: sizes[id(c)], default=None)
-        where = f"; the largest: {biggest.title!r} ({sizes[id(biggest)]:,} characters)" if biggest else ""
-        notes.append(f"excluded text is {excluded_chars / total:.0%} of the book{where}")
+        largest = f"; the largest section: {biggest.title!r} ({sizes[id(biggest)]:,})" if biggest else ""
+        notes.append(f"excluded text is {excluded_chars / total:.0%} of the book ({excluded_chars:,} of {total:,} "
+                     f"characters), most of it {kind} ({most:,}){largest}")
     return tuple(notes)
 
 
