@@ -210,3 +210,17 @@ def test_html_and_markdown_keep_a_titled_exclusion_past_its_bound(tmp_path: Path
     assert [c.title for c in book.selected_chapters()] == ["Preface", "Chapter 1", "Chapter 2", "Chapter 3"]
     assert [c.title for c in book.excluded_chapters] == ["Notes"]  # a short one stays excluded
     assert any("'Preface'" in n and "kept" in n for n in anomalies(book))
+
+
+def test_xiyouji_appendix_between_chapters_is_story(tmp_path: Path) -> None:
+    story = [f"　　却说陈光蕊赴任，第{k}段，刘洪将他推入江中，殷小姐生下一子，抛入江中，长大后为僧。"
+             for k in range(40)]
+    lines = [*_chapter_lines(range(1, 9)), "附录　陈光蕊赴任逢灾　江流僧复仇报本", *story,
+             *_chapter_lines(range(9, 12)), "后记", "　　谢谢。"]
+    path = tmp_path / "xiyouji.txt"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    book = open_book(path)
+    kept = [c.title for c in book.selected_chapters()]
+    assert kept[8] == "附录　陈光蕊赴任逢灾　江流僧复仇报本" and len(kept) == 12
+    assert [c.title for c in book.excluded_chapters if c.paragraphs] == ["后记"]
+    assert any("附录" in n and "kept as story" in n for n in anomalies(book))

@@ -74,18 +74,18 @@ def overruled(
     """
     kind = exclusion_kind(reason)
     if kind == "author's note" and chars > AUTHOR_NOTE_MAX_CHARS:
-        return (f"section {title!r} is titled like an author's note but holds {chars:,} characters "
+        return (f"section '{title}' is titled like an author's note but holds {chars:,} characters "
                 f"(a note is at most {AUTHOR_NOTE_MAX_CHARS:,}): kept")
     bound = max(CONTENTS_MIN_BOUND_CHARS, CONTENTS_CHARS_PER_ENTRY * entries)
     if kind == "contents" and chars > bound:
-        return (f"section {title!r} is titled like a table of contents but holds {chars:,} characters "
+        return (f"section '{title}' is titled like a table of contents but holds {chars:,} characters "
                 f"(contents of {entries} chapters: at most {bound:,}): kept")
     story_size = max(BETWEEN_MIN_CHARS, BETWEEN_CHAPTERS_SHARE * median_chars)
     if kind == "back matter" and between_chapters and chars >= story_size:
-        return (f"section {title!r} is titled like back matter but stands between chapters, "
+        return (f"section '{title}' is titled like back matter but stands between chapters, "
                 f"{chars:,} characters long: kept as story")
     if kind in ("front matter", "back matter") and chars > max(TITLED_MIN_CHARS, TITLED_MAX_SHARE * book_chars):
-        return (f"section {title!r} is titled like {kind} but holds {chars / book_chars:.0%} of the book: "
+        return (f"section '{title}' is titled like {kind} but holds {chars / book_chars:.0%} of the book: "
                 "kept (only its title said otherwise)")
     return None
 
@@ -170,7 +170,7 @@ def anomalies(book: Book, *, include_front_matter: bool = False) -> tuple[str, .
             by_kind[d.kind] = by_kind.get(d.kind, 0) + d.chars
         kind, most = max(by_kind.items(), key=lambda item: item[1])
         biggest = max(excluded, key=lambda c: sizes[id(c)], default=None)
-        largest = f"; the largest section: {biggest.title!r} ({sizes[id(biggest)]:,})" if biggest else ""
+        largest = f"; the largest section: '{biggest.title}' ({sizes[id(biggest)]:,})" if biggest else ""
         notes.append(f"excluded text is {excluded_chars / total:.0%} of the book ({excluded_chars:,} of {total:,} "
                      f"characters), most of it {kind} ({most:,}){largest}")
     return tuple(notes)
@@ -186,7 +186,7 @@ def _size_notes(kept: Sequence[Chapter], sizes: dict[int, int]) -> list[str]:
         return []
     worst = max(big, key=lambda c: sizes[id(c)])
     more = f" ({len(big) - 1} more)" if len(big) > 1 else ""
-    line = (f"section {worst.title!r} is {sizes[id(worst)] / median:.0f}× the median section "
+    line = (f"section '{worst.title}' is {sizes[id(worst)] / median:.0f}× the median section "
             f"({sizes[id(worst)]:,} characters): headings inside it may not have been read{more}")
     return [line]
 
