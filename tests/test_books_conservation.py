@@ -209,6 +209,31 @@ def test_generated_pdfs_conserve_every_character(tmp_path: Path, outline: bool, 
     assert_conserved(open_book(path), pdf_input_chars(path))
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=st.lists(st.tuples(st.sampled_from(["Chapter 1", "Contents", "Colophon", "Chapter Two", ""]),
+                               st.sampled_from(["chapter", "colophon", ""]),
+                               st.lists(st.sampled_from(HTML_PIECES), min_size=1, max_size=4)),
+                     min_size=1, max_size=4),
+       labels=st.booleans(), ncx=st.booleans())
+def test_generated_epubs_conserve_every_character(tmp_path: Path, docs: list[tuple[str, str, list[str]]],
+                                                  labels: bool, ncx: bool) -> None:
+    from book_fixtures import epub_files, write_zip, xhtml
+
+    members = []
+    for i, (title, section_type, pieces) in enumerate(docs):
+        stype = f' epub:type="{section_type}"' if section_type else ""
+        heading = f"<h2>{title}</h2>" if title else ""
+        members.append((f"d{i}.xhtml", xhtml(f"<section{stype}>{heading}{''.join(pieces)}</section>")))
+    # the contents' labels name the sections (their headings then are not kept), or nothing does
+    nav = [(name, f"Label {i}") for i, (name, _) in enumerate(members)] if labels else []
+    path = write_zip(tmp_path / "book.epub", epub_files(members, nav=nav, ncx=ncx))
+    try:
+        book = open_book(path, include_front_matter=True)
+    except BookFormatError:  # no text at all
+        return
+    assert_conserved(book, epub_input_chars(path))
+
+
 @pytest.mark.parametrize("stem", SAMPLE_EPUBS)
 def test_the_sample_epubs_conserve_every_character(stem: str) -> None:
     path = sample_book(stem)
