@@ -224,3 +224,15 @@ def test_xiyouji_appendix_between_chapters_is_story(tmp_path: Path) -> None:
     assert kept[8] == "附录　陈光蕊赴任逢灾　江流僧复仇报本" and len(kept) == 12
     assert [c.title for c in book.excluded_chapters if c.paragraphs] == ["后记"]
     assert any("附录" in n and "kept as story" in n for n in anomalies(book))
+
+
+def test_compare_names_a_book_anomaly_before_its_plan(tmp_path: Path) -> None:
+    lines = []
+    for k, n in enumerate([1, 2, 3, 7, 8]):
+        lines += [f"第{n}章 标题{k}", f"　　这是第{k}段故事，众人说笑，各自散了。"]
+    path = tmp_path / "skips.txt"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["compare", str(path), "--strategies", "direct", "-m", "openai:gpt-4o-mini",
+                                      "--out", str(tmp_path / "out"), "--plan-only"])
+    assert result.exit_code == 0, result.output
+    assert "warning: skips.txt: numbered headings skip: 3→7" in result.stderr
