@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +56,7 @@ from booksum_app.books.matter import (
     classify_types,
     has_narrative_type,
 )
-from booksum_app.books.model import Book, Chapter
+from booksum_app.books.model import Book, Chapter, Dropped, counted_chars
 from booksum_app.errors import BookFormatError
 
 OPF_NS = "http://www.idpf.org/2007/opf"
@@ -115,8 +116,9 @@ def read_epub(path: Path, *, lang: str | None = None, include_front_matter: bool
         content |= {i.path for i in (pkg.nav, pkg.ncx) if i is not None}
         check_encryption(zf, name=name, content_paths=content)
         entries, landmarks = _read_navigation(zf, pkg, name)
-        chapters = _read_spine(zf, pkg, entries, landmarks, name)
-    return _finish(chapters, pkg, path, lang=lang, include_front_matter=include_front_matter)
+        dropped: list[Dropped] = []
+        chapters = _read_spine(zf, pkg, entries, landmarks, name, dropped)
+    return _finish(chapters, pkg, path, lang=lang, include_front_matter=include_front_matter, dropped=dropped)
 
 
 # ---- package ---------------------------------------------------------------
@@ -311,6 +313,7 @@ class _Draft:
     heading: str
     paragraphs: tuple[str, ...]
     reason: str | None
+    in_text: bool = True  # the title is the heading read from the text (not a contents label)
 
 
 def _read_spine(
@@ -319,6 +322,7 @@ def _read_spine(
     entries: list[_NavEntry],
     landmarks: dict[str, set[str]],
     name: str,
+    dropped: list[Dropped],
 ) -> list[Chapter]:
     by_path: dict[str, list[int]] = {}
     for i, e in enumerate(entries):
@@ -335,7 +339,7 @@ def _read_spine(
         root = parse_xhtml(zf.read(item.path), name=f"{name}: {item.path}")
         drafts.extend(
             _drafts_for_file(
-                root, item, linear, entries, by_path.get(item.path, []), landmarks, pkg
+                root, item, linear, entries, by_path.get(item.path, []), landmarks, pkg, dropped
             )
         )
     # ancestors named in title paths: narrative files and heading-only division pages
@@ -350,8 +354,11 @@ def _read_spine(
                 narrative=d.reason is None,
                 excluded_reason=d.reason,
                 source=d.source,
+                title_in_text=d.in_text and title == d.heading,
             )
         )
+        if d.heading and title != d.heading:  # the contents' label names it; its heading is not kept
+            dropped.append(Dropped("heading (the contents names the section)", counted_chars(d.heading), d.source))
     return chapters
 
 
@@ -381,6 +388,7 @@ def _drafts_for_file(
     nav_indexes: list[int],
     landmarks: dict[str, set[str]],
     pkg: _Package,
+    dropped: list[Dropped],
 ) -> list[_Draft]:
     body_types, section_types = _structure_types(root)
     types = set(body_types) | set(section_types)
@@ -395,7 +403,9 @@ def _drafts_for_file(
         for i in nav_indexes
         if entries[i].fragment and not _nested_in_file(entries, i)
     }
-    segments = extract_segments(root, split_ids=frozenset(frags))
+    left_out: Counter[str] = Counter()
+    segments = extract_segments(root, split_ids=frozenset(frags), dropped=left_out)
+    dropped.extend(Dropped(kind, chars, item.path) for kind, chars in sorted(left_out.items()))
     head_title = ""
     for el in root.iter():
         if localname(el) == "title":
@@ -407,13 +417,17 @@ def _drafts_for_file(
         paragraphs = tuple(b.text for b in blocks)
         if seg.anchor is None:
             if n == 0 and len(segments) > 1 and not paragraphs:
+                if heading:
+                    why = "heading before the first contents anchor"
+                    dropped.append(Dropped(why, counted_chars(heading), item.path))
                 continue  # only headings before the first nav anchor
             index = whole[0] if whole else None
         else:
             index = frags.get(seg.anchor)
         label = entries[index].label if index is not None else ""
+        in_text = True
         if not label and not heading and len(segments) == 1:
-            heading = head_title
+            heading, in_text = head_title, False
         title = label or heading
         reason = classify_types(types, section_types=section_types)
         if reason is None and not has_narrative_type(types):
@@ -425,7 +439,7 @@ def _drafts_for_file(
         if label and "chapter" in types and _ORDINAL.match(label):
             label = f"Chapter {label}"
         source = f"{item.path}#{seg.anchor}" if seg.anchor else item.path
-        drafts.append(_Draft(item.path, source, label, index, heading, paragraphs, reason))
+        drafts.append(_Draft(item.path, source, label, index, heading, paragraphs, reason, in_text))
     return drafts
 
 
@@ -459,6 +473,7 @@ def _finish(
     *,
     lang: str | None,
     include_front_matter: bool,
+    dropped: list[Dropped],
 ) -> Book:
     check_has_text(
         chapters, name=path.name, include_front_matter=include_front_matter, units="spine items"
@@ -475,4 +490,5 @@ def _finish(
         source_path=str(path),
         format="epub",
         metadata=pkg.metadata,
+        dropped=tuple(dropped),
     )

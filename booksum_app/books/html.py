@@ -13,6 +13,7 @@ Project Gutenberg's header and license (``#pg-header``, ``#pg-footer``,
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 from lxml import etree
@@ -21,13 +22,15 @@ from booksum_app.books.encoding import decode_text
 from booksum_app.books.language import detect_language
 from booksum_app.books.markup import (
     clean_text,
+    element_chars,
     extract_segments,
     localname,
     parse_html,
     split_title,
 )
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
-from booksum_app.books.model import Book, Chapter
+from booksum_app.books.model import Book, Chapter, Dropped, counted_chars
+from booksum_app.books.plausibility import keep_overruled
 from booksum_app.books.text import read_book_bytes
 
 _DECLARED_CHARSET = re.compile(rb"<meta[^>]+charset|<\?xml[^>]+encoding", re.IGNORECASE)
@@ -51,7 +54,8 @@ def read_html(path: Path, *, lang: str | None = None, include_front_matter: bool
     )
 
 
-def _drop_boilerplate(root: etree._Element) -> None:
+def _drop_boilerplate(root: etree._Element) -> int:
+    """Remove Project Gutenberg's header and license; their counted characters."""
     doomed = [
         el
         for el in root.iter()
@@ -60,17 +64,22 @@ def _drop_boilerplate(root: etree._Element) -> None:
             el.get("id") in _BOILERPLATE_IDS or "pg-boilerplate" in (el.get("class") or "").split()
         )
     ]
+    chars = 0
     for el in doomed:
         parent = el.getparent()
         if parent is not None:
+            if not any(a in doomed for a in el.iterancestors()):  # its tail goes with it
+                chars += element_chars(el) + counted_chars(el.tail or "")
             parent.remove(el)
+    return chars
 
 
 def book_from_html_tree(
     root: etree._Element, *, path: Path, lang: str | None = None, include_front_matter: bool = False
 ) -> Book:
     """Build a Book from a parsed HTML tree."""
-    _drop_boilerplate(root)
+    dropped: Counter[str] = Counter()
+    dropped["gutenberg boilerplate"] = _drop_boilerplate(root)
     counts = {"h1": 0, "h2": 0}
     head_title, authors, html_lang = "", [], root.get("lang") or ""
     h1_text = ""
@@ -88,7 +97,7 @@ def book_from_html_tree(
         split_tags = frozenset({"h2"})
     else:
         split_tags = frozenset({"h1", "h2"})
-    segments = extract_segments(root, split_tags=split_tags)
+    segments = extract_segments(root, split_tags=split_tags, dropped=dropped)
     has_headings = len(segments) > 1
     chapters = []
     for n, seg in enumerate(segments):
@@ -96,10 +105,11 @@ def book_from_html_tree(
             paragraphs = tuple(b.text for b in seg.blocks)
             if not paragraphs:
                 continue
-            title, reason = "Opening", classify_leading(paragraphs)
+            title, reason, in_text = "Opening", classify_leading(paragraphs), False
         else:
             title, blocks = split_title(seg.blocks)
             paragraphs = tuple(b.text for b in blocks)
+            in_text = bool(title)
             title = title or (head_title or path.stem if n == 0 else f"Section {n}")
             reason = classify_title(title) if has_headings else None
             if reason is None and not paragraphs:
@@ -111,8 +121,10 @@ def book_from_html_tree(
                 narrative=reason is None,
                 excluded_reason=reason,
                 source=f"section {n}",
+                title_in_text=in_text,
             )
         )
+    chapters, notes = keep_overruled(chapters)
     check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
     language = (
         lang
@@ -128,4 +140,6 @@ def book_from_html_tree(
         source_path=str(path),
         format="html",
         metadata={"html_title": head_title} if head_title else {},
+        dropped=tuple(Dropped(kind, chars, path.name) for kind, chars in sorted(dropped.items()) if chars),
+        notes=tuple(notes),
     )

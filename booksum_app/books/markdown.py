@@ -18,6 +18,7 @@ never read with its deepest text missing.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,8 @@ from booksum_app.books.encoding import decode_text
 from booksum_app.books.language import detect_language
 from booksum_app.books.markup import extract_segments, is_hidden, parse_html
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
-from booksum_app.books.model import Book, Chapter
+from booksum_app.books.model import Book, Chapter, Dropped, counted_chars
+from booksum_app.books.plausibility import keep_overruled
 from booksum_app.books.text import join_lines, read_book_bytes
 from booksum_app.errors import BookFormatError
 
@@ -50,18 +52,24 @@ def strip_inline(text: str) -> str:
     return " ".join(_inline_text(token) for token in _parser().parseInline(text))
 
 
-def drop_raw_html(lines: list[str]) -> list[str]:
+def drop_raw_html(lines: list[str], dropped: Counter[str] | None = None) -> list[str]:
     """Blank out raw ``<script>``/``<style>``/``<template>`` bodies and comments outside code fences.
 
     They are code, not story text (the HTML reader drops them too). Line numbers are kept:
-    each removed span becomes as many empty lines as it covered.
+    each removed span becomes as many empty lines as it covered. The counted characters of the
+    text inside them (tags aside: what an HTML rendering shows) go into ``dropped``.
     """
     out: list[str] = []
     pending: list[str] = []
 
+    def removed(m: re.Match[str]) -> str:
+        if dropped is not None and m.group(1):  # a comment shows nothing
+            dropped[f"<{m.group(1).lower()}>"] += counted_chars(_TAG.sub("", m.group(0)))
+        return "\n" * m.group(0).count("\n")
+
     def flush() -> None:
         if pending:
-            joined = _RAW_ELEMENT.sub(lambda m: "\n" * m.group(0).count("\n"), "\n".join(pending))
+            joined = _RAW_ELEMENT.sub(removed, "\n".join(pending))
             out.extend(joined.split("\n"))
             pending.clear()
 
@@ -104,21 +112,27 @@ def _parser() -> Any:
     return md
 
 
-def _inline_text(token: Any) -> str:
+def _inline_text(token: Any, dropped: Counter[str] | None = None) -> str:
     """The words of an inline token: markup dropped, link text kept, images and raw HTML dropped,
-    and the text inside inline HTML that hides it (``<span hidden>``, ``style="display:none"``)."""
+    and the text inside inline HTML that hides it (``<span hidden>``, ``style="display:none"``).
+    What is left out (hidden text, footnote markers) is counted into ``dropped``."""
     parts: list[str] = []
     hidden: list[str] = []  # the open hiding tags, innermost last
     for child in token.children or ():
         if child.type == "html_inline":
             _track_hiding(child.content, hidden)
         elif hidden:
+            if dropped is not None and child.type in ("text", "code_inline"):
+                dropped["hidden"] += counted_chars(child.content)
             continue
         elif child.type in ("text", "code_inline"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             parts.append("\n")
-    return _FOOTREF.sub("", join_lines([line.strip() for line in "".join(parts).split("\n")]))
+    text = join_lines([line.strip() for line in "".join(parts).split("\n")])
+    if dropped is not None and "[^" in text:
+        dropped["footnote"] += sum(counted_chars(m) for m in _FOOTREF.findall(text))
+    return _FOOTREF.sub("", text)
 
 
 def _track_hiding(tag: str, hidden: list[str]) -> None:
@@ -145,13 +159,14 @@ def _hides(tag: str, name: str) -> bool:
         return False
 
 
-def _html_block_text(content: str) -> str:
+def _html_block_text(content: str, dropped: Counter[str] | None = None) -> str:
     """The visible text of a raw HTML block, read by the HTML reader's rules (hidden parts dropped)."""
     try:
         root = parse_html(f"<html><body>{content}</body></html>", name="html block")
     except BookFormatError:
         return _TAG.sub("", content).strip()
-    return join_lines([b.text for seg in extract_segments(root) for b in seg.blocks] or [""])
+    segments = extract_segments(root, dropped=dropped)
+    return join_lines([b.text for seg in segments for b in seg.blocks] or [""])
 
 
 def _too_deep(name: str) -> BookFormatError:
@@ -162,7 +177,9 @@ def _too_deep(name: str) -> BookFormatError:
     )
 
 
-def _parse(lines: list[str], *, name: str) -> list[tuple[int, str, list[str], int]]:
+def _parse(
+    lines: list[str], *, name: str, dropped: Counter[str] | None = None
+) -> list[tuple[int, str, list[str], int]]:
     """Items (heading level or 0, heading text, paragraph lines, line number), from markdown-it's tokens.
 
     Headings of any level come as items with their level; every paragraph, list item,
@@ -187,22 +204,27 @@ def _parse(lines: list[str], *, name: str) -> list[tuple[int, str, list[str], in
         if token.type == "heading_open":
             heading_level = int(token.tag[1])
         elif token.type == "inline" and heading_level:
-            items.append((heading_level, _inline_text(token), [], line))
+            items.append((heading_level, _inline_text(token, dropped), [], line))
             heading_level = 0
         elif token.type == "inline" and tokens[i - 1].type in ("th_open", "td_open"):
-            row.append(_inline_text(token))
+            row.append(_inline_text(token, dropped))
         elif token.type == "tr_close":
             if any(row):
                 items.append((0, "", [" | ".join(row)], line))
             row = []
-        elif token.type == "inline" and not _FOOTDEF.match(token.content.strip()):  # footnote bodies: dropped
-            text = _inline_text(token)
+        elif token.type == "inline" and _FOOTDEF.match(token.content.strip()):  # footnote bodies: dropped
+            if dropped is not None:
+                dropped["footnote"] += counted_chars(_inline_text(token)) + counted_chars(
+                    "".join(_FOOTREF.findall(token.content)))
+        elif token.type == "inline":
+            text = _inline_text(token, dropped)
             if text:
                 items.append((0, "", [text], line))
         elif token.type in ("fence", "code_block") and token.content.strip():
             items.append((0, "", [token.content.rstrip("\n")], line))
         elif token.type == "html_block":
-            text = _html_block_text(_RAW_ELEMENT.sub("", token.content)).strip()
+            content = "\n".join(drop_raw_html(token.content.split("\n"), dropped))
+            text = _html_block_text(content, dropped).strip()
             if text:
                 items.append((0, "", [join_lines(text.split("\n"))], line))
     return items
@@ -218,8 +240,11 @@ def read_markdown(
     """
     data = read_book_bytes(path)
     text, encoding = decode_text(data, name=path.name, lang=lang)
-    fields, lines = _front_matter(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
-    items = _parse(drop_raw_html(lines), name=path.name)
+    all_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    fields, lines = _front_matter(all_lines)
+    dropped: Counter[str] = Counter()
+    dropped["metadata (front matter)"] = counted_chars("\n".join(all_lines[: len(all_lines) - len(lines)]))
+    items = _parse(drop_raw_html(lines, dropped), name=path.name, dropped=dropped)
     levels = [lvl for lvl, *_ in items if lvl]
     h1, h2 = levels.count(1), levels.count(2)
     book_title = fields.get("title", "")
@@ -232,6 +257,7 @@ def read_markdown(
         if level in split_levels:
             chapters_raw.append((heading, [], line, False))
         elif level == 1 and split_levels == {2}:
+            dropped["book title"] += counted_chars(heading)
             continue  # the book title
         elif level:
             chapters_raw[-1][1].append(heading)
@@ -243,6 +269,7 @@ def read_markdown(
         paragraphs = [p for p in paragraphs if p]
         if leading and not paragraphs:
             continue
+        in_text = bool(title) and not leading
         if leading and has_headings:
             title, reason = "Opening", classify_leading(paragraphs)
         else:
@@ -257,8 +284,10 @@ def read_markdown(
                 narrative=reason is None,
                 excluded_reason=reason,
                 source=f"line {line}",
+                title_in_text=in_text,
             )
         )
+    chapters, notes = keep_overruled(chapters)
     check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
     author = fields.get("author", "")
     metadata = {"encoding": encoding}
@@ -272,4 +301,6 @@ def read_markdown(
         source_path=str(path),
         format="md",
         metadata=metadata,
+        dropped=tuple(Dropped(kind, chars, path.name) for kind, chars in sorted(dropped.items()) if chars),
+        notes=tuple(notes),
     )

@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import html.entities
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from lxml import etree
 from lxml import html as lxml_html
 
+from booksum_app.books.model import counted_chars
 from booksum_app.errors import BookFormatError
 
 EPUB_NS = "http://www.idpf.org/2007/ops"
@@ -227,8 +229,23 @@ class Segment:
     blocks: list[Block] = field(default_factory=list)
 
 
+def dropped_kind(el: etree._Element, name: str) -> str:
+    """Why an element's text is left out: ``hidden``, ``footnote``, or the element (``<script>``)."""
+    if is_hidden(el):
+        return "hidden"
+    if name in _SKIP:
+        return f"<{name}>"
+    return "footnote"
+
+
+def element_chars(el: etree._Element) -> int:
+    """The counted characters of an element's text (its tail aside)."""
+    return counted_chars("".join(el.itertext()))
+
+
 class _Extractor:
     def __init__(self, split_ids: frozenset[str], split_tags: frozenset[str]) -> None:
+        self.dropped: Counter[str] = Counter()  # counted characters left out, by why
         self.split_ids = split_ids
         self.split_tags = split_tags
         self.segments = [Segment(None)]
@@ -267,6 +284,10 @@ class _Extractor:
             stack.append(("tail", el, saved))
             name = localname(el)
             if not name or name in _SKIP or self._is_note(el, name) or is_hidden(el):
+                if name:  # comments and processing instructions hold no text (itertext skips them)
+                    chars = element_chars(el)
+                    if chars:
+                        self.dropped[dropped_kind(el, name)] += chars
                 continue
             opened = self._open(el, name)
             if opened is None:  # <br>: no children to read
@@ -322,14 +343,18 @@ def extract_segments(
     *,
     split_ids: frozenset[str] = frozenset(),
     split_tags: frozenset[str] = frozenset(),
+    dropped: Counter[str] | None = None,
 ) -> list[Segment]:
-    """Paragraph blocks of a document body, cut at elements with ``split_ids`` or ``split_tags``."""
+    """Paragraph blocks of a document body, cut at elements with ``split_ids`` or ``split_tags``;
+    the counted characters of what is left out (hidden, notes, scripts) are added to ``dropped``."""
     body = _find_body(root)
     ex = _Extractor(split_ids, split_tags)
     ex.add(body.text)
     for child in body:
         ex.walk(child)
     ex.flush()
+    if dropped is not None:
+        dropped.update(ex.dropped)
     return ex.segments
 
 

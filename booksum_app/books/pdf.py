@@ -34,7 +34,7 @@ from pypdf.errors import PyPdfError
 
 from booksum_app.books.language import detect_language
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
-from booksum_app.books.model import Book, Chapter
+from booksum_app.books.model import Book, Chapter, Dropped, counted_chars
 from booksum_app.books.pdf_text import blocks_text, edge_lines, page_blocks, strip_page_furniture
 from booksum_app.books.text import book_from_text, is_heading, join_lines, read_book_bytes
 from booksum_app.errors import BookFormatError, DRMProtectedError
@@ -147,7 +147,15 @@ def _title_line(lines: list[str], title: str) -> int | None:
     return None
 
 
-def _outline_chapters(pages: list[list[str]], entries: list[_Entry]) -> list[Chapter]:
+def _blanked(before: list[list[str]], after: list[list[str]]) -> int:
+    """Counted characters of the lines blanked between two versions of the pages (furniture)."""
+    return sum(counted_chars(a) for pa, pb in zip(before, after, strict=True)
+               for a, b in zip(pa, pb, strict=True) if a.strip() and not b.strip())
+
+
+def _outline_chapters(
+    pages: list[list[str]], entries: list[_Entry], dropped: list[Dropped]
+) -> list[Chapter]:
     # each chapter's pages, its first page cut at its title line (the lines above stay before it)
     cuts: list[tuple[int, int]] = []
     for entry in entries:
@@ -162,8 +170,10 @@ def _outline_chapters(pages: list[list[str]], entries: list[_Entry]) -> list[Cha
         cuts.append(max(cut, cuts[-1]) if cuts else cut)  # chapters never run backwards
     # a chapter's title at a page's edge anywhere but where it opens is a running head
     titles = {" ".join(e.title.split()).lower() for e in entries}
+    before = pages
     pages = [[("" if i in edges and (p, i) not in cuts and " ".join(line.split()).lower() in titles else line)
               for i, line in enumerate(lines)] for p, lines in enumerate(pages) for edges in [set(edge_lines(lines))]]
+    dropped.append(Dropped("running head", _blanked(before, pages), "pages"))
     bounds = [(0, 0), *cuts, (len(pages), 0)]
     spans: list[list[list[str]]] = []
     for (p0, l0), (p1, l1) in itertools.pairwise(bounds):
@@ -179,16 +189,19 @@ def _outline_chapters(pages: list[list[str]], entries: list[_Entry]) -> list[Cha
     opening = [join_lines(b) for b in page_blocks(spans[0])]
     if opening:
         chapters.append(Chapter("Opening", tuple(opening), narrative=classify_leading(opening) is None,
-                                excluded_reason=classify_leading(opening), source="page 1"))
+                                excluded_reason=classify_leading(opening), source="page 1", title_in_text=False))
     for entry, span in zip(entries, spans[1:], strict=True):
         blocks = page_blocks(span)
         if blocks and " ".join(blocks[0]).lower().startswith(entry.title.lower()):
-            rest = " ".join(blocks[0])[len(entry.title):].strip()  # the title line itself
+            first = " ".join(blocks[0])
+            rest = first[len(entry.title):].strip()  # the title line itself: the outline names the chapter
+            dropped.append(Dropped("heading (the outline names the section)", counted_chars(first[:len(entry.title)]),
+                                   f"page {entry.page + 1}"))
             blocks = [[rest], *blocks[1:]] if rest else blocks[1:]
         paragraphs = tuple(join_lines(b) for b in blocks)
         reason = classify_title(entry.title) or (None if paragraphs else "no text")
         chapters.append(Chapter(entry.title, paragraphs, narrative=reason is None, excluded_reason=reason,
-                                source=f"page {entry.page + 1}"))
+                                source=f"page {entry.page + 1}", title_in_text=False))
     return chapters
 
 
@@ -225,18 +238,21 @@ def read_pdf(path: Path, *, lang: str | None = None, include_front_matter: bool 
     # with an outline its titles are the headings (a "Chapter 2" in the text may be a cross-reference)
     heading = (lambda line: " ".join(line.split()).lower() in titles) if entries else is_heading
     pages = strip_page_furniture(lines, is_heading=heading, title=title)
+    dropped = [Dropped("page furniture", _blanked(lines, pages), "pages")]  # running heads, page numbers
     metadata = {"pages": str(count), "chapters_from": "outline" if entries else "headings"}
     if not entries:
         text = blocks_text(page_blocks(pages, is_heading=is_heading))
         language = lang or detect_language(text[:50000])
         book = book_from_text(text, path=path, language=language, include_front_matter=include_front_matter)
         return dataclasses.replace(book, title=title or book.title, authors=authors or book.authors,
-                                   format="pdf", metadata=metadata)
-    chapters = _outline_chapters(pages, entries)
+                                   format="pdf", metadata=metadata,
+                                   dropped=tuple(d for d in (*dropped, *book.dropped) if d.chars))
+    chapters = _outline_chapters(pages, entries, dropped)
     check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
     language = lang or detect_language(" ".join(c.text for c in chapters)[:50000])
     return Book(title=title or path.stem, authors=authors, language=language, chapters=tuple(chapters),
-                source_path=str(path), format="pdf", metadata=metadata)
+                source_path=str(path), format="pdf", metadata=metadata,
+                dropped=tuple(d for d in dropped if d.chars))
 
 
 __all__ = ["read_pdf"]

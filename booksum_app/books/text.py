@@ -15,6 +15,10 @@ ordinal, then a separator and a title of up to 40 characters, or up to 30 charac
 without punctuation; a line with 。！？；… is a sentence ("第四回中既将…表明。"), text.
 Zero-width characters and spaces inside the ordinal ("第 62 回") are ignored. "番外" headings
 are chapters (side stories are story).
+A site's short prefix or bracket around the ordinal ("正文 第一回", "VIP章节 第一章", "【第一章】",
+"卷一 第一回", "第一卷 第一章", "【重发】第二回") is read past, and page-split markers ("(第2/3页)")
+leave titles and text (booksum_app.books.webcopy.heading_form); ordinals are read in any numeral
+style (38, 038, ３８, 三十八, 一零二, 叁拾捌).
 A heading in which noise marks ("?", "？", "□", "■", U+FFFD) stand for lost characters or
 separators, anywhere in it, is a heading when its ordinal, with the marks read as numerals,
 fits the book's sequence of headings (booksum_app.books.webcopy).
@@ -30,8 +34,11 @@ earlier one's heading and text word for word (a page saved twice) is dropped, an
 right after the same chapter's heading joins it (up to 3 short lines between are residue,
 counted; more is the chapter's previous page). A block of several heading lines is a table
 of contents, not a heading. Front/back matter titles on their own line (Contents, Preface,
-目录, 后记, 跋, 附录, ...) open a non-narrative section. Text before the first heading is front
-matter when it looks like a title page or contents (short lines); otherwise it is kept.
+目录, 后记, 跋, 附录, ...) open a non-narrative section; a title is weak evidence, so a section
+past what its kind can hold is kept and said (booksum_app.books.sections.overrule_titled).
+Every span dropped on the way is recorded in ``Book.dropped`` (booksum_app.books.accounting).
+Text before the first heading is front matter when it looks like a title page or contents
+(short lines); otherwise it is kept.
 Project Gutenberg's "*** START OF ..."/"*** END OF ..." header and license are
 excluded as non-narrative ("gutenberg boilerplate"). Title and author come from its
 "Title:"/"Author:" lines, else from a first line such as "《红楼梦》曹雪芹" (or
@@ -50,15 +57,18 @@ from booksum_app.books.encoding import CJKISH as _CJKISH
 from booksum_app.books.encoding import decode_text
 from booksum_app.books.language import detect_language
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
-from booksum_app.books.model import Book, Chapter
+from booksum_app.books.model import Book, Chapter, Dropped, counted_chars
+from booksum_app.books.sections import Section, overrule_titled, without_duplicate_headings
 from booksum_app.books.webcopy import (
     NOISE,
+    PAGE_MARK,
     UNIT_CHARS,
     NumberedHeading,
     heading_form,
     residue_kind,
     resolve_noisy_headings,
     title_core,
+    without_page_marks,
     without_zero_width,
     zh_number,
 )
@@ -98,16 +108,6 @@ _ZH_AUTHOR_LINE = re.compile(r"^(?:作者\s*[:：]\s*(\S.{0,29})|(\S.{0,29}?)\s*
 # ---- structure -------------------------------------------------------------
 
 
-@dataclass
-class _Section:
-    title: str
-    line: int
-    kind: str  # "front", "heading", "boilerplate"
-    paragraphs: list[str] = field(default_factory=list)
-    toc: bool = False
-    key: str = ""  # the chapter a heading names (heading_key, or a noisy heading's resolved key)
-
-
 def _zh_heading(line: str) -> bool:
     """A Chinese heading with no noise marks (noisy ones: webcopy.resolve_noisy_headings)."""
     return bool(_ZH_HEADING.match(heading_form(line)))
@@ -136,9 +136,13 @@ def is_heading(line: str) -> bool:
     return _is_heading(" ".join(line.split()), romans=False)
 
 
+_SENTENCE_END = re.compile("[。！？!?…]")
+
+
 def _is_matter_title(line: str) -> bool:
-    """A short line naming front or back matter ("后记", "Contents")."""
-    return len(line) <= 40 and classify_title(line) is not None
+    """A short line naming front or back matter ("后记", "Contents"); a sentence
+    ("作者有話說：本章有改動，請刷新。") is text, not a title."""
+    return len(line) <= 40 and not _SENTENCE_END.search(line) and classify_title(line) is not None
 
 
 def heading_key(title: str) -> str:
@@ -199,8 +203,25 @@ def _blocks(
 
 @dataclass
 class _Split:
-    sections: list[_Section]
+    sections: list[Section]
     residue: Counter[str]  # lines of web residue dropped, by kind
+    dropped: list[Dropped] = field(default_factory=list)  # every dropped span, with its size
+
+
+def _without_page_marks(
+    lines: list[str], first_line: int, residue: Counter[str], dropped: list[Dropped]
+) -> set[int]:
+    """Take page-split markers ("(第2/3页)") out of the lines in place, counted as residue; the
+    indexes of the lines that had one."""
+    marked = set()
+    for i, line in enumerate(lines):
+        if ("/" in line or "／" in line) and PAGE_MARK.search(line):
+            removed = "".join(PAGE_MARK.findall(line))
+            lines[i] = PAGE_MARK.sub("", line).rstrip()
+            marked.add(i)
+            residue["page marker"] += 1
+            dropped.append(Dropped("page marker", counted_chars(removed), f"line {first_line + i + 1}"))
+    return marked
 
 
 def split_text(text: str, *, lang: str) -> _Split:
@@ -215,14 +236,17 @@ def split_text(text: str, *, lang: str) -> _Split:
         if _GUTENBERG_END.match(lines[i].strip()):
             end = i
             break
-    sections: list[_Section] = []
+    sections: list[Section] = []
     if start > 0:
         header = [line.strip() for line in lines[:start] if line.strip()]
-        sections.append(_Section("Project Gutenberg header", 1, "boilerplate", header))
+        sections.append(Section("Project Gutenberg header", 1, "boilerplate", header))
     # web residue is blanked (line numbers kept), counted, and left out of the line-mode decision
     kinds = [residue_kind(line) for line in lines[start:end]]
     residue = Counter(kind for kind in kinds if kind)
+    dropped = [Dropped(kind, counted_chars(line), f"line {start + i + 1}")
+               for i, (line, kind) in enumerate(zip(lines[start:end], kinds, strict=True)) if kind]
     body = ["" if kind else line for line, kind in zip(lines[start:end], kinds, strict=True)]
+    paged = _without_page_marks(body, start, residue, dropped)
     filled = [i for i, line in enumerate(body) if line.strip()]
     nonblank = len(filled)
     blank = sum(1 for i in range(filled[0], filled[-1]) if not kinds[i] and not body[i].strip()) if filled else 0
@@ -237,7 +261,7 @@ def split_text(text: str, *, lang: str) -> _Split:
     blocks = _blocks(body, line_mode=line_mode, zh=zh, is_title=is_title)
     romans = sum(1 for _, b in blocks if len(b) == 1 and _ROMAN_LINE.match(b[0])) >= 3
 
-    current = _Section("", start + 1, "front")
+    current = Section("", start + 1, "front")
     sections.append(current)
     for offset, block in blocks:
         first = block[0]
@@ -248,11 +272,12 @@ def split_text(text: str, *, lang: str) -> _Split:
             continue
         if (heading_lines == 1 and _is_heading(first, romans=romans)) or offset in noisy or _is_matter_title(first):
             rest = block[1:]
-            title = without_zero_width(first)
+            title = without_page_marks(without_zero_width(first))
             if rest and len(rest) <= 2 and sum(len(r) for r in rest) <= 100:
                 title = ": ".join([title.rstrip(".:"), *rest])
                 rest = []
-            current = _Section(title, start + offset + 1, "heading", key=noisy.get(offset) or heading_key(title))
+            current = Section(title, start + offset + 1, "heading", key=noisy.get(offset) or heading_key(title),
+                               paged=offset in paged)
             sections.append(current)
             if rest:
                 current.paragraphs.append(join_lines(rest))
@@ -260,61 +285,14 @@ def split_text(text: str, *, lang: str) -> _Split:
         current.paragraphs.append(join_lines(block))
     if end < len(lines):
         footer = [line.strip() for line in lines[end:] if line.strip()]
-        sections.append(_Section("Project Gutenberg license", end + 1, "boilerplate", footer))
-    kept, between = _without_duplicate_headings(sections)
+        sections.append(Section("Project Gutenberg license", end + 1, "boilerplate", footer))
+    kept, between = without_duplicate_headings(sections, dropped)
     if between:
         residue["between repeated headings"] += between
-    return _Split(kept, residue)
+    return _Split(kept, residue, dropped)
 
 
-_REPEAT_RESIDUE_CHARS = 120  # at most this much text (3 lines) between two copies of one heading
-
-
-def _without_duplicate_headings(sections: list[_Section]) -> tuple[list[_Section], int]:
-    """Each chapter once: drop a heading with no text whose chapter comes again with text (a
-    web page's title above its own heading, a contents list line by line), a chapter whose
-    heading and text repeat an earlier one word for word (a page copied twice), and join a
-    heading to the same chapter's heading right before it: the lines between two copies (at
-    most 3 lines, 120 characters) are residue; more is the chapter's previous page. Returns
-    the sections and the number of residue lines dropped between repeated headings."""
-    with_text = {s.key for s in sections if s.kind == "heading" and s.paragraphs}
-    kept: list[_Section] = []
-    seen: set[tuple[str, tuple[str, ...]]] = set()
-    between = 0
-    for section in sections:
-        if section.kind == "heading":
-            if not section.paragraphs and section.key in with_text:
-                continue
-            if section.paragraphs:
-                content = (section.key, tuple(section.paragraphs))
-                if content in seen:
-                    continue
-                seen.add(content)
-            prev = kept[-1] if kept else None
-            if (
-                prev is not None
-                and prev.kind == "heading"
-                and prev.key == section.key
-                and classify_title(section.title) is None  # two afterwords are two sections
-            ):
-                kept[-1], dropped = _join_repeated(prev, section)
-                between += dropped
-                continue
-        kept.append(section)
-    return kept, between
-
-
-def _join_repeated(first: _Section, again: _Section) -> tuple[_Section, int]:
-    """One chapter from two consecutive copies of its heading (see _without_duplicate_headings)."""
-    title = first.title if len(NOISE.findall(first.title)) < len(NOISE.findall(again.title)) else again.title
-    if len(first.paragraphs) <= 3 and sum(map(len, first.paragraphs)) <= _REPEAT_RESIDUE_CHARS:
-        return _Section(title, first.line, "heading", list(again.paragraphs), key=first.key), len(first.paragraphs)
-    known = set(first.paragraphs)
-    paragraphs = first.paragraphs + [p for p in again.paragraphs if p not in known]
-    return _Section(title, first.line, "heading", paragraphs, key=first.key), 0
-
-
-def _classify(section: _Section, *, has_headings: bool) -> str | None:
+def _classify(section: Section, *, has_headings: bool) -> str | None:
     if section.kind == "boilerplate":
         return "gutenberg boilerplate"
     if section.kind == "front":
@@ -370,11 +348,12 @@ def book_from_text(
     split = split_text(text, lang=language)
     sections = split.sections
     has_headings = any(s.kind == "heading" for s in sections)
+    reasons = [_classify(s, has_headings=has_headings) for s in sections]
+    notes = overrule_titled(sections, reasons)
     chapters = []
-    for s in sections:
+    for s, reason in zip(sections, reasons, strict=True):
         if s.kind == "front" and not s.paragraphs:
             continue
-        reason = _classify(s, has_headings=has_headings)
         if reason is None and not s.paragraphs:
             reason = "no text"
         title = s.title or ("Opening" if has_headings else path.stem)
@@ -385,6 +364,7 @@ def book_from_text(
                 narrative=reason is None,
                 excluded_reason=reason,
                 source=f"line {s.line}",
+                title_in_text=s.kind == "heading",
             )
         )
     check_has_text(chapters, name=path.name, include_front_matter=include_front_matter)
@@ -403,10 +383,12 @@ def book_from_text(
         source_path=str(path),
         format="txt",
         metadata=metadata,
+        dropped=tuple(split.dropped),
+        notes=tuple(notes),
     )
 
 
-def _gutenberg_fields(sections: list[_Section]) -> dict[str, str]:
+def _gutenberg_fields(sections: list[Section]) -> dict[str, str]:
     found: dict[str, str] = {}
     if sections and sections[0].kind == "boilerplate":
         for line in sections[0].paragraphs:
@@ -416,7 +398,7 @@ def _gutenberg_fields(sections: list[_Section]) -> dict[str, str]:
     return found
 
 
-def _title_line(sections: list[_Section]) -> dict[str, str]:
+def _title_line(sections: list[Section]) -> dict[str, str]:
     """Title and author from a line such as ``《红楼梦》曹雪芹`` (or ``作者：曹雪芹`` below it)."""
     front = next((s for s in sections if s.kind != "boilerplate"), None)
     if front is None or front.kind != "front" or not front.paragraphs:

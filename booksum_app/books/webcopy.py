@@ -3,6 +3,9 @@ re-encoding marked with noise.
 
 Residue (:func:`residue_kind`): a line that belongs to the web page, not to the book.
 
+- ``author's note``: a line of at most 150 characters opening with "作者有话说：" (作者的话,
+  作者留言, ...) and its text: the uploader's word to readers ("本章有改動，請刷新。"), one line.
+
 - ``navigation``: navigation words only ("后一页 前一页 回目录 回首页", "上一章 ← 章节目录 →
   下一章"), or a menu bar of three or more short items between "|" ("首页|原创书库|…").
 - ``address``: a bare address ("http://…", "www.…").
@@ -45,17 +48,23 @@ def without_zero_width(line: str) -> str:
 
 # ---- numerals ----------------------------------------------------------------------------
 
-ZH_NUM = "0-9０-９零〇一二三四五六七八九十百千万两兩"
-_NUMERAL_CHARS = frozenset("0123456789０１２３４５６７８９零〇一二三四五六七八九十百千万两兩")
+ZH_NUM = "0-9０-９零〇一二三四五六七八九十百千万两兩壹贰貳叁參肆伍陆陸柒捌玖拾佰仟"
+_NUMERAL_CHARS = frozenset("0123456789０１２３４５６７８９" + ZH_NUM[6:])
 _ZH_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2, "兩": 2}
 _ZH_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+# financial numerals (壹贰叁, 拾佰仟) read as the everyday ones
+_FINANCIAL = str.maketrans("壹贰貳叁參肆伍陆陸柒捌玖拾佰仟", "一二二三三四五六六七八九十百千")
 UNIT_CHARS = "章回节節卷部篇集幕"
 
 
 def zh_number(digits: str) -> int | None:
-    """The value of ``38``, ``３８`` or ``三十八`` / ``一百零二`` (None when it is not a number)."""
+    """The value of ``38``, ``３８``, ``三十八`` / ``一百零二``, ``一零二`` (digit by digit) or
+    ``叁拾捌`` (None when it is not a number)."""
     if digits.isdigit():
         return int(unicodedata.normalize("NFKC", digits))
+    digits = digits.translate(_FINANCIAL)
+    if len(digits) > 1 and all(ch in _ZH_DIGITS for ch in digits):  # 一零二: positional, no units
+        return int("".join(str(_ZH_DIGITS[ch]) for ch in digits))
     total = section = 0
     number = None
     for ch in digits:
@@ -90,21 +99,30 @@ def _standard_numeral(n: int) -> str:
     return out[1:] if out.startswith("一十") else out  # 十一, not 一十一
 
 
+_TO_FINANCIAL = str.maketrans("一二三四五六七八九十百千", "壹贰叁肆伍陆柒捌玖拾佰仟")
+_TO_FINANCIAL_TRAD = str.maketrans("一二三四五六七八九十百千", "壹貳參肆伍陸柒捌玖拾佰仟")
+
+
 @lru_cache(maxsize=4096)
 def numeral_forms(n: int) -> frozenset[str]:
     """Ways a Chinese text writes n (1..99999): 一百一十九 and 一百十九, 一十一, 零 or 〇, 两百,
-    Arabic and full-width digits."""
+    digit by digit (一零二, 一〇二), financial (壹佰零贰), Arabic and full-width digits."""
     std = _standard_numeral(n)
     forms = {std, std.replace("一十", "十") if "百一十" in std or "千一十" in std else std}
     if std.startswith("十"):
         forms.add("一" + std)
     forms |= {f.replace("零", "〇") for f in forms}
     forms |= {re.sub("二(?=[百千万])", "两", f) for f in forms}
+    forms |= {f.translate(table) for f in forms for table in (_TO_FINANCIAL, _TO_FINANCIAL_TRAD)}
+    if n >= 10:
+        by_digit = "".join("零一二三四五六七八九"[int(d)] for d in str(n))
+        forms |= {by_digit, by_digit.replace("零", "〇")}
     forms |= {str(n), str(n).translate(str.maketrans("0123456789", "０１２３４５６７８９"))}
     return frozenset(forms)
 
 
 _ZH_SUBSTITUTES = tuple("零〇一二三四五六七八九十百千")
+_FINANCIAL_SUBSTITUTES = tuple("零〇壹贰貳叁參肆伍陆陸柒捌玖拾佰仟")
 _ASCII_DIGITS = tuple("0123456789")
 _WIDE_DIGITS = tuple("０１２３４５６７８９")
 
@@ -112,7 +130,9 @@ _WIDE_DIGITS = tuple("０１２３４５６７８９")
 def _substitutes(template: str) -> tuple[str, ...]:
     """What a mark in this ordinal can stand for: nothing, or a numeral of the ordinal's kind."""
     kinds = [
-        subs for subs in (_ZH_SUBSTITUTES, _ASCII_DIGITS, _WIDE_DIGITS) if any(ch in subs for ch in template)
+        subs
+        for subs in (_ZH_SUBSTITUTES, _FINANCIAL_SUBSTITUTES, _ASCII_DIGITS, _WIDE_DIGITS)
+        if any(ch in subs for ch in template)
     ]
     if any(ch in "万两兩" for ch in template):
         kinds.append(_ZH_SUBSTITUTES)
@@ -173,12 +193,27 @@ _SITE_PHRASES = re.compile(
 _SITE_WORDS_WEAK = re.compile("招聘|诚聘|首发|公众号|关注|投稿|签约|订阅")
 _SITE_NOUNS = re.compile("本站|网站|本书|小说|作者|编辑|写手|书友|读者|阅读|章节|网")
 _WIDE_LATIN = re.compile("[０-９Ａ-Ｚａ-ｚ．：／]")
+# an author's note on a line of its own, with its text after the colon: "作者有話說：本章有改動，請刷新。"
+_AUTHOR_NOTE_LINE = re.compile(
+    "^[（(【〔]?(?:作者有话说|作者有話說|作者的话|作者的話|作者留言|作者按)[）)】〕]?[:：].+"
+)
 _DIALOGUE = re.compile("[“”「」『』\"]")
 
 
+# the traditional forms of the characters the site vocabulary above is written in: a Big5 copy's
+# "上一頁 ← 章節目錄 → 下一頁" and "轉載請註明出處" are read as their simplified forms
+_TRADITIONAL = str.maketrans(
+    "話頁錄節書籤薦轉載請註處發說閱讀機訪記網彈費權頂關閉廣擊繼續與時來過還從號輯簽訂搜尋碼廠頻區戶"
+    "誠聘屬稱禮歡迎請點選擇貢獻組應開啟載錢單態壇論報錯誤變換",
+    "话页录节书签荐转载请注处发说阅读机访记网弹费权顶关闭广击继续与时来过还从号辑签订搜寻码厂频区户"
+    "诚聘属称礼欢迎请点选择贡献组应开启载钱单态坛论报错误变换",
+)
+
+
 def residue_kind(line: str) -> str | None:
-    """``navigation``, ``address`` or ``advertisement`` for a line of the web page, else None."""
-    line = line.strip()
+    """``navigation``, ``address``, ``advertisement`` or ``author's note`` for a line of the web page,
+    else None."""
+    line = line.strip().translate(_TRADITIONAL)
     if not line or len(line) > 200:
         return None
     if _URL_LINE.match(line) or (_WIDE_LATIN.search(line) and _URL_LINE.match(unicodedata.normalize("NFKC", line))):
@@ -189,6 +224,8 @@ def residue_kind(line: str) -> str | None:
     items = _MENU_SPLIT.split(line)
     if len(items) >= 3 and all(0 < len(item) <= 8 and not _SENTENCE_MARKS.search(item) for item in items):
         return "navigation"
+    if len(line) <= 150 and _AUTHOR_NOTE_LINE.match(line):
+        return "author's note"
     return "advertisement" if _is_advertisement(line) else None
 
 
@@ -232,10 +269,59 @@ _HEAD_RUN_CHARS = _NUMERAL_CHARS | frozenset(NOISE_MARKS)
 _HEADING_STARTS = frozenset("第" + NOISE_MARKS + "\u200b\u200c\u200d\u2060\ufeff\u00ad")
 
 
+_OPEN = "【〖[［〔"
+_CLOSE = "】〗]］〕"
+_PREFIX_GAP = "[\\s\u3000:：、·]*"
+# a site's word, tag or volume before a chapter ordinal: 正文, 正文卷, VIP章节, 【重发】, 卷一, 第一卷
+_O = re.escape(_OPEN)
+_C = re.escape(_CLOSE)
+_PREFIX_PART = re.compile(
+    rf"(?:[{_O}][^{_C}第\s]{{1,8}}[{_C}]"
+    rf"|第[{ZH_NUM}]+[卷部集篇](?={_PREFIX_GAP}[{_O}]?第)"
+    rf"|[卷部][{ZH_NUM}]+(?={_PREFIX_GAP}[{_O}]?第)"
+    rf"|(?!第)[^\s。！？；…!?;，,：:“”「」『』《》()（）{_O}{_C}]{{1,8}}(?=[\s\u3000]+[{_O}]?第))"
+    rf"{_PREFIX_GAP}"
+)
+_MAX_PREFIX_CHARS = 14
+_PAGE_OF = r"[0-9０-９]{1,3}\s*[/／]\s*[0-9０-９]{1,3}"  # 2/3
+_PAGE_CORE = rf"(?:第\s*{_PAGE_OF}\s*[页頁]?|{_PAGE_OF}\s*[页頁])"
+#: a page-split marker a site prints after a title or a page's text: (第3/3页), 【2/3页】, 第1/2页
+PAGE_MARK = re.compile(rf"[(（\[【［]\s*{_PAGE_CORE}\s*[)）\]】］]|第\s*{_PAGE_OF}\s*[页頁]")
+
+
+def without_page_marks(line: str) -> str:
+    """The line without page-split markers ("第一章 风起(第2/3页)" is "第一章 风起")."""
+    return PAGE_MARK.sub("", line).strip() if ("/" in line or "／" in line) else line
+
+
+def without_site_prefix(line: str) -> str:
+    """A heading line without a site's short prefix or bracket around its ordinal: "正文 第一回 x",
+    "VIP章节 第一章", "【重发】第二回", "卷一 第一回", "第一卷 第一章" and "【第一章】 x" read as "第一回 x",
+    "第一章", "第二回", "第一回", "第一章" and "第一章 x" (the volume does not name the chapter)."""
+    if "第" not in line[: _MAX_PREFIX_CHARS + 2]:
+        return line
+    rest, cut = line, 0
+    for _ in range(3):
+        if rest.startswith("第") and not re.match(rf"第[{ZH_NUM}]+[卷部集篇]", rest):
+            break
+        m = _PREFIX_PART.match(rest)
+        if m is None:
+            break
+        rest, cut = rest[m.end():], cut + m.end()
+    if cut > _MAX_PREFIX_CHARS or not rest:
+        return line
+    if rest[0] in _OPEN and rest[1:2] == "第":  # 【第一章】 x: the bracket around the ordinal
+        close = rest.find(_CLOSE[_OPEN.index(rest[0])])
+        if 0 < close <= 24:
+            inner, after = rest[1:close].strip(), rest[close + 1:].strip()
+            rest = f"{inner} {after}" if after else inner
+    return rest if rest.startswith("第") else line
+
+
 def heading_form(line: str) -> str:
     """The line as heading rules read it: no zero-width characters, no spaces inside the
     ordinal ("第 62 回" is "第62回"); a space after the ordinal stays a separator."""
-    line = line.strip()
+    line = without_page_marks(without_site_prefix(line.strip()))
     if not line or line[0] not in _HEADING_STARTS:
         return line  # not a heading's start: the common case, kept cheap
     line = without_zero_width(line).strip()
@@ -395,7 +481,7 @@ def _before_first_clean(
             text_between += len(lines[i].strip())
             continue
         titled = bool(heading.title and nxt.title)
-        repeat = (titled and _same_title(heading.title, nxt.title) and text_between <= _REPEAT_RESIDUE_CHARS) or (
+        repeat = (titled and same_title(heading.title, nxt.title) and text_between <= _REPEAT_RESIDUE_CHARS) or (
             not titled and text_between == 0
         )
         number = nxt.number if repeat else nxt.number - 1
@@ -407,7 +493,8 @@ def _before_first_clean(
     return accepted
 
 
-def _same_title(a: str, b: str) -> bool:
+def same_title(a: str, b: str) -> bool:
+    """Two title cores alike enough to be one title damaged differently (75% of characters agree)."""
     return bool(a and b) and SequenceMatcher(None, a, b).ratio() >= 0.75
 
 
@@ -428,11 +515,11 @@ def _choose(
 
     if prev is not None and p is not None and p in nums and text_since <= _REPEAT_RESIDUE_CHARS:
         titled = bool(heading.title and prev.title)
-        if (titled and _same_title(heading.title, prev.title)) or (not titled and text_since == 0):
+        if (titled and same_title(heading.title, prev.title)) or (not titled and text_since == 0):
             return pick(p)
     if p is not None and p + 1 in nums:
         return pick(p + 1)
-    if nxt is not None and q is not None and q in nums and _same_title(heading.title, nxt.title):
+    if nxt is not None and q is not None and q in nums and same_title(heading.title, nxt.title):
         return pick(q)  # a page title above the next heading, after a gap in the sequence
     if q is not None and q - 1 in nums and (p is None or q - 1 > p):
         return pick(q - 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,15 @@ def book_from_arg(book: Path, *, include_front_matter: bool) -> Path | Book:
     return dataclasses.replace(opened, source_path=name)
 
 
+def print_book_warnings(lines: Sequence[str]) -> None:
+    """What looks wrong in the book (``books.plausibility.anomalies``), one ``warning:`` line each on stderr."""
+    from booksum_app.cli.base import err_console
+    from booksum_app.textsafe import markup_safe
+
+    for line in lines:
+        err_console.print(f"[yellow]warning:[/] {markup_safe(line)}", highlight=False, soft_wrap=True)
+
+
 def _whole_utf8_characters(data: bytes) -> bytes:
     """``data`` without a UTF-8 character cut at its end (``head -c N book.txt | booksum summarize -``).
 
@@ -59,4 +69,4 @@ def _whole_utf8_characters(data: bytes) -> bytes:
     return data
 
 
-__all__ = ["STDIN_MAX_BYTES", "book_from_arg"]
+__all__ = ["STDIN_MAX_BYTES", "book_from_arg", "print_book_warnings"]

@@ -25,6 +25,7 @@ from booksum_app.cli.base import (
     plan_options,
     snapshot_line,
 )
+from booksum_app.cli.book_input import print_book_warnings
 from booksum_app.cli.compare_render import plan_dict, refuse_empty_summaries, render_compare, render_plan
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, LANG_CHOICES
@@ -146,6 +147,7 @@ def compare_command(books: tuple[Path, ...], experiment: Path | None, judge_base
     json_file(json_out)  # a bad --json FILE fails before the plan
     chunk_memo = ChunkMemo()  # where the plan cuts each book, for the run to reuse
     plan = plan_grid(exp, settings, chunk_memo=chunk_memo)
+    print_book_warnings(plan.book_warnings)
     if plan_only:  # a plan asked for is the output: stdout (compare --plan-only > plan.txt)
         if json_out is not None:
             emit_json(json_out, plan_dict(plan))

@@ -16,7 +16,7 @@ from booksum_app.cli.base import (
     json_file,
     json_option,
 )
-from booksum_app.cli.book_input import book_from_arg
+from booksum_app.cli.book_input import book_from_arg, print_book_warnings
 from booksum_app.config import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_SUMMARY_TOKENS,
@@ -81,6 +81,7 @@ def inspect_command(
     if json_out is not None:
         if report.model_notice:
             err_console.print(f"[yellow]note:[/] {esc(report.model_notice)}", highlight=False, soft_wrap=True)
+        print_book_warnings(report.anomalies)
         emit_json(json_out, report.to_dict())
         return
     _render_inspect(report)
@@ -99,6 +100,12 @@ def _render_inspect(report: InspectReport) -> None:
                   highlight=False)
     if report.web_residue:
         console.print(esc(f"web-page lines dropped: {report.web_residue}"), highlight=False)
+    if report.input_chars:
+        excluded = report.input_chars - report.kept_chars
+        console.print(esc(f"characters: {report.kept_chars:,} kept, {excluded:,} excluded "
+                          f"({excluded / report.input_chars:.1%}) in {len(report.excluded_spans)} spans "
+                          "(each listed by booksum inspect --json)"), highlight=False)
+    print_book_warnings(report.anomalies)
     fitted = console if console.is_terminal else plain_console(width=WIDE_TABLE)
     section_columns = [Col("#", 1), Col("title", 0, "left", max_width=48, wrap=True), Col("tokens", 2),
                        Col("status", 3, "left", max_width=40, wrap=True)]

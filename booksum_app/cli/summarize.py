@@ -23,7 +23,7 @@ from booksum_app.cli.base import (
     progress_bar,
     snapshot_line,
 )
-from booksum_app.cli.book_input import book_from_arg
+from booksum_app.cli.book_input import book_from_arg, print_book_warnings
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import (
     DEFAULT_CHUNK_SIZE,
@@ -106,6 +106,7 @@ def summarize_command(
     """Summarize BOOK (.epub, .pdf, .txt, .html, .md; - reads it from standard input) and write the summary and its
     full record."""
     from booksum_app.books import Book, open_book
+    from booksum_app.books.plausibility import anomalies
     from booksum_app.llm.registry import choose_model
     from booksum_app.runners.run_config import RunConfig, option_aliases, parse_set
     from booksum_app.runners.summarize_outputs import output_paths
@@ -124,6 +125,7 @@ def summarize_command(
     if not isinstance(source, Book):  # opened once: the run and the quality line read the same book
         source = open_book(source, include_front_matter=include_front_matter)
     print_model_notes(spec)
+    print_book_warnings(anomalies(source, include_front_matter=include_front_matter))
     if paths is None:
         _print_plan_only(source, run, settings)
         return

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from booksum_app.books import Book, open_book
+from booksum_app.books.plausibility import anomalies
 from booksum_app.chunking import CallableTokenizer, get_tokenizer
 from booksum_app.chunking.memo import ChunkMemo, is_named
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_TEMPERATURE
@@ -133,6 +134,7 @@ class GridPlan:
     lines: tuple[PlanLine, ...]  # one per configuration, plus "judge" when a judge runs
     judge: str | None
     judge_replayed_calls: int = 0  # judge calls left out: answered from the call cache
+    book_warnings: tuple[str, ...] = ()  # what looks wrong in a book ("book.txt: numbered headings skip: 55→81")
 
     @property
     def calls(self) -> int:
@@ -293,8 +295,12 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None, *, chunk_mem
     samples = {s.key: s for s in load_samples(exp)}  # benchmark datasets: samples play the part of books
     contexts = itertools.chain((open_context(p, exp) for p in exp.books),
                                (BookContext(s.path, s.book, s.lang, s.sha256) for s in samples.values()))
+    warnings: list[str] = []
     try:
         for ctx in contexts:
+            if ctx.key not in samples:
+                found = anomalies(ctx.book, include_front_matter=exp.include_front_matter)
+                warnings += [f"{ctx.key}: {line}" for line in found]
             planner.add(ctx, samples.get(ctx.key))
         planner.finish()
     finally:
@@ -317,7 +323,7 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None, *, chunk_mem
         ))
         lines.append(PlanLine("judge", len(exp.books), remaining_summaries + len(texts), j.calls, j.input_tokens,
                               j.output_tokens, j.cost_usd, j.cached_input_tokens))
-    return GridPlan(tuple(lines), judge_name, replayed)
+    return GridPlan(tuple(lines), judge_name, replayed, tuple(warnings))
 
 
 def check_plan(plan: GridPlan, *, max_cost_usd: float, confirmed: bool, interactive: bool) -> bool:

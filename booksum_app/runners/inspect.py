@@ -10,6 +10,8 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 
 from booksum_app.books import Book, open_book
+from booksum_app.books.accounting import account
+from booksum_app.books.plausibility import anomalies
 from booksum_app.chunking import CallableTokenizer, chunk_book, get_tokenizer
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 from booksum_app.errors import ConfigError
@@ -31,6 +33,18 @@ class SectionReport:
     kept: bool
     reason: str | None
     tokens: int
+
+
+@dataclass(frozen=True)
+class ExcludedSpanReport:
+    """Input text left out of the summary: an excluded section or a span the reader dropped."""
+
+    kind: str  # "front matter", "back matter", "contents", "advertisement", "repeated heading", ...
+    reason: str
+    where: str  # "line 12", "epub/text/imprint.xhtml"
+    title: str
+    chars: int  # counted characters: letters, marks, numbers
+    tokens: int | None  # under the model's tokenizer; None for a dropped span (its text is not kept)
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,10 @@ class InspectReport:
     plans: tuple[CallPlan, ...]
     encoding: str = ""  # how a text file was decoded ("utf-8", "big5", "cp1252", ...); "" for epub
     web_residue: str = ""  # lines of a web page dropped from a text file, by kind ("advertisement 13")
+    input_chars: int = 0  # counted characters of the input: kept_chars + the excluded spans' chars
+    kept_chars: int = 0
+    excluded_spans: tuple[ExcludedSpanReport, ...] = ()
+    anomalies: tuple[str, ...] = ()  # what looks wrong in the book, one line each
 
     @property
     def kept_sections(self) -> tuple[SectionReport, ...]:
@@ -174,6 +192,13 @@ def _report(
         plan_strategy(name, chunk_tokens=sizes, info=info, count_tokens=count, config=config)
         for name in names
     )
+    sections = _sections(book, count, include_front_matter=include_front_matter)
+    accounting = account(book, include_front_matter=include_front_matter)
+    spans = tuple(
+        ExcludedSpanReport(s.kind, s.reason, s.where, s.title, s.chars,
+                           sections[s.section].tokens if s.section is not None else None)
+        for s in accounting.excluded
+    )
     return InspectReport(
         path=book.source_path,
         title=book.title,
@@ -188,9 +213,13 @@ def _report(
         context_window=info.context_window,
         chunk_size=chunk_size,
         chapter_aware=chapter_aware,
-        sections=_sections(book, count, include_front_matter=include_front_matter),
+        sections=sections,
         chunks=_chunk_stats(sizes, chunk_size),
         plans=plans,
+        input_chars=accounting.input_chars,
+        kept_chars=accounting.kept_chars,
+        excluded_spans=spans,
+        anomalies=anomalies(book, include_front_matter=include_front_matter),
     )
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.books import Book, open_book
+from booksum_app.books.accounting import account
+from booksum_app.books.plausibility import anomalies
 from booksum_app.chunking import (
     ENCODING_NAMES,
     ESTIMATE_NAME,
@@ -424,6 +426,10 @@ def _totals(tally: Tally, result: StrategyResult, *, wall_s: float) -> Totals:
 
 
 def _book_info(book: Book, chunks: tuple[Chunk, ...], *, include_front_matter: bool) -> BookInfo:
+    accounting = account(book, include_front_matter=include_front_matter)
+    excluded: dict[str, int] = {}
+    for span in accounting.excluded:
+        excluded[span.kind] = excluded.get(span.kind, 0) + span.chars
     return BookInfo(
         title=book.title,
         authors=tuple(book.authors),
@@ -436,6 +442,9 @@ def _book_info(book: Book, chunks: tuple[Chunk, ...], *, include_front_matter: b
         else tuple((c.title, c.excluded_reason or "") for c in book.excluded_chapters),
         n_chunks=len(chunks),
         n_tokens=sum(c.n_tokens for c in chunks),
+        input_chars=accounting.input_chars,
+        excluded_chars=dict(sorted(excluded.items())),
+        anomalies=anomalies(book, include_front_matter=include_front_matter),
     )
 
 

@@ -38,6 +38,9 @@ class BookInfo:
     chapters_excluded: tuple[tuple[str, str], ...]  # (title, reason)
     n_chunks: int
     n_tokens: int  # tokens of the summarized text under the model's tokenizer
+    input_chars: int = 0  # counted characters of the input (books/accounting.py); 0 in older records
+    excluded_chars: dict[str, int] = field(default_factory=dict)  # counted characters left out, by kind
+    anomalies: tuple[str, ...] = ()  # what looked wrong in the book (books/plausibility.py), one line each
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,9 @@ class SummaryRecord:
                     chapters_excluded=tuple((t, r) for t, r in book["chapters_excluded"]),
                     n_chunks=book["n_chunks"],
                     n_tokens=book["n_tokens"],
+                    input_chars=int(book.get("input_chars", 0)),
+                    excluded_chars={str(k): int(v) for k, v in dict(book.get("excluded_chars", {})).items()},
+                    anomalies=tuple(str(a) for a in book.get("anomalies", ())),
                 ),
                 summary=data["summary"],
                 raw_summary=data["raw_summary"],
