@@ -197,6 +197,7 @@ def test_a_llama_cpp_built_with_amx_loads_without_its_extra_weight_buffers(monke
     assert low.llama_model_default_params().use_extra_bufts, "the library's defaults are left as they were"
 
 
+@pytest.mark.local_model
 def test_amx_is_read_from_the_library_system_info(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("llama_cpp")
     import llama_cpp
