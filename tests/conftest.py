@@ -10,6 +10,8 @@ say which command fetches it.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,27 @@ def book_path(stem: str) -> Path:
     if not matches:
         pytest.skip(f"sample book {stem!r} not in {BOOKS_DIR}: {FETCH_HINT['sample-books']}")
     return matches[0]
+
+
+# a skip for want of llama.cpp, its weights or the 'local' extra: the test needs the embedded model
+_NEEDS_LOCAL_MODEL = re.compile(r"llama[-_ ]cpp|llm[-_]smollm2|'local' extra|booksum\[local\]|embedded model",
+                                re.IGNORECASE)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A test that skips for want of the embedded model must carry the local_model marker: the
+    install without the 'local' extra runs every other test (scripts/test), and an unmarked one
+    would be skipped there and deselected in the other install, so it would never run."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if not report.skipped or item.get_closest_marker("local_model") is not None:
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if _NEEDS_LOCAL_MODEL.search(reason):
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} skips for want of the embedded model ({reason}) but is not marked "
+                           "@pytest.mark.local_model, so no install of scripts/test would run it")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -55,6 +55,7 @@ def test_real_local_completion_is_cached_and_exactly_counted(tmp_path: Path) -> 
     client.close()
 
 
+@pytest.mark.local_model
 def test_missing_gguf_path_is_a_clear_error(tmp_path: Path) -> None:
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python not installed")
@@ -92,6 +93,7 @@ def test_a_regeneration_does_not_reread_its_chunk_after_other_calls() -> None:
     truncating.close()
 
 
+@pytest.mark.local_model
 @needs_local_model
 def test_the_bundled_weights_load_from_a_q8_0_copy_written_once(tmp_path: Path) -> None:
     from booksum_app.llm.providers.local_weights import fast_copy_path, fast_weights
@@ -109,6 +111,7 @@ def test_the_bundled_weights_load_from_a_q8_0_copy_written_once(tmp_path: Path) 
     client.close()
 
 
+@pytest.mark.local_model
 @needs_local_model
 def test_a_cache_dir_that_cannot_be_written_loads_the_wheel_file(tmp_path: Path) -> None:
     from booksum_app.llm.providers.local_weights import fast_weights
@@ -194,6 +197,7 @@ def test_a_llama_cpp_built_with_amx_loads_without_its_extra_weight_buffers(monke
     assert low.llama_model_default_params().use_extra_bufts, "the library's defaults are left as they were"
 
 
+@pytest.mark.local_model
 def test_amx_is_read_from_the_library_system_info(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("llama_cpp")
     import llama_cpp
