@@ -241,10 +241,11 @@ VARIANTS = sorted(
 )
 
 
-@pytest.mark.parametrize("heading", VARIANTS)
-def test_a_noise_mark_at_every_position_of_a_heading(tmp_path: Path, heading: str) -> None:
+def test_a_noise_mark_at_every_position_of_a_heading(tmp_path: Path) -> None:
+    # one test over every variant (about 260): as many parametrized items cost a tenth of the suite's items
     path = tmp_path / "book.txt"
-    path.write_text(_book(heading), encoding="utf-8")
-    chapters = open_book(path, lang="zh").selected_chapters()
-    assert [c.title for c in chapters][2] == heading
-    assert [c.paragraphs[0][:7] for c in chapters] == [f"第{n}回第一" for n in range(100, 105)]
+    for heading in VARIANTS:
+        path.write_text(_book(heading), encoding="utf-8")
+        chapters = open_book(path, lang="zh").selected_chapters()
+        assert [c.title for c in chapters][2] == heading, heading
+        assert [c.paragraphs[0][:7] for c in chapters] == [f"第{n}回第一" for n in range(100, 105)], heading
