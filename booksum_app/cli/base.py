@@ -27,7 +27,7 @@ from booksum_app.config import (
     MAX_TIMEOUT_S,
     REASONING_EFFORTS,
 )
-from booksum_app.errors import BooksumError
+from booksum_app.errors import BooksumError, redact
 from booksum_app.jsonin import parse_json_or_none
 from booksum_app.money import usd
 from booksum_app.textsafe import (
@@ -128,7 +128,8 @@ def call_printer() -> Callable[[CallRecord], None] | None:
 
 
 def _fail(message: str, exit_code: int, *, label: str = "[bold red]error:[/] ") -> None:
-    _error_console.print(f"{label}{esc(message)}", highlight=False, soft_wrap=True)
+    # redacted here too: every error line, whatever raised it (an OSError's or sqlite's text)
+    _error_console.print(f"{label}{esc(redact(message))}", highlight=False, soft_wrap=True)
     sys.exit(exit_code)
 
 
