@@ -164,6 +164,24 @@ class Heartbeat:
             err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
 
 
+def page_heartbeat() -> Callable[[str, int, int], None]:
+    """A reader's page progress as a line on stderr every ``BOOKSUM_HEARTBEAT_S`` (30 s) of one read
+    (a PDF of thousands of pages takes minutes); a terminal gets it too: no progress bar runs then."""
+    started: dict[str, float] = {}
+    said: dict[str, float] = {}
+
+    def heartbeat(name: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done <= 1 or name not in started:
+            started[name] = said[name] = now
+        if now - said[name] >= heartbeat_interval(os.environ.get("BOOKSUM_HEARTBEAT_S")):
+            said[name] = now
+            line = f"booksum [{now - started[name]:.0f}s] reading {name}: page {done:,} of {total:,}"
+            err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+
+    return heartbeat
+
+
 HEARTBEAT_MIN_S = 0.1  # a smaller interval would flood the log (0 was a busy loop)
 HEARTBEAT_MAX_S = 86_400.0  # a day; threading's wait() overflows near 1e10 s (a traceback in the thread)
 
