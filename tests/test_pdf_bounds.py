@@ -19,6 +19,7 @@ from pdf_fixtures import amplifying_pdf, sample_book, write_pdf
 
 from booksum_app.books import pdf
 from booksum_app.books.pdf import read_pdf
+from booksum_app.books.text import _CJKISH, join_lines
 from booksum_app.cli import cli
 from booksum_app.errors import BookFormatError
 
@@ -105,3 +106,18 @@ def test_a_long_read_reports_every_page_and_the_cli_prints_a_heartbeat(tmp_path:
     assert result.exit_code == 0, result.output
     beats = [line for line in result.stderr.splitlines() if "reading long.pdf: page" in line]
     assert beats and all(" of " in line for line in beats), result.stderr
+
+
+def _join_by_concatenation(lines: list[str]) -> str:
+    """The rule of ``join_lines`` written as the obvious loop (quadratic on a page-long paragraph)."""
+    out = lines[0]
+    for line in lines[1:]:
+        out += line if out and line and _CJKISH.match(out[-1]) and _CJKISH.match(line[0]) else " " + line
+    return out
+
+
+@given(lines=st.lists(st.text(st.sampled_from("ab 中文、。 "), max_size=4), min_size=1, max_size=30))
+def test_joining_a_long_paragraph_keeps_the_rule(lines: list[str]) -> None:
+    """A PDF of thousands of pages without a blank line is one paragraph of tens of thousands of
+    lines: they are joined once, at the end, by the same rule as line by line."""
+    assert join_lines(lines) == _join_by_concatenation(lines)
