@@ -54,6 +54,8 @@ def secrets(draw: st.DrawFn) -> tuple[dict[str, str], str, list[str]]:
     if how == "env":
         name = "".join(draw(st.lists(st.sampled_from(["MY_", "SERVICE_", "X", "_", "DB_", "APP"]), max_size=3)))
         name += draw(st.sampled_from(MARKERS)) + draw(st.sampled_from(["", "_2", "_VALUE", "WORD"]))
+        if not is_secret_name(name):  # PWD alone: the shell's working directory, not a credential
+            name = "DB_" + name
         return {name: value}, value, [value]
     if how == "prefix":
         prefix, chars, size = draw(st.sampled_from(PREFIXED))

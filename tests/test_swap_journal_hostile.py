@@ -238,3 +238,32 @@ def test_a_leftover_named_like_a_temporary_file_but_not_a_file_stays(tmp_path: P
     recover_interrupted([tmp_path / "OUT.md"])
     assert stat.S_ISFIFO(os.lstat(tmp_path / f".OUT.md.{DEAD}.abcdefgh.tmp").st_mode)
     assert (tmp_path / f".OUT.md.{DEAD}.zzzzzzzz.tmp").is_dir()
+
+
+def test_summarize_o_with_a_planted_journal_writes_its_pair_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The reported case end to end: ``summarize -o out/OUT`` with a dead-pid journal in ``out/`` naming a
+    file outside and a device node; the run writes OUT.md and OUT.json, says one line, touches nothing else."""
+    from click.testing import CliRunner
+
+    from booksum_app.cli import cli
+    from booksum_app.testing.fake_server import FakeServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    monkeypatch.chdir(tmp_path)
+    out = _folder(tmp_path, {})
+    _node(tmp_path / "outside" / "null", "device")
+    book = tmp_path / "lisk.txt"
+    book.write_text("Chapter 1\n\n" + "Mara bakes bread in Lisk every morning. " * 60, encoding="utf-8")
+    (out / JOURNAL).write_text(json.dumps({"swap": [[str(out / TMP_MD), str(out / "OUT.md")],
+                                                    [str(out / TMP_JSON), str(tmp_path / "outside" / "victim")],
+                                                    [str(out / TMP_MD), str(tmp_path / "outside" / "null")]]}))
+    outside = {k: v for k, v in _snapshot(tmp_path).items() if k.startswith("outside")}
+    with caplog.at_level(logging.WARNING, logger="booksum_app.files"), FakeServer() as server:
+        result = CliRunner().invoke(cli, ["summarize", str(book), "-m", "openai:fake", "--base-url",
+                                          server.openai_base_url, "--strategy", "direct", "-o", "out/OUT"])
+    assert result.exit_code == 0, result.output
+    assert {k: v for k, v in _snapshot(tmp_path).items() if k.startswith("outside")} == outside
+    assert (out / "OUT.md").read_text() != "old summary\n" and json.loads((out / "OUT.json").read_text())
+    assert (out / JOURNAL).exists() and len([r for r in caplog.records if JOURNAL in r.getMessage()]) == 1
