@@ -24,36 +24,10 @@ Every message says what went wrong and how to fix it, on one line.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from booksum_app.redaction import REDACTED, environment_secrets, redact
 from booksum_app.textsafe import printable
-
-# What a server or proxy may echo back: bearer tokens, ``sk-...`` / ``sk-ant-...`` keys,
-# and ``x-api-key: ...`` / ``api_key=...`` pairs. Replaced by REDACTED in every message.
-REDACTED = "[redacted]"
-_SECRET_PATTERNS = re.compile(
-    r"(?i)(?P<label>bearer\s+|x-api-key[\"']?\s*[:=]\s*[\"']?|api[_-]?key[\"']?\s*[:=]\s*[\"']?)"
-    r"[^\s\"',;]+"
-    r"|\bsk-[A-Za-z0-9_\-]{6,}"
-)
-
-
-def redact(text: str, *secrets: str | None) -> str:
-    """Remove credentials from text that came from outside (server error messages).
-
-    Args:
-        text: the text to clean.
-        secrets: exact values to remove too (the API key in use); empty ones are ignored.
-
-    Returns:
-        The text with every secret, bearer token and ``sk-...`` key replaced by ``[redacted]``.
-    """
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, REDACTED)
-    return _SECRET_PATTERNS.sub(lambda m: (m.group("label") or "") + REDACTED, text)
-
 
 DETAIL_CHARS = 300  # of a server's error message kept in ours
 _SCAN_CHARS = 65_536  # of a server's message read at all (a 64 MB error body is not a message)
@@ -71,9 +45,9 @@ def server_message(text: str, *secrets: str | None, limit: int = DETAIL_CHARS) -
 class BooksumError(Exception):
     """Base of every error booksum raises on purpose.
 
-    Its message is printable text (:func:`~booksum_app.textsafe.printable`): messages name
-    files, titles and servers' words, and a control sequence in them must not reach the
-    terminal that prints the error.
+    Its message is printable text (:func:`~booksum_app.textsafe.printable`) with no credential
+    in it (:func:`~booksum_app.redaction.redact`): messages name files, titles and servers'
+    words, and neither a control sequence nor a key in them may reach the terminal or a file.
     """
 
     exit_code = 1
@@ -83,7 +57,7 @@ class BooksumError(Exception):
     spent_record: Any = None  # the Path of the partial record the CLI wrote, if any
 
     def __init__(self, *args: object) -> None:
-        super().__init__(*(printable(a, newlines=True) if isinstance(a, str) else a for a in args))
+        super().__init__(*(printable(redact(a), newlines=True) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(BooksumError):
@@ -197,6 +171,7 @@ __all__ = [
     "PromptError",
     "RateLimited",
     "TransientModelError",
+    "environment_secrets",
     "redact",
     "server_message",
 ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import stat
@@ -234,6 +235,8 @@ def atomic_write_texts(files: Mapping[Path, str]) -> list[Path]:
             if not is_stream(target):
                 temps.append((_write_temp(target, text), target))
         if len(temps) > 1:
+            if len({target.parent for _, target in temps}) > 1:
+                raise ValueError("files written together must share one directory (their journal names siblings)")
             journal = _write_journal(temps)
         swapping = True
         _swap_in(temps)
@@ -258,13 +261,20 @@ def atomic_write_texts(files: Mapping[Path, str]) -> list[Path]:
 
 _JOURNAL = ".booksum-swap"
 _OWNED = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]*\.(?:tmp|probe|booksum-swap)$")
+_MAX_JOURNAL_BYTES = 65_536  # a journal names a few sibling files; anything larger is not one
+_TEMP_CHARS = "[a-z0-9_]{8}"  # what tempfile.mkstemp puts between a temporary file's prefix and suffix
+_log = logging.getLogger("booksum_app.files")
+_reported: set[tuple[str, int, int]] = set()  # journals already said in this process (path, inode, mtime)
 
 
 def _write_journal(temps: list[tuple[str, Path]]) -> Path:
-    """The swap's journal beside the first target, written atomically: present means complete."""
+    """The swap's journal beside the first target, written atomically: present means complete.
+
+    It names the temporary files and their targets by name only: all are siblings of the journal
+    (:func:`atomic_write_texts` swaps files of one directory), and recovery reads nothing else."""
     first = temps[0][1]
     journal = first.with_name(f".{first.name}.{os.getpid()}.journal{_JOURNAL}")
-    body = json_text({"swap": [[tmp, str(target)] for tmp, target in temps]})
+    body = json_text({"swap": [[Path(tmp).name, target.name] for tmp, target in temps]})
     tmp = _write_temp(journal, body)
     os.replace(tmp, journal)
     return journal
@@ -297,22 +307,72 @@ def recover_interrupted(targets: list[Path]) -> None:
     present is completed from it; its lone temporary and probe files (killed before the journal)
     are removed.
 
-    Only files of writers whose process is gone are touched: a live writer's files are its own.
+    Only files of writers whose process is gone are touched, and only this write's own files:
+    siblings of its targets named as booksum names them. A journal is honoured only when every
+    file it names is such a sibling (a target of this write, or the temporary file this code
+    makes for it), every temporary file is a regular file and every target a regular file or
+    absent; the renames go through the directory itself (never a path the journal spells), so
+    nothing outside it, and nothing but a regular file in it, is ever replaced. A journal that
+    does not fit is said in one line (a ``logging`` warning) and left alone, with its files.
     """
-    directories = {t.parent for t in targets if not is_stream(t)}
-    names = {t.name for t in targets}
-    for directory in directories:
+    by_directory: dict[Path, set[str]] = {}
+    for target in targets:
+        if not is_stream(target):
+            by_directory.setdefault(target.parent, set()).add(target.name)
+    for directory, names in by_directory.items():
         try:
-            entries = list(directory.iterdir())
-        except OSError:
+            folder = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:  # missing (a first write) or unreadable: nothing to recover
             continue
-        owned = [(e, m) for e in entries if (m := _OWNED.match(e.name)) and _owner(m["name"]) in names]
-        for entry, match in owned:  # journals first: their temporary files finish the swap
-            if entry.name.endswith(_JOURNAL) and not _alive(int(match["pid"])):
-                _finish_swap(entry)
-        for entry, match in owned:
-            if entry.name.endswith((".tmp", ".probe")) and not _alive(int(match["pid"])):
-                entry.unlink(missing_ok=True)
+        try:
+            _recover_in(folder, directory, names)
+        finally:
+            os.close(folder)
+
+
+def _recover_in(folder: int, directory: Path, names: set[str]) -> None:
+    """Recovery in one directory, opened as ``folder``, for the targets ``names`` in it."""
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    dead = [(entry, m) for entry in entries
+            if (m := _OWNED.match(entry)) and _owner(m["name"]) in names and not _alive(int(m["pid"]))]
+    kept: set[str] = set()  # pids whose journal was left alone: their temporary files stay with it
+    for entry, match in dead:  # journals first: their temporary files finish the swap
+        if entry.endswith(_JOURNAL):
+            problem = _finish_swap(folder, entry, match, names)
+            if problem is not None:
+                kept.add(match["pid"])
+                _say_once(folder, directory / entry, f"{problem}; it was left alone (remove it if no booksum "
+                                                    "run was killed while writing there)")
+    for entry, match in dead:
+        if entry.endswith((".tmp", ".probe")) and match["pid"] not in kept:
+            _remove_leftover(folder, directory, entry)
+
+
+def _remove_leftover(folder: int, directory: Path, entry: str) -> None:
+    """Remove a dead writer's temporary file, a regular file (anything else so named is not booksum's)."""
+    try:
+        if stat.S_ISREG(os.lstat(entry, dir_fd=folder).st_mode):
+            os.unlink(entry, dir_fd=folder)
+        else:
+            _say_once(folder, directory / entry, "is named like a temporary file of booksum but is not a "
+                                                 "regular file; it was left alone")
+    except FileNotFoundError:
+        pass
+
+
+def _say_once(folder: int, path: Path, what: str) -> None:
+    """One warning line about ``path`` (once per process: the outputs check and the write both recover)."""
+    try:
+        st = os.lstat(path.name, dir_fd=folder)
+        seen = (str(path), st.st_ino, st.st_mtime_ns)
+    except OSError:
+        seen = (str(path), 0, 0)
+    if seen not in _reported:
+        _reported.add(seen)
+        _log.warning("warning: %s %s", path, what)
 
 
 def _owner(name: str) -> str:
@@ -321,19 +381,83 @@ def _owner(name: str) -> str:
     return inner["name"] if inner else name
 
 
-def _finish_swap(journal: Path) -> None:
+def _finish_swap(folder: int, journal: str, match: re.Match[str], names: set[str]) -> str | None:
+    """Complete the swap ``journal`` (in ``folder``) names; why it is not this write's journal, or None."""
     from booksum_app.jsonin import parse_json_or_none
 
     try:
-        data = parse_json_or_none(journal.read_bytes())
-    except OSError:
-        return
-    pairs = data.get("swap") if isinstance(data, dict) else None
-    if isinstance(pairs, list) and all(
-        isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p) for p in pairs
-    ):
-        _swap_in([(tmp, Path(target)) for tmp, target in pairs])
-    journal.unlink(missing_ok=True)
+        handle = os.open(journal, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    except OSError as exc:  # a link (ELOOP), gone, unreadable
+        return f"is not a readable journal ({exc.strerror or exc})"
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            return "is not a regular file"
+        body = os.read(handle, _MAX_JOURNAL_BYTES + 1)
+    finally:
+        os.close(handle)
+    if len(body) > _MAX_JOURNAL_BYTES:
+        return f"is larger than a journal ({_MAX_JOURNAL_BYTES:,} bytes)"
+    pairs = _journal_pairs(parse_json_or_none(body), owner=match["name"], pid=match["pid"], names=names)
+    if isinstance(pairs, str):
+        return pairs
+    for name in (name for pair in pairs for name in pair):  # each a regular file, or absent
+        try:
+            mode = os.lstat(name, dir_fd=folder).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            return f"names {name}, which is not a regular file"
+    pending = [(tmp, target) for tmp, target in pairs if _exists(folder, tmp)]
+    for _, target in pending[1:]:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(target, dir_fd=folder)
+    for tmp, target in pending:
+        os.replace(tmp, target, src_dir_fd=folder, dst_dir_fd=folder)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(journal, dir_fd=folder)
+    return None
+
+
+def _exists(folder: int, name: str) -> bool:
+    try:
+        os.lstat(name, dir_fd=folder)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _journal_pairs(data: Any, *, owner: str, pid: str, names: set[str]) -> list[tuple[str, str]] | str:
+    """The (temporary, target) names a journal of writer ``pid`` for ``owner`` lists, or why it lists
+    anything else: only this write's targets and the temporary names made for them, each once."""
+    swap = data.get("swap") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or set(data) != {"swap"} or not isinstance(swap, list) or not swap:
+        return "is not a journal booksum wrote (torn, or not a list of swaps)"
+    if len(swap) > len(names):
+        return f"names {len(swap)} files, more than this write's {len(names)}"
+    pairs: list[tuple[str, str]] = []
+    for pair in swap:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) for s in pair)):
+            return "is not a journal booksum wrote (a swap is not two names)"
+        if any(not _beside(s) for s in pair):
+            return f"names a path, not a file of its own folder ({_shown(pair)})"
+        tmp, target = pair
+        if target not in names:
+            return f"names {target!r}, which is not a target of this write"
+        if not re.fullmatch(rf"\.{re.escape(target)}\.{pid}\.{_TEMP_CHARS}\.tmp", tmp):
+            return f"names {tmp!r}, which is not a temporary file booksum made for {target}"
+        pairs.append((tmp, target))
+    if pairs[0][1] != owner or len({t for _, t in pairs}) < len(pairs):
+        return "is not a journal booksum wrote (its targets do not match its name, or repeat)"
+    return pairs
+
+
+def _beside(spelled: str) -> bool:
+    """Whether a journal's entry is a bare name (a sibling): a path, ``..`` or an empty name is not."""
+    return bool(spelled) and "/" not in spelled and "\0" not in spelled and spelled not in (".", "..")
+
+
+def _shown(pair: list[str]) -> str:
+    return ", ".join(repr(s[:120]) for s in pair)
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:

@@ -143,3 +143,34 @@ def sample_paragraphs(seed: int, count: int = 6) -> list[str]:
 
 def sample_book(chapters: int = 3, **kwargs: object) -> PdfBook:
     return PdfBook([(f"Chapter {n}", sample_paragraphs(n)) for n in range(1, chapters + 1)], **kwargs)  # type: ignore[arg-type]
+
+
+def amplifying_pdf(pages: int, lines: int, *, words: int = 12, shared: bool = True) -> bytes:
+    """``pages`` pages that all draw one Flate-compressed content stream of ``lines`` lines of ``words``
+    words (``shared``), or each its own copy: a few hundred KB that pypdf extracts as megabytes."""
+    import io as _io
+
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = PdfWriter()
+    font = writer._add_object(DictionaryObject({NameObject("/Type"): NameObject("/Font"),
+                                                NameObject("/Subtype"): NameObject("/Type1"),
+                                                NameObject("/BaseFont"): NameObject("/Helvetica")}))
+    line = " ".join(["amplified"] * words)
+    ops = ["BT /F1 6 Tf 20 800 Td 7 TL", *(f"({line}) '" for _ in range(lines)), "ET"]
+
+    def stream() -> object:
+        content = DecodedStreamObject()
+        content.set_data("\n".join(ops).encode())
+        return writer._add_object(content.flate_encode())
+
+    one = stream()
+    for _ in range(pages):
+        page = writer.add_blank_page(595, 842)
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+        page[NameObject("/Contents")] = one if shared else stream()
+    out = _io.BytesIO()
+    writer.write(out)
+    return out.getvalue()

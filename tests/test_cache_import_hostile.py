@@ -8,6 +8,7 @@ database are left out with one line. A large export imports in flat memory.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -18,16 +19,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cache_answers import keyed
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from booksum_app.cli import cli
 from booksum_app.errors import InputError
+from booksum_app.llm.base import Request
 from booksum_app.llm.cache import CACHE_FILENAME, CallCache
-from booksum_app.llm.cache_export import EXPORT_KIND, import_answers
+from booksum_app.llm.cache_export import EXPORT_KIND, export_answers, import_answers
 from booksum_app.llm.cache_rows import INTS, MAX_TOKENS, NAMES, OPTIONAL_NAMES, OPTIONAL_TEXTS, TEXTS, TIMES
 from booksum_app.llm.call_log import read_log
+from booksum_app.llm.calls import Client
+from booksum_app.llm.request_key import request_json, request_key
+from booksum_app.testing.fake_backend import FAKE_MODEL_INFO, FakeBackend
 
 REPO = Path(__file__).resolve().parents[1]
 NOW = 1_750_000_000.0
@@ -35,10 +41,11 @@ PARSE_LEVEL = ("nested too deeply", "number too long", "twice in one object", "n
 
 
 def _row(n: int, **changes: Any) -> dict[str, Any]:
-    row = {"kind": EXPORT_KIND, "key": f"call-v1:{n:064x}", "text": f"Answer {n}.", "finish_reason": "stop",
+    key, request = keyed(n)
+    row = {"kind": EXPORT_KIND, "key": key, "text": f"Answer {n}.", "finish_reason": "stop",
            "model": "gpt-4o-mini", "purpose": "judge", "input_tokens": 100 + n, "output_tokens": 20,
            "cached_input_tokens": 64, "cache_write_input_tokens": 0, "created": NOW + n, "latency_s": 0.5,
-           "request": '{"messages": []}', "model_string": "openai:gpt-4o-mini", "run": "r1", "book": "b.txt"}
+           "request": request, "model_string": "openai:gpt-4o-mini", "run": "r1", "book": "b.txt"}
     row.update(changes)
     return row
 
@@ -120,7 +127,7 @@ def test_a_hostile_line_stores_nothing_and_names_itself(tmp_path: Path, bad: tup
 def test_every_generated_field_value_in_range_imports(tmp_path: Path) -> None:
     """The other side of the rule: the edges themselves are answers."""
     rows = [_row(1, input_tokens=MAX_TOKENS, cached_input_tokens=MAX_TOKENS - 1, cache_write_input_tokens=1),
-            _row(2, created=0, latency_s=0, request=None, model_string=None, run=None, book=None),
+            _row(2, created=0, latency_s=0, model_string=None, run=None, book=None),
             _row(3, output_tokens=0, cached_input_tokens=0, text="好。")]
     path = tmp_path / "answers.jsonl"
     path.write_text("\n".join(_line(r) for r in rows) + "\n", encoding="utf-8")
@@ -238,5 +245,122 @@ def test_a_stored_request_that_is_not_json_reads_as_not_stored(tmp_path: Path) -
     shown = _cli("logs", "-n", "0", "--json", "-", "--prompts", "--responses", "--cache-dir", str(cache_dir))
     assert shown.exit_code == 0, shown.output
     requests = {call["response"]: call["prompt"] for call in json.loads(shown.stdout)}
-    assert requests["Answer 1."] is None and requests["Answer 2."] is None and requests["Answer 3."] == {
-        "messages": []}
+    assert requests["Answer 1."] is None and requests["Answer 2."] is None
+    assert requests["Answer 3."] == json.loads(_row(3)["request"])
+
+
+# ---- a line's key must be the key of its own request ----------------------------------------
+
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
+BACKENDS = st.fixed_dictionaries({"kind": st.sampled_from(["openai", "anthropic", "ollama", "fake"]),
+                                  "model": st.text(max_size=12),
+                                  "base_url": st.none() | st.sampled_from(["server", "server:a100", "https://h/v1"])},
+                                 optional={"reasoning_effort": st.sampled_from(["low", "high"])})
+REQUESTS = st.builds(Request, prompt=TEXT, max_tokens=st.integers(1, 10**6), temperature=st.floats(0, 2),
+                     top_p=st.floats(0, 1), system=st.none() | TEXT, shared_prefix=TEXT,
+                     stop=st.lists(TEXT, max_size=2).map(tuple), sample_index=st.integers(0, 9),
+                     stop_at_loop=st.sampled_from(["", "en", "zh"]))
+
+
+@st.composite
+def mismatched(draw: st.DrawFn) -> dict[str, Any]:
+    """A line whose key is not its request's: another key, or the request changed under the key."""
+    request, backend = draw(REQUESTS), draw(BACKENDS)
+    row = _row(50, key=request_key(request, backend=backend), request=request_json(request, backend=backend))
+    how = draw(st.sampled_from(["key", "other request", "backend", "option", "text"]))
+    if how == "key":
+        row["key"] = draw(st.sampled_from(["call-v1:", "", "x"])) + draw(st.text("0123456789abcdef", min_size=1,
+                                                                              max_size=64))
+    elif how == "other request":
+        other = draw(REQUESTS.filter(lambda r: request_key(r, backend=backend) != row["key"]))
+        row["request"] = request_json(other, backend=backend)
+    elif how == "backend":
+        other_backend = draw(BACKENDS.filter(lambda b: request_key(request, backend=b) != row["key"]))
+        row["request"] = request_json(request, backend=other_backend)
+    else:
+        data = json.loads(row["request"])
+        if how == "option":
+            data["max_tokens"] += draw(st.integers(1, 100))
+        else:
+            data["messages"][-1]["content"] += draw(st.text(min_size=1, max_size=5))
+        row["request"] = json.dumps(data, ensure_ascii=False)
+    return row
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bad=mismatched(), before=st.integers(0, 3))
+def test_a_line_whose_key_is_not_its_requests_is_refused(tmp_path_factory: pytest.TempPathFactory,
+                                                         bad: dict[str, Any], before: int) -> None:
+    folder = tmp_path_factory.mktemp("keys")
+    path = folder / "answers.jsonl"
+    path.write_text("\n".join([*(_line(_row(n)) for n in range(before)), _line(bad), _line(_row(9))]) + "\n",
+                    encoding="utf-8")
+    cache = CallCache(folder / "c")
+    try:
+        with pytest.raises(InputError) as refused:
+            import_answers(cache, path)
+        message = str(refused.value)
+        assert f"line {before + 1}:" in message and ("key" in message) and "\n" not in message
+        assert len(cache) == 0, "nothing of the file is stored"
+    finally:
+        cache.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(requests=st.lists(st.tuples(REQUESTS, BACKENDS), min_size=1, max_size=4))
+def test_what_the_client_stores_exports_and_imports_whole(tmp_path_factory: pytest.TempPathFactory,
+                                                          requests: list[tuple[Request, dict[str, Any]]]) -> None:
+    """Answers stored by the call layer (its own key and request text) round-trip: every one exported,
+    every one imported, each replayed under its own key."""
+    folder = tmp_path_factory.mktemp("round")
+    source = CallCache(folder / "a")
+    keys = {}
+    try:
+        for n, (request, backend) in enumerate(requests):
+            fake = FakeBackend(dataclasses.replace(FAKE_MODEL_INFO, name=backend["model"] or "m"),
+                               reply=lambda r, n=n: f"answer {n}")
+            fake.kind, fake.base_url = backend["kind"], backend["base_url"]  # what the key is made of
+            fake.reasoning_effort = backend.get("reasoning_effort")
+            with Client(fake, cache=source) as client:
+                keys[client._key(request)] = client.complete(request).text
+        written, left_out = export_answers(source, folder / "x.jsonl")
+        assert (written, left_out) == (len(source), 0)
+    finally:
+        source.close()
+    target = CallCache(folder / "b")
+    try:
+        assert import_answers(target, folder / "x.jsonl") == (written, written)
+        for key, text in keys.items():
+            got = target.get(key)
+            assert got is not None and got.text == text
+    finally:
+        target.close()
+
+
+def test_an_answer_stored_without_its_backend_is_left_out_of_an_export(tmp_path: Path) -> None:
+    """An older booksum kept the request without the backend: the key cannot be checked, so the
+    export leaves it out and says how many; the import of such a line is refused."""
+    cache_dir = tmp_path / "c"
+    _store_raw(cache_dir, [_row(1), _row(2, request='{"messages": []}'), _row(3, request=None)])
+    exported = _cli("cache", "--cache-dir", str(cache_dir), "--export", str(tmp_path / "x.jsonl"))
+    assert exported.exit_code == 0 and "exported 1 answers" in exported.stderr and "2 left out" in exported.stderr
+    path = tmp_path / "old.jsonl"
+    path.write_text(_line(_row(1)) + "\n" + _line(_row(3, request=None)) + "\n", encoding="utf-8")
+    refused = _cli("cache", "--cache-dir", str(tmp_path / "d"), "--import", str(path))
+    assert refused.exit_code == 2 and "line 2: request: missing" in " ".join(refused.stderr.split())
+
+
+def test_the_reported_poisoned_line_is_refused(tmp_path: Path) -> None:
+    """A line carrying one request's key with another answer's request: refused, the owner's key never poisoned."""
+    victim_key, _ = keyed(1)
+    _, other_request = keyed(2)
+    path = tmp_path / "poison.jsonl"
+    path.write_text(_line(_row(1, key=victim_key, request=other_request, text="POISONED ANSWER")) + "\n", "utf-8")
+    refused = _cli("cache", "--cache-dir", str(tmp_path / "c"), "--import", str(path))
+    assert refused.exit_code == 2 and "line 1: key: not the key of this line's request" in " ".join(
+        refused.stderr.split())
+    cache = CallCache(tmp_path / "c")
+    try:
+        assert cache.get(victim_key) is None
+    finally:
+        cache.close()

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cache_answers import keyed
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
@@ -70,19 +71,20 @@ def test_export_then_import_moves_every_answer_once(tmp_path: Path) -> None:
     one, other = CallCache(tmp_path / "one"), CallCache(tmp_path / "other")
     try:
         for n in range(5):
-            one.put(f"key-{n}", _answer(f"answer «{n}»", n), purpose="judge",
-                    meta=CallMeta(request='{"m": 1}', model_string="openai:gpt-4o", run="r1", book="b.txt"))
-        other.put("key-0", _answer("kept: the other cache's own answer", 0))
+            key, request = keyed(n)
+            one.put(key, _answer(f"answer «{n}»", n), purpose="judge",
+                    meta=CallMeta(request=request, model_string="openai:gpt-4o", run="r1", book="b.txt"))
+        other.put(keyed(0)[0], _answer("kept: the other cache's own answer", 0))
         path = tmp_path / "answers.jsonl"
-        assert export_answers(one, path) == 5
+        assert export_answers(one, path) == (5, 0)
         lines = path.read_text(encoding="utf-8").splitlines()
         assert len(lines) == 5 and all(json.loads(line)["kind"] == "booksum.cache-answer" for line in lines)
         assert "«4»" in lines[4], "UTF-8, not escaped"
         assert import_answers(other, path) == (5, 4)
         assert import_answers(other, path) == (5, 0), "importing twice adds nothing"
-        got = other.get("key-3")
+        got = other.get(keyed(3)[0])
         assert got is not None and got.text == "answer «3»" and got.usage == Usage(103, 20, 64, 0) and got.cache_hit
-        assert other.get("key-0").text == "kept: the other cache's own answer"  # type: ignore[union-attr]
+        assert other.get(keyed(0)[0]).text == "kept: the other cache's own answer"  # type: ignore[union-attr]
         assert len(other) == 5
     finally:
         one.close()
@@ -97,7 +99,7 @@ def test_export_then_import_moves_every_answer_once(tmp_path: Path) -> None:
 def test_a_bad_export_line_is_refused_with_its_number_and_nothing_stored(tmp_path: Path, line: str, what: str) -> None:
     cache = CallCache(tmp_path / "c")
     good = CallCache(tmp_path / "g")
-    good.put("k", _answer("fine", 1))
+    good.put(keyed(1)[0], _answer("fine", 1), meta=CallMeta(request=keyed(1)[1]))
     path = tmp_path / "answers.jsonl"
     export_answers(good, path)
     good.close()
@@ -110,7 +112,7 @@ def test_a_bad_export_line_is_refused_with_its_number_and_nothing_stored(tmp_pat
 
 def test_cli_export_is_atomic_and_import_reports_counts(tmp_path: Path) -> None:
     cache = CallCache(tmp_path / "c")
-    cache.put("k1", _answer("one", 1))
+    cache.put(keyed(1)[0], _answer("one", 1), meta=CallMeta(request=keyed(1)[1]))
     cache.close()
     out = tmp_path / "dir" / "answers.jsonl"
     exported = CliRunner().invoke(cli, ["cache", "--cache-dir", str(tmp_path / "c"), "--export", str(out)])

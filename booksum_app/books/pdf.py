@@ -17,6 +17,19 @@ Refused with one line: an encrypted PDF (``DRMProtectedError``, as an encrypted 
 password or the publisher's DRM, whatever the permissions say), a PDF pypdf cannot parse, and
 a scanned PDF whose pages are images with no text layer (``BookFormatError``; OCR it first).
 Title and author come from the document information (``/Title``, ``/Author``) when set.
+
+Bounded like every other input (an epub's zip is, ``archive.py``): a small PDF whose pages all
+draw one compressed content stream (or nest one form many times) expands a thousandfold, and
+reading it would take an hour. Before any text is extracted, the pages' decoded content
+streams, each counted once per page that draws it, must stay within
+:data:`CONTENT_BYTES_PER_BYTE` times the file's size (and :data:`MAX_CONTENT_BYTES`); while
+reading, a page may hold at most :data:`MAX_PAGE_CHARS` characters of text (whitespace not
+counted) and the book :data:`TEXT_CHARS_PER_BYTE` times the file's size (at least
+:data:`MIN_TEXT_CHARS`, at most :data:`MAX_TEXT_CHARS`). What passes a bound is refused with one
+line naming it (``BookFormatError``). The bounds are far past any book: text compresses three
+or four times in a PDF, and fonts and images only add bytes. Each page read is reported
+(``on_page``, else :mod:`booksum_app.reading_progress`), so the command line says how far a
+long PDF is.
 """
 
 from __future__ import annotations
@@ -38,12 +51,21 @@ from booksum_app.books.model import Book, Chapter, Dropped, counted_chars
 from booksum_app.books.pdf_text import blocks_text, edge_lines, page_blocks, strip_page_furniture
 from booksum_app.books.text import book_from_text, is_heading, join_lines, read_book_bytes
 from booksum_app.errors import BookFormatError, DRMProtectedError
+from booksum_app.reading_progress import PageProgress, pages_read
 
 # what pypdf raises on a damaged or hostile file (its own errors, and Python's from objects of
 # the wrong type where it expected others; NotImplementedError for a filter name it does not
 # know, e.g. a damaged "/ASCII85Decode"); each is turned into one line here
 _DAMAGED = (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, LookupError,
             RecursionError, AssertionError, ZeroDivisionError, OverflowError, MemoryError, NotImplementedError)
+
+MAX_PAGE_CHARS = 50_000  # of one page, whitespace not counted: ten times the densest printed page
+TEXT_CHARS_PER_BYTE = 20  # of the book's text per byte of the file
+MIN_TEXT_CHARS = 1_000_000  # a small file may still hold a short book's text
+MAX_TEXT_CHARS = 64_000_000  # twenty times the longest novels
+CONTENT_BYTES_PER_BYTE = 50  # pages' decoded content streams per byte of the file
+MIN_CONTENT_BYTES = 64 << 20
+MAX_CONTENT_BYTES = 2 << 30
 
 _WORDS = re.compile(r"[^\W\d_]{2,}")
 _MIN_TEXT_CHARS = 25  # letters a page needs to count as a page with text
@@ -216,19 +238,92 @@ def _info(reader: Any) -> tuple[str, tuple[str, ...]]:
     return title, authors
 
 
-def read_pdf(path: Path, *, lang: str | None = None, include_front_matter: bool = False) -> Book:
+def text_bound(file_bytes: int) -> int:
+    """Characters of text (whitespace not counted) a PDF of ``file_bytes`` may hold."""
+    return min(MAX_TEXT_CHARS, max(MIN_TEXT_CHARS, TEXT_CHARS_PER_BYTE * file_bytes))
+
+
+def content_bound(file_bytes: int) -> int:
+    """Bytes of decoded page content (per page that draws them) a PDF of ``file_bytes`` may hold."""
+    return min(MAX_CONTENT_BYTES, max(MIN_CONTENT_BYTES, CONTENT_BYTES_PER_BYTE * file_bytes))
+
+
+def _content_bytes(page: Any) -> int:
+    contents: Any = page.get("/Contents")
+    if contents is None:
+        return 0
+    contents = contents.get_object()
+    streams = [item.get_object() for item in contents] if isinstance(contents, list) else [contents]
+    return sum(len(stream.get_data()) for stream in streams if hasattr(stream, "get_data"))
+
+
+def _check_content(reader: Any, count: int, file_bytes: int, name: str) -> None:
+    """Refuse pages whose content streams decode to more than :func:`content_bound`, before reading text."""
+    limit, total = content_bound(file_bytes), 0
+    for index in range(count):
+        try:
+            total += _content_bytes(reader.pages[index])
+        except _DAMAGED:  # the page's own extraction says what is wrong with it
+            continue
+        if total > limit:
+            raise BookFormatError(
+                f"{name}: its pages' content decodes to over {limit >> 20:,} MiB by page {index + 1} of {count} "
+                f"(the bound for a file of {_kib(file_bytes)}: {CONTENT_BYTES_PER_BYTE} times its size, at least "
+                f"{MIN_CONTENT_BYTES >> 20} MiB): the pages repeat or amplify a compressed stream; refusing to read it"
+            )
+
+
+def _read_texts(reader: Any, count: int, file_bytes: int, name: str, on_page: PageProgress) -> list[str]:
+    """Every page's text, each page and the whole within their bounds; progress after each page."""
+    limit, total, texts = text_bound(file_bytes), 0, []
+    for index in range(count):
+        text = _page_text(reader, index, name)
+        chars = len(text) - text.count(" ") - text.count("\n")
+        if chars > MAX_PAGE_CHARS:
+            raise BookFormatError(
+                f"{name}: page {index + 1} holds {chars:,} characters of text, more than a page can "
+                f"({MAX_PAGE_CHARS:,}): its content is repeated or amplified; refusing to read it"
+            )
+        total += chars
+        if total > limit:
+            raise BookFormatError(
+                f"{name}: its text passes {limit:,} characters by page {index + 1} of {count} (the bound for a "
+                f"file of {_kib(file_bytes)}: {TEXT_CHARS_PER_BYTE} a byte, at least {MIN_TEXT_CHARS:,}, at most "
+                f"{MAX_TEXT_CHARS:,}): the pages repeat or amplify their content; refusing to read it"
+            )
+        texts.append(text)
+        on_page(name, index + 1, count)
+    return texts
+
+
+def _kib(size: int) -> str:
+    return f"{size / 1024:,.0f} KiB"
+
+
+def read_pdf(path: Path, *, lang: str | None = None, include_front_matter: bool = False,
+             on_page: PageProgress | None = None) -> Book:
     """Read a PDF book.
+
+    Args:
+        path: the PDF file.
+        lang: language override; detected by default.
+        include_front_matter: accept a book of front and back matter only.
+        on_page: called with (file name, pages read, pages) after each page; by default
+            :func:`booksum_app.reading_progress.pages_read`.
 
     Raises:
         DRMProtectedError: an encrypted PDF.
-        BookFormatError: unreadable, damaged, scanned (no text layer) or empty PDF.
+        BookFormatError: unreadable, damaged, scanned (no text layer), empty, or amplified PDF
+            (past a bound of the module doc).
     """
-    reader = _reader(read_book_bytes(path), path.name)
+    data = read_book_bytes(path)
+    reader = _reader(data, path.name)
     try:
         count = len(reader.pages)
     except _DAMAGED as exc:  # a page tree pypdf cannot walk
         raise BookFormatError(f"{path.name}: its page tree cannot be read; use an undamaged copy") from exc
-    texts = [_page_text(reader, i, path.name) for i in range(count)]
+    _check_content(reader, count, len(data), path.name)
+    texts = _read_texts(reader, count, len(data), path.name, on_page or pages_read)
     _check_not_scanned(reader, texts, path.name)
     title, authors = _info(reader)
     entries = _outline(reader)

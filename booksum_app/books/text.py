@@ -159,13 +159,11 @@ def heading_key(title: str) -> str:
 
 def join_lines(lines: list[str]) -> str:
     """Join wrapped lines of one paragraph: a space between words, nothing between CJK characters."""
-    out = lines[0]
+    parts, tail = [lines[0]], lines[0][-1:]  # joined at the end: a page-long paragraph is not copied per line
     for line in lines[1:]:
-        if out and line and _CJKISH.match(out[-1]) and _CJKISH.match(line[0]):
-            out += line
-        else:
-            out += " " + line
-    return out
+        parts.append(line if tail and line and _CJKISH.match(tail) and _CJKISH.match(line[0]) else " " + line)
+        tail = parts[-1][-1]
+    return "".join(parts)
 
 
 def _blocks(

@@ -12,6 +12,7 @@ from booksum_app.cli.base import (
     EXIT_CODES,
     Verbosity,
     handle_errors,
+    page_heartbeat,
     shared_options,
 )
 from booksum_app.cli.cache import cache_command
@@ -24,6 +25,7 @@ from booksum_app.cli.models import models_command
 from booksum_app.cli.score import score_command
 from booksum_app.cli.summarize import summarize_command
 from booksum_app.llm.limiter import raise_open_files_limit
+from booksum_app.reading_progress import report_pages_to
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
@@ -34,6 +36,7 @@ def cli(quiet: bool, verbose: bool) -> None:
     """Summarize book-length texts with LLMs and score summary coherence (BooookScore)."""
     Verbosity.apply(quiet=quiet, verbose=verbose)
     raise_open_files_limit()  # calls in flight each hold a connection
+    report_pages_to(page_heartbeat())  # a long PDF says how far its reading is
 
 
 for command in (inspect_command, summarize_command, score_command, compare_command, models_command, cache_command,

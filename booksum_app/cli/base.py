@@ -27,7 +27,7 @@ from booksum_app.config import (
     MAX_TIMEOUT_S,
     REASONING_EFFORTS,
 )
-from booksum_app.errors import BooksumError
+from booksum_app.errors import BooksumError, redact
 from booksum_app.jsonin import parse_json_or_none
 from booksum_app.money import usd
 from booksum_app.textsafe import (
@@ -128,7 +128,8 @@ def call_printer() -> Callable[[CallRecord], None] | None:
 
 
 def _fail(message: str, exit_code: int, *, label: str = "[bold red]error:[/] ") -> None:
-    _error_console.print(f"{label}{esc(message)}", highlight=False, soft_wrap=True)
+    # redacted here too: every error line, whatever raised it (an OSError's or sqlite's text)
+    _error_console.print(f"{label}{esc(redact(message))}", highlight=False, soft_wrap=True)
     sys.exit(exit_code)
 
 
@@ -161,6 +162,24 @@ class Heartbeat:
         while not self._stop.wait(interval_s):
             line = f"booksum [{time.monotonic() - start:.0f}s] {self._line()}"
             err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+
+
+def page_heartbeat() -> Callable[[str, int, int], None]:
+    """A reader's page progress as a line on stderr every ``BOOKSUM_HEARTBEAT_S`` (30 s) of one read
+    (a PDF of thousands of pages takes minutes); a terminal gets it too: no progress bar runs then."""
+    started: dict[str, float] = {}
+    said: dict[str, float] = {}
+
+    def heartbeat(name: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done <= 1 or name not in started:
+            started[name] = said[name] = now
+        if now - said[name] >= heartbeat_interval(os.environ.get("BOOKSUM_HEARTBEAT_S")):
+            said[name] = now
+            line = f"booksum [{now - started[name]:.0f}s] reading {name}: page {done:,} of {total:,}"
+            err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+
+    return heartbeat
 
 
 HEARTBEAT_MIN_S = 0.1  # a smaller interval would flood the log (0 was a busy loop)

@@ -132,5 +132,7 @@ def _transfer(cache: CallCache, export_to: Path | None, import_from: tuple[Path,
         err_console.print(f"imported {added} of {total} answers from {path} ({total - added} already stored)",
                           highlight=False, markup=False, soft_wrap=True)
     if export_to is not None:
-        n = export_answers(cache, export_to)
-        err_console.print(f"exported {n} answers to {export_to}", highlight=False, markup=False, soft_wrap=True)
+        n, left_out = export_answers(cache, export_to)
+        why = (f"; {left_out} left out: stored without the backend their key is made of (an older booksum), "
+               "or naming a credential, an import would refuse them" if left_out else "")
+        err_console.print(f"exported {n} answers to {export_to}{why}", highlight=False, markup=False, soft_wrap=True)

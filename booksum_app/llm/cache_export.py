@@ -9,6 +9,13 @@ renamed), so a killed export leaves no half file under the name; an import adds 
 keys the cache lacks, in one transaction, reading the file a line at a time: a line that is not
 standard JSON, not an answer, or holds any field out of range (``cache_rows``) is one line
 naming its number and the field, and nothing of the file is stored.
+
+An answer is stored under its key, and a run replays it for the request that has that key: so
+the import recomputes each line's key from the line's own ``request`` (the messages, options and
+backend the key is made of, as the call log keeps them) and refuses a line whose key is not that
+key. The export leaves out what an import would refuse: answers stored before booksum kept the
+backend with the request, and answers whose backend names a credential (a URL with a password),
+which no file should carry; it says how many.
 """
 
 from __future__ import annotations
@@ -18,11 +25,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from booksum_app.errors import InputError
+from booksum_app.errors import InputError, redact
 from booksum_app.files import replacing
-from booksum_app.jsonin import parse_json
-from booksum_app.llm.cache import CallCache
+from booksum_app.jsonin import parse_json, parse_json_or_none
+from booksum_app.llm.cache import WASTED_PREFIX, CallCache
 from booksum_app.llm.cache_rows import COLUMNS, row_problem
+from booksum_app.llm.request_key import stored_request_key
 
 EXPORT_KIND = "booksum.cache-answer"
 CHECKED = COLUMNS  # every exported column (a test holds it to EXPORT_COLUMNS)
@@ -30,14 +38,41 @@ MAX_LINE_BYTES = 256 * 2**20  # an answer and its request at their caps, escaped
 _FIX = "give a file booksum cache --export wrote"
 
 
-def export_answers(cache: CallCache, path: Path) -> int:
-    """Write every answer of ``cache`` to ``path`` (JSON lines, atomic); returns how many."""
-    n = 0
+def export_answers(cache: CallCache, path: Path) -> tuple[int, int]:
+    """Write every answer of ``cache`` that an import takes to ``path`` (JSON lines, atomic);
+    returns (answers written, answers left out: :func:`key_problem` finds their key unverifiable)."""
+    written = left_out = 0
     with replacing(path) as tmp, tmp.open("w", encoding="utf-8") as out:
         for row in cache.export_rows():
+            if key_problem(row) is not None or _names_a_credential(row):
+                left_out += 1
+                continue
             out.write(json.dumps({"kind": EXPORT_KIND, **row}, ensure_ascii=False) + "\n")
-            n += 1
-    return n
+            written += 1
+    return written, left_out
+
+
+def key_problem(row: dict[str, Any]) -> str | None:
+    """Why ``row``'s key is not the key of its own request (None: it is, or the row is a logged
+    wasted reply, whose key is never asked for)."""
+    key = row.get("key")
+    if isinstance(key, str) and key.startswith(WASTED_PREFIX):
+        return None
+    if row.get("request") is None:
+        return "request: missing, so the key cannot be checked"
+    computed = stored_request_key(row.get("request"))
+    if computed is None:
+        return "request: not a request with its backend, so the key cannot be checked"
+    if computed != key:
+        return "key: not the key of this line's request (an answer is stored only under its own request's key)"
+    return None
+
+
+def _names_a_credential(row: dict[str, Any]) -> bool:
+    """Whether the backend in ``row``'s request holds a credential (a base URL with a password)."""
+    data = parse_json_or_none(row["request"]) if isinstance(row.get("request"), str) else None
+    backend = json.dumps(data.get("backend") if isinstance(data, dict) else None, ensure_ascii=False)
+    return redact(backend) != backend
 
 
 def read_answers(path: Path) -> Iterator[dict[str, Any]]:
@@ -85,7 +120,7 @@ def _problem(row: Any) -> str | None:
     unknown = sorted(set(row) - {"kind", *CHECKED})
     if unknown:
         return f"{unknown[0][:80]!r}: not a field of an exported answer"
-    return row_problem(row)
+    return row_problem(row) or key_problem(row)
 
 
 def import_answers(cache: CallCache, path: Path) -> tuple[int, int]:
@@ -110,4 +145,5 @@ def import_answers(cache: CallCache, path: Path) -> tuple[int, int]:
     return seen, added
 
 
-__all__ = ["CHECKED", "EXPORT_KIND", "MAX_LINE_BYTES", "export_answers", "import_answers", "read_answers"]
+__all__ = ["CHECKED", "EXPORT_KIND", "MAX_LINE_BYTES", "export_answers", "import_answers", "key_problem",
+           "read_answers"]

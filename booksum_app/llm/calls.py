@@ -268,9 +268,9 @@ class Client:
         return request_key(request, backend=self._identity)
 
     def _meta(self, request: Request) -> CallMeta:
-        """What the call log keeps: the request as sent, the model string, the caller's run and book."""
+        """What the call log keeps: the request as sent (and the key's backend), the model string, run, book."""
         context = current_context()
-        return CallMeta(request_json(request), self.info.name, context.run, context.book)
+        return CallMeta(request_json(request, backend=self._identity), self.info.name, context.run, context.book)
 
     def _pool(self) -> PriorityPool:
         with self._lock:

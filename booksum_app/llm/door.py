@@ -20,9 +20,9 @@
 - **Every failure is one redacted line** (:func:`translated`): booksum errors keep their class
   with their text redacted; ``OSError``/``http.client`` failures are a :class:`TransientModelError`
   (retried); any other exception, and a ``BaseException`` such as ``SystemExit(0)``, is a
-  :class:`ModelError` (exit 4). Only ``KeyboardInterrupt`` passes through. Redaction removes
-  bearer tokens, ``sk-`` keys, ``api_key=`` pairs and the value of every environment variable
-  whose name says it holds a secret (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``).
+  :class:`ModelError` (exit 4). Only ``KeyboardInterrupt`` passes through. Redaction
+  (:mod:`booksum_app.redaction`) removes the backend's keys and the value of every environment
+  variable whose name says it holds a credential, by value, and credentials by their shape.
 """
 
 from __future__ import annotations
@@ -31,21 +31,25 @@ import contextvars
 import dataclasses
 import http.client
 import math
-import os
-import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from booksum_app.errors import BooksumError, ModelError, TransientModelError, redact, server_message
+from booksum_app.errors import (
+    BooksumError,
+    ModelError,
+    TransientModelError,
+    environment_secrets,
+    redact,
+    server_message,
+)
 from booksum_app.llm.base import MAX_CHARS_PER_TOKEN, Backend, Completion, Request, Usage
 from booksum_app.llm.deadline import attempt_deadline
 
 MAX_ABANDONED = 16  # attempts past their deadline that may still run, per backend
 MAX_ROOM_FACTOR = 4  # an answer of more tokens than this times its room was not cut at max_tokens
 SLACK_CHARS, SLACK_TOKENS = 1024, 256  # on top: a tokenizer other than the model's may count a short answer high
-_SECRET_NAMES = re.compile(r"(?i)(key|token|secret|password)$")
 
 
 class Door:
@@ -153,13 +157,6 @@ def translated(exc: BaseException, name: str, secrets: Sequence[str] = ()) -> Ba
     if isinstance(exc, Exception):
         return ModelError(f"{name}: the backend failed ({kind}: {detail})")
     return ModelError(f"{name}: the backend raised {kind} ({detail or 'no message'}) instead of answering")
-
-
-def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
-    """Values of the environment variables (``os.environ``, and ``env`` when given) whose names say
-    they hold a secret (API keys, tokens)."""
-    pairs = [*os.environ.items(), *(env or {}).items()]
-    return [value for key, value in pairs if _SECRET_NAMES.search(key) and isinstance(value, str) and len(value) >= 8]
 
 
 def checked(reply: Any, *, name: str, latency_s: float) -> Completion:

@@ -51,8 +51,12 @@ class OnceMemo(Generic[K, V]):
             return value
 
 
-def request_json(request: Request) -> str:
-    """The request as the model saw it: chat messages plus sampling options, as compact JSON."""
+def request_json(request: Request, *, backend: Mapping[str, str | None] | None = None) -> str:
+    """The request as the model saw it: chat messages plus sampling options, as compact JSON.
+
+    With ``backend`` (what :func:`request_key` is given), that too: the text then holds all that
+    its key is made of, and :func:`stored_request_key` recomputes the key from it alone.
+    """
     messages = [{"role": "system", "content": request.system}] if request.system is not None else []
     messages.append({"role": "user", "content": request.user_text})
     sent: dict[str, Any] = {
@@ -62,7 +66,42 @@ def request_json(request: Request) -> str:
     }
     if request.stop_at_loop:
         sent["stop_at_loop"] = request.stop_at_loop
+    if backend is not None:
+        sent["backend"] = dict(backend)
     return json.dumps(sent, ensure_ascii=False, separators=(",", ":"))
+
+
+def stored_request_key(text: object) -> str | None:
+    """The :func:`request_key` of a request as :func:`request_json` wrote it with its backend, or
+    None when ``text`` is not such a request (not JSON, a field missing or of another type)."""
+    from booksum_app.jsonin import parse_json_or_none
+
+    data = parse_json_or_none(text) if isinstance(text, str) else None
+    if not isinstance(data, dict) or set(data) - _STORED_FIELDS:
+        return None
+    messages, backend = data.get("messages"), data.get("backend")
+    if not (isinstance(backend, dict) and all(isinstance(k, str) and (v is None or isinstance(v, str))
+                                              for k, v in backend.items())):
+        return None
+    if not (isinstance(messages, list) and 1 <= len(messages) <= 2
+            and all(isinstance(m, dict) and set(m) == {"role", "content"} and isinstance(m["content"], str)
+                    for m in messages)
+            and [m["role"] for m in messages] in (["user"], ["system", "user"])):
+        return None
+    options = {name: data.get(name) for name in ("max_tokens", "temperature", "top_p", "sample_index")}
+    stop, stop_at_loop = data.get("stop"), data.get("stop_at_loop", "")
+    if not (all(isinstance(v, int | float) and not isinstance(v, bool) for v in options.values())
+            and isinstance(options["max_tokens"], int) and isinstance(options["sample_index"], int)
+            and isinstance(stop, list) and all(isinstance(x, str) for x in stop)
+            and isinstance(stop_at_loop, str)):
+        return None
+    request = Request(prompt=messages[-1]["content"], system=messages[0]["content"] if len(messages) == 2 else None,
+                      stop=tuple(stop), stop_at_loop=stop_at_loop, **options)  # type: ignore[arg-type]
+    return request_key(request, backend=backend)
+
+
+_STORED_FIELDS = frozenset({"messages", "max_tokens", "temperature", "top_p", "stop", "sample_index", "seed",
+                            "stop_at_loop", "backend"})
 
 
 _PREFIX_HASHES: OnceMemo[tuple[str, str], Any] = OnceMemo()
@@ -137,4 +176,5 @@ def prompt_tokens(request: Request, count: Callable[[str], int], prefixes: OnceM
     return tokens + count(request.prompt)
 
 
-__all__ = ["KEY_TAG", "SEED_BITS", "OnceMemo", "prompt_tokens", "request_json", "request_key", "request_seed"]
+__all__ = ["KEY_TAG", "SEED_BITS", "OnceMemo", "prompt_tokens", "request_json", "request_key", "request_seed",
+           "stored_request_key"]

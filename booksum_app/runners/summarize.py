@@ -40,7 +40,7 @@ from booksum_app.config import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TOP_P,
 )
-from booksum_app.errors import BooksumError, ConfigError, ModelError, server_message
+from booksum_app.errors import BooksumError, ConfigError, ModelError, redact, server_message
 from booksum_app.files import write_json_atomic
 from booksum_app.llm.base import ChatModel, Completion, ModelInfo, Request, Tally
 from booksum_app.llm.calls import CallRecord, Client
@@ -374,7 +374,8 @@ def write_failed_record(record_path: Path, exc: BooksumError, *, run: RunConfig,
     if not isinstance(spent, Tally) or not (spent.spent_usd or spent.input_tokens):
         return None
     path = record_path.with_name(record_path.stem + ".failed.json")
-    data = {"status": "failed", "error": str(exc), "strategy": run.strategy, "model": model, "book": book,
+    data = {"status": "failed", "error": redact(str(exc)), "strategy": run.strategy, "model": model,
+            "book": redact(book),
             "totals": dataclasses.asdict(spent), "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
     try:
         write_json_atomic(path, data)
