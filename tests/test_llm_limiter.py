@@ -306,7 +306,7 @@ def test_an_overloaded_answer_halves_the_limit_and_a_server_error_does_not(
 def test_a_queue_lowers_the_limit_to_what_the_server_serves() -> None:
     """A 4-slot server that queues (no 429): answers every 0.25 s, each later than the last. The
     fastest of a window was sent with 9 in flight and waited 3 s against a 1 s baseline: the
-    server serves about 9 / 3 at once, and the limit falls to that and a quarter more."""
+    server serves about 9 / 3 at once, and the limit falls to that and half more."""
     now = [0.0]
     limit = AdaptiveLimit(initial=64, maximum=512, clock=lambda: now[0])
     limit.queued = 1000
@@ -314,12 +314,12 @@ def test_a_queue_lowers_the_limit_to_what_the_server_serves() -> None:
     for n, ticket in enumerate(tickets[:24]):
         now[0] = 1.0 + n * 0.25  # four answers a second, each waited longer in the queue
         limit.answered(ticket, overloaded=False, latency_s=now[0])
-    assert limit.limit == 4 and limit.queue_backoffs == 1
+    assert limit.limit == 5 and limit.queue_backoffs == 1
     for n, ticket in enumerate(tickets[24:32]):  # sent before the decrease: no second one
         now[0] = 7.0 + n * 0.25
         limit.answered(ticket, overloaded=False, latency_s=now[0])
-    assert limit.limit == 4 and limit.queue_backoffs == 1
-    assert limit.report()["events"][0] == {"t_s": 4.75, "what": "queue", "from": 69, "to": 4}
+    assert limit.limit == 5 and limit.queue_backoffs == 1
+    assert limit.report()["events"][0] == {"t_s": 4.75, "what": "queue", "from": 69, "to": 5}
 
 
 def test_a_cut_after_which_latency_does_not_fall_is_undone() -> None:
@@ -342,7 +342,7 @@ def test_a_cut_after_which_latency_does_not_fall_is_undone() -> None:
         limit.answered(ticket, overloaded=False, latency_s=0.4)
     assert limit.queue_backoffs == 1
     cut = limit.limit
-    assert cut == 52  # 83 x 1.25 x 0.2 / 0.4, rounded up
+    assert cut == 63  # 83 x 1.5 x 0.2 / 0.4, rounded up
     for ticket in in_flight[:-8]:
         limit.answered(ticket, overloaded=False, latency_s=0.45)  # sent before the cut: not its test
     assert limit.limit == cut

@@ -1,41 +1,51 @@
 """How many calls one server (one replica) may have on the wire, read from its answers.
 
 :class:`LatencyController` is a concurrency controller in the shape of the ones that run in
-production: Envoy's adaptive concurrency filter (a minimum latency measured in a window, a
-gradient against it with a 25 % buffer), Netflix's concurrency-limits (Gradient2: a cut of at
-most half per window) and TCP (slow start, AIMD on loss, HyStart++'s minimum of 8 answers).
-It holds no lock and reads time only from the clock it is given, so the same object runs under
+production: Envoy's adaptive concurrency filter (a minimum latency measured in a window and
+re-measured at reduced concurrency, a gradient against it with a buffer), Netflix's
+concurrency-limits (Gradient2: a tolerance of 1.5x, the cut per window bounded) and TCP (slow
+start, AIMD on loss, HyStart++'s minimum of 8 answers, BBR's ProbeRTT). It holds no lock and
+reads time only from the clock it is given, so the same object runs under
 :class:`~booksum_app.llm.limiter.AdaptiveLimit` (one server, thread-safe), per replica under the
 endpoint balancer, and on a virtual clock in the suite's discrete-event simulation.
 
 - **Windows.** Answers are read in windows of :data:`DELAY_SAMPLES`, and only answers to calls
   sent after the last decision count: a decision is judged by the calls it governed. A window's
-  latency is its fastest answer: answers differ in length, but in a queue even the fastest waits.
+  latency is its fastest answer: answers differ in length, but in a queue even the fastest
+  waits.
 - **Baseline.** The first window's latency is the baseline (the server with no queue); a faster
   window lowers it. It is not a lifetime minimum: it is re-measured by the undo below and by a
   periodic probe (Envoy's minRTT window, BBR's ProbeRTT): once the server has shown it queues,
   every :data:`PROBE_EVERY_S` (or :data:`PROBE_EVERY_LATENCIES` baselines, whichever is longer)
-  the calls on the wire are held to :data:`PROBE_CONCURRENCY` until :data:`PROBE_SAMPLES` answers
-  sent at that level come back; their fastest is the new baseline.
+  the calls on the wire are held to :data:`PROBE_CONCURRENCY` until :data:`PROBE_SAMPLES`
+  answers sent at that level come back; their fastest is the new baseline.
 - **Gradient.** A window slower than ``TOLERANCE x baseline`` (and :data:`MIN_QUEUE_DELAY_S`
-  slower: jitter of fast calls is no queue) means a queue: the calls on the wire are scaled by
-  ``TOLERANCE x baseline / window``, at most halved per window (Gradient2's floor of 0.5). Slow
-  start (+1 per answer, x2 per window) ends at such a window or at twice the baseline.
-- **A cut is an experiment.** In a server that queues, fewer calls in flight wait less: after a
-  latency cut to ``r`` of what was on the wire, the next window should be about ``r`` times as
-  slow. When it is not even half-way there, the calls in flight were not the cause (a busy
-  client, a model that got slower, longer answers): the cut is undone and the baseline moves to
-  the latency now seen. This is what stops a spiral: a cut that did not help is never the
-  ground for the next one.
-- **The deadline.** A window slower than :data:`DEADLINE_SHARE` of an attempt's timeout scales the
-  calls in flight down by that overshoot, with no baseline needed (a first burst that all queued).
+  slower: jitter of fast calls is no queue) whose fastest call was sent with more calls in
+  flight than a recent window answered without a wait (its *level*) means a queue: the server
+  serves about ``level x baseline / window`` at once (Little's law), and the limit falls to that
+  times ``TOLERANCE`` (a queue of half as many), to no less than :data:`MIN_GRADIENT` of it per
+  window. A slow window at a level recently answered fast is not a queue of ours (a busy client,
+  a slower model): it is counted, not cut. Slow start (+1 per answer that took at most twice the
+  fastest, x2 per window) ends at a window twice the baseline.
+- **A cut is an experiment.** In a server that queues, fewer calls in flight wait less: the next
+  window, its fastest call sent at ``r`` times the level of the one that caused the cut, should
+  be about ``r`` times as slow. When it is not even half-way there, the calls in flight were not
+  the cause (a busy client, a model that got slower, longer answers): the cut is undone and the
+  baseline moves to the latency now seen. This is what stops a spiral: a cut that did not help
+  is never the ground for the next one.
+- **The deadline.** A window slower than :data:`DEADLINE_SHARE` of an attempt's timeout scales
+  the calls in flight down by that overshoot, with no baseline needed (a first burst that all
+  queued); never undone: waits near the timeout waste generations whatever their cause.
 - **Refusals.** A 429 or an overloaded answer halves what was on the wire when it came (at most
   once per window); never undone: the provider said so.
 - **Growth.** Only while the limit is used (half of it on the wire, or calls waiting: RFC 7661)
   and no queue is seen: +1 per answer in slow start, then +1 per window (additive increase).
 
-Every decision is counted in :class:`LimiterStats` (cuts by reason, undone cuts, probes, time at
-each limit), which the run record keeps under ``limiter``.
+Every decision is counted in :class:`LimiterStats` (cuts by reason, undone cuts, slow windows
+not cut, probes, time at each limit), which the run record keeps under ``limiter``. Deliberate
+deviations: a window's statistic is its minimum (Gradient2 averages; LLM answers differ in
+length far more than RPCs), and the cut aims at what the server serves, not at the limit times a
+gradient.
 """
 
 from __future__ import annotations
@@ -49,7 +59,7 @@ from typing import Any
 SLOW_START_STEP = 1.0  # per answer in slow start: x2 per window, as TCP's
 DELAY_SAMPLES = 8  # answers per window (HyStart++'s N_RTT_SAMPLE)
 QUEUEING_FACTOR = 2.0  # slow start ends at twice the baseline even within the tolerance rule's cut
-TOLERANCE = 1.25  # Envoy's buffer: a window up to 25 % over the baseline is no queue
+TOLERANCE = 1.5  # a window up to 50 % over the baseline is no queue (Gradient2's rttTolerance)
 MIN_QUEUE_DELAY_S = 0.05  # and at least this much slower: jitter of fast calls is not a queue
 MIN_GRADIENT = 0.25  # one window cuts to no less than a quarter (Gradient2 floors at half, per sample)
 DEADLINE_SHARE = 0.5  # windows slower than this share of an attempt's timeout: fewer in flight
@@ -258,7 +268,7 @@ class LatencyController:
             target = math.floor(in_flight * DEADLINE_SHARE * self.deadline_s / window_s)
             check = None  # waits near the timeout waste generations whatever their cause: never undone
         else:
-            # the server serves about level x baseline / window at once (Little's law); a queue of a quarter more
+            # the server serves about level x baseline / window at once (Little's law); a queue of half as many
             target = math.ceil(min(on_wire, float(level)) * max(MIN_GRADIENT, TOLERANCE * base / window_s))
             check = _Check(self._limit, window_s, level)
         target = max(self.minimum, target)
