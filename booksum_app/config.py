@@ -25,10 +25,11 @@ JUDGE_TEMPERATURE = 0.0  # scoring should be as repeatable as the provider allow
 
 # Calls in flight. A backend states its own fixed default (``default_concurrency``: 1 for the
 # embedded model, vLLM and Ollama, which queue); one that states none gets FIXED_CONCURRENCY.
-# Hosted APIs get an adaptive limit instead (AIMD, llm/limiter.py): with --concurrency N it
+# Hosted APIs get an adaptive limit instead (llm/controller.py): with --concurrency N it
 # starts at N (your quota) and stays under it; else it starts at ADAPTIVE_INITIAL_CONCURRENCY
 # and doubles per window while it is used and no call was refused, up to
-# ADAPTIVE_MAX_CONCURRENCY. It halves on a 429/overload and grows back by one call per window.
+# ADAPTIVE_MAX_CONCURRENCY. It halves on a 429/overload and grows back by one call per window;
+# answers that wait in a server's queue lower it to what the server serves.
 FIXED_CONCURRENCY = 8
 ADAPTIVE_INITIAL_CONCURRENCY = 128  # a hosted API's first burst
 # a server behind a base URL that does not say how many calls it serves at once (no /props):

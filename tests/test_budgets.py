@@ -3,17 +3,26 @@
 Against the in-process fake (``FakeBackend`` describing ``openai:gpt-4``, 8,192-token window,
 default options, cleaning on): calls, critical path (the longest chain of dependent calls,
 regenerations and cleaning included), billed input and output tokens, and calls in flight at
-once; for the judge, billed input tokens per judged sentence and calls in flight over 40
-summaries. Counts are exact (no slack): a change that deepens a tree, adds a pass over the
-book or holds a stage back fails here, and the message names the budget. Timings are not
-budgets (they belong in docs/benchmarks.md); memory has one, in the slow suite
-(tests/test_copy_slice.py: 水浒传 summarize + quality line).
+once; for the judge (per sentence and batched), calls, billed input tokens per judged sentence
+and calls in flight over 40 summaries; and an order: a merge group starts as soon as its
+children are answered, not when their whole level is. Counts are exact (no slack): a change
+that deepens a tree, adds a call or a pass over the book, or holds a stage back fails here, and
+the message names the budget.
+
+Calls in flight are counted by events, not by a clock: :class:`GatedBackend` holds every answer
+until the budget's number of requests wait (then releases them together), so the count is how
+many calls were issued before the first of them returned. A loaded machine only makes that
+take longer; a build that cannot issue that many is released after :data:`QUIET_S` with no new
+request and fails. Timings are not budgets (they belong in docs/benchmarks.md); memory has one,
+in the slow suite (tests/test_copy_slice.py: 水浒传 summarize + quality line).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import threading
+import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -21,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from booksum_app.llm.base import ModelInfo
+from booksum_app.llm.base import Completion, ModelInfo, Request
 from booksum_app.llm.calls import Client
 from booksum_app.llm.metered import Metered
 from booksum_app.runners.summarize import summarize_book
@@ -31,10 +40,75 @@ from booksum_app.testing.fake_backend import FakeBackend
 from tests.conftest import BOOKS_DIR
 
 BOOKS = {"tm": "time-machine", "pp": "pride-and-prejudice", "wp": "war-and-peace", "sh": "shuihuzhuan"}
-# long enough that every call submitted together is in flight together (hier submits all its
-# leaves at once); inc and direct wait for each answer, so their peak is 1 at any latency
-LATENCY_S = {"hier": 0.3, "hier-evidence": 0.3, "inc": 0.0, "direct": 0.0}
-JUDGE_LATENCY_S = 0.05
+QUIET_S = 1.0  # no new request for this long: the strategy can issue no more (only a failing build waits it)
+ORDER_WAIT_S = 10.0  # how long the order budget waits for a merge while one leaf is held (a failing build)
+
+
+class GatedBackend(FakeBackend):
+    """Holds every answer until ``hold`` requests wait, or none came for :data:`QUIET_S`, then
+    releases them all; ``first_only``: after the first release, answers at once.
+
+    :attr:`peak` is the most requests waiting at a release: calls issued before the first of
+    them returned, whatever the machine's load.
+    """
+
+    def __init__(self, info: ModelInfo | None = None, *, hold: int, first_only: bool = False) -> None:
+        super().__init__(info)
+        self.hold, self.first_only = hold, first_only
+        self._gate = threading.Condition()
+        self._waiting = 0
+        self._round = 0
+        self._last = time.monotonic()
+        self.peak = 0
+
+    def complete(self, request: Request) -> Completion:
+        with self._gate:
+            if not (self.first_only and self._round):
+                self._waiting += 1
+                self._last = time.monotonic()
+                mine = self._round
+                if self._waiting >= self.hold:
+                    self._release()
+                while mine == self._round:
+                    self._gate.wait(QUIET_S / 4)
+                    if mine == self._round and time.monotonic() - self._last >= QUIET_S:
+                        self._release()
+        return super().complete(request)
+
+    def _release(self) -> None:
+        self.peak = max(self.peak, self._waiting)
+        self._waiting = 0
+        self._round += 1
+        self._gate.notify_all()
+
+
+class OrderingBackend(FakeBackend):
+    """Holds the first ``leaves`` chunk summaries until all have come, answers all but the last to
+    come, and holds that one until a merge request arrives (or :data:`ORDER_WAIT_S` pass)."""
+
+    def __init__(self, info: ModelInfo, *, leaves: int) -> None:
+        super().__init__(info)
+        self.leaves = leaves
+        self._gate = threading.Condition()
+        self._arrived = 0
+        self._holding_last = False
+        self.merge_while_level_open = False  # a merge started while a leaf of its level was unanswered
+
+    def complete(self, request: Request) -> Completion:
+        with self._gate:
+            if request.purpose == "merge" and self._holding_last:
+                self.merge_while_level_open = True
+                self._gate.notify_all()
+            elif request.purpose == "summarize" and self._arrived < self.leaves:
+                self._arrived += 1
+                if self._arrived == self.leaves:  # the last leaf to come: the others go, this one waits
+                    self._holding_last = True
+                    self._gate.notify_all()
+                    self._gate.wait_for(lambda: self.merge_while_level_open, timeout=ORDER_WAIT_S)
+                    self._holding_last = False
+                else:
+                    self._gate.wait_for(lambda: self._arrived >= self.leaves)
+        return super().complete(request)
 
 
 @functools.cache
@@ -84,11 +158,13 @@ class Measured:
     peak_in_flight: int
 
 
-def measure_summary(strategy: str, book: str) -> Measured:
-    backend = FakeBackend(gpt4(), latency_s=LATENCY_S[strategy])
+def measure_summary(strategy: str, book: str, peak: int) -> Measured:
+    """The run's counts; its peak in flight is how many of the first calls were issued before any
+    returned, up to ``peak`` (the budget): the first level (hier's leaves) is what runs widest."""
+    backend = GatedBackend(gpt4(), hold=peak, first_only=True)
     record = summarize_book(book_file(book), strategy=strategy, model=Client(backend, concurrency=128))
     return Measured(len(record.calls), critical_path(record), record.totals.input_tokens,
-                    record.totals.output_tokens, backend.max_in_flight)
+                    record.totals.output_tokens, backend.peak)
 
 
 # (strategy, book) -> budget, measured with the code of this commit (in-process fake, gpt-4 window)
@@ -131,13 +207,15 @@ def judge_summaries() -> dict[str, str]:
                                       for j in range(JUDGE_SENTENCES)) for i in range(JUDGE_SUMMARIES)}
 
 
-def measure_judge() -> dict[str, Any]:
-    backend = FakeBackend(latency_s=JUDGE_LATENCY_S)
+def measure_judge(mode: str = "sentence", peak: int = 1) -> dict[str, Any]:
+    """Calls, sentences, input tokens per judged sentence; the peak: calls issued before any of them
+    returned, at any point of the run, up to ``peak``."""
+    backend = GatedBackend(hold=peak)
     with Client(backend, concurrency=128) as client:
         metered = Metered(client)
-        judgements = BooookScoreJudge(metered).judge(judge_summaries())  # type: ignore[arg-type]
+        judgements = BooookScoreJudge(metered, mode=mode).judge(judge_summaries())  # type: ignore[arg-type]
     sentences = sum(j.n_sentences for j in judgements)
-    return {"calls": metered.tally.calls, "sentences": sentences, "peak_in_flight": backend.max_in_flight,
+    return {"calls": metered.tally.calls, "sentences": sentences, "peak_in_flight": backend.peak,
             "input_per_sentence": round(metered.tally.billed_input_tokens / sentences, 1)}
 
 
@@ -158,18 +236,39 @@ def _summary_params(books: tuple[str, ...], marks: tuple[Any, ...] = ()) -> list
 @pytest.mark.parametrize(("strategy", "book"), [*_summary_params(("tm", "pp")),
                                                  *_summary_params(("wp", "sh"), (pytest.mark.slow,))])
 def test_summary_budget(strategy: str, book: str) -> None:
-    measured = measure_summary(strategy, book)
+    measured = measure_summary(strategy, book, SUMMARY_BUDGETS[(strategy, book)].peak_in_flight)
     check(measured, SUMMARY_BUDGETS[(strategy, book)], f"{strategy} on {BOOKS[book]}")
     if strategy == "hier" and book in CRITICAL_PATH_CEILING:
         assert measured.critical_path <= CRITICAL_PATH_CEILING[book], f"budget hier critical path on {BOOKS[book]}"
 
 
 JUDGE_BUDGET = {"calls": 1080, "sentences": 1080, "input_per_sentence": 3697.0}
-JUDGE_MIN_PEAK = 100  # of 128 slots (issue 34: one summary warming at a time kept 36 busy)
+JUDGE_MIN_PEAK = 128  # every slot (issue 34: one summary warming at a time kept 36 busy)
 
 
 def test_judge_budget_40_summaries_keep_the_slots_busy() -> None:
-    measured = measure_judge()
+    measured = measure_judge(peak=JUDGE_MIN_PEAK)
     peak = measured.pop("peak_in_flight")
     assert peak >= JUDGE_MIN_PEAK, f"budget judge peak_in_flight: {peak} < {JUDGE_MIN_PEAK} of 128"
     assert measured == JUDGE_BUDGET, f"budget judge calls / input tokens per judged sentence: {measured}"
+
+
+BATCHED_JUDGE_BUDGET = {"calls": 120, "sentences": 1080, "input_per_sentence": 446.0}
+BATCHED_JUDGE_MIN_PEAK = 78  # calls issued before any of them returned, at the widest (of 120)
+
+
+def test_batched_judge_budget() -> None:
+    """--judge-mode batched: one call per batch of sentences; an extra call fails here."""
+    measured = measure_judge("batched", peak=BATCHED_JUDGE_MIN_PEAK)
+    peak = measured.pop("peak_in_flight")
+    assert peak >= BATCHED_JUDGE_MIN_PEAK, f"budget batched judge peak_in_flight: {peak} < {BATCHED_JUDGE_MIN_PEAK}"
+    assert measured == BATCHED_JUDGE_BUDGET, f"budget batched judge calls / input tokens per sentence: {measured}"
+
+
+def test_order_budget_a_merge_starts_before_its_level_is_done() -> None:
+    """Pride and Prejudice's 77 leaves make 3 merge groups: with the last leaf to come still
+    unanswered, the first group's merge is sent (a barrier between levels would wait for it)."""
+    backend = OrderingBackend(gpt4(), leaves=77)
+    record = summarize_book(book_file("pp"), strategy="hier", model=Client(backend, concurrency=128))
+    assert sum(1 for n in record.nodes if n.level == 1) == 3
+    assert backend.merge_while_level_open, "budget order: no merge started until its whole level was answered"

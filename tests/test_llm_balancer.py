@@ -376,3 +376,66 @@ def test_a_slower_replica_gets_fewer_calls_and_adds_throughput() -> None:
     share = counts[1] / sum(counts)
     assert counts == [715, 245], f"budget: a 3x slower replica took {share:.0%} of the calls"
     assert one_time / time_two >= 1.29, "budget: a second, slower replica adds its third of the throughput"
+
+
+def test_a_replica_that_is_out_is_probed_on_a_schedule_and_comes_back_at_once() -> None:
+    # both servers restarted: one was out for a 60 s pause and got nothing for 139 s; now a probe
+    # every REPROBE_S brings it back as soon as it answers, whatever pause its failures earned
+    clock = Clock()
+    up = {"http://replica-0/v1": False}
+    b = balancer(2, probe=lambda url: up.get(url, True), clock=clock)
+    first = b.endpoints[0]
+    ticket = b.acquire()
+    assert ticket.endpoint is first
+    b.release(ticket, failed=True)  # its server went down
+    for _ in range(5):  # each scheduled probe fails: the pause doubles to 60 s, the probes stay 2 s apart
+        assert first.next_probe - clock.now <= Balancer.REPROBE_S
+        clock.now = first.next_probe
+        b.release(b.acquire(), failed=False)  # a pick starts the due probe
+    assert first.down_until - clock.now > 30, "the pause doubled"
+    up["http://replica-0/v1"] = True
+    clock.now = first.next_probe
+    assert first.next_probe - first.failed_at <= Balancer.REPROBE_S
+    b.release(b.acquire(), failed=False)  # this pick runs the probe; it passes
+    assert first.checked and first.down_until <= clock.now
+    assert any(b.acquire().endpoint is first for _ in range(3)), "back at once, not after its pause"
+
+
+def test_a_replica_left_idle_is_measured_again() -> None:
+    # one slow answer made replica 1 look 50x slower: one call at a time never went there again
+    clock = Clock()
+    b = balancer(2, clock=clock)
+    fast, slow = b.endpoints
+    for endpoint, latency in ((fast, 0.1), (slow, 5.0)):
+        ticket = b.acquire()
+        while ticket.endpoint is not endpoint:
+            b.release(ticket, failed=False)
+            ticket = b.acquire()
+        clock.now += latency
+        b.release(ticket, failed=False)
+    picks = []
+    for _ in range(100):
+        ticket = b.acquire()
+        picks.append(ticket.endpoint)
+        clock.now += 0.1
+        b.release(ticket, failed=False)
+    assert slow in picks[: int(Balancer.REFRESH_S / 0.1) + 1], "re-measured within REFRESH_S"
+
+
+def test_each_replica_has_its_own_limit_and_its_own_refusals() -> None:
+    from booksum_app.llm.controller import LatencyController
+
+    clock = Clock()
+    endpoints = [Endpoint(f"http://replica-{i}/v1", f"sender-{i}") for i in range(2)]
+    b = Balancer(endpoints, probe=lambda url: True, run_probe=lambda work: work(), clock=clock,
+                 control=lambda: LatencyController(initial=4, maximum=64, clock=clock))
+    tickets = [b.try_acquire() for _ in range(8)]
+    assert all(t is not None for t in tickets) and b.try_acquire() is None, "4 each, then wait"
+    refused = next(t for t in tickets if t is not None and t.endpoint is endpoints[0])
+    b.release(refused, failed=None, overloaded=True)  # a 429 from replica 0: its limit halves, not replica 1's
+    control0, control1 = endpoints[0].control, endpoints[1].control
+    assert control0 is not None and control1 is not None
+    assert (control0.limit, control1.limit) == (2, 4)
+    report = b.report()
+    assert report["http://replica-0/v1"]["cuts"]["rate_limited"] == 1
+    assert report["http://replica-1/v1"]["cuts"]["rate_limited"] == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -63,7 +64,7 @@ def test_the_limit_grows_only_while_it_is_used() -> None:
     assert limit.limit == 10
 
 
-def test_slow_start_ends_when_even_the_fastest_recent_answers_are_twice_the_first() -> None:
+def test_slow_start_grows_on_answers_that_did_not_wait_and_ends_at_a_window_twice_the_baseline() -> None:
     limit = AdaptiveLimit(initial=4, maximum=512)
     limit.queued = 1000
 
@@ -72,13 +73,16 @@ def test_slow_start_ends_when_even_the_fastest_recent_answers_are_twice_the_firs
 
     for latency in [1.0, 4.0, 2.5, 1.2, 3.0, 5.0, 1.1, 2.0] * 4:  # answers of different lengths
         answer(latency)
-    assert limit.limit == 36  # a spread of 5x is not a queue: +1 per answer
-    for latency in [2.1, 2.5, 3.0, 2.2, 2.8, 2.4, 2.6, 2.3]:  # even the fastest of 8 over 2x: a queue
+    # a spread of 5x is not a queue: no cut; +1 for each answer within twice the fastest (4 of 8)
+    assert limit.limit == 20 and limit.queue_backoffs == 0
+    for latency in [2.1, 2.5, 3.0, 2.2, 2.8, 2.4, 2.6, 2.3]:  # even the fastest of 8 over 2x the baseline
         answer(latency)
-    assert limit.limit == 43  # slow start ended at the eighth
+    # one call at a time answered fast a moment before: not a queue of ours, no cut; slow start is over
+    assert limit.limit == 20 and limit.queue_backoffs == 0 and not limit.control.slow_start
+    assert limit.report()["not_ours"] == 1
     for _ in range(10):
         answer(1.0)
-    assert limit.limit == 43  # +1/limit per answer from here, not +1
+    assert limit.limit == 20  # +1/limit per answer from here, not +1
 
 
 def test_the_pool_tells_the_limit_how_many_calls_wait() -> None:
@@ -299,9 +303,10 @@ def test_an_overloaded_answer_halves_the_limit_and_a_server_error_does_not(
     assert (client.limit <= 2) if halves else (client.limit == 64)
 
 
-def test_past_slow_start_a_queue_lowers_the_limit_to_what_the_server_serves() -> None:
+def test_a_queue_lowers_the_limit_to_what_the_server_serves() -> None:
     """A 4-slot server that queues (no 429): answers every 0.25 s, each later than the last. The
-    limit falls to twice the 4 it serves (Little's law on the arrival rate), once per window."""
+    fastest of a window was sent with 9 in flight and waited 3 s against a 1 s baseline: the
+    server serves about 9 / 3 at once, and the limit falls to that and half more."""
     now = [0.0]
     limit = AdaptiveLimit(initial=64, maximum=512, clock=lambda: now[0])
     limit.queued = 1000
@@ -309,11 +314,44 @@ def test_past_slow_start_a_queue_lowers_the_limit_to_what_the_server_serves() ->
     for n, ticket in enumerate(tickets[:24]):
         now[0] = 1.0 + n * 0.25  # four answers a second, each waited longer in the queue
         limit.answered(ticket, overloaded=False, latency_s=now[0])
-    assert limit.limit == 8 and limit.queue_backoffs == 1
+    assert limit.limit == 5 and limit.queue_backoffs == 1
     for n, ticket in enumerate(tickets[24:32]):  # sent before the decrease: no second one
         now[0] = 7.0 + n * 0.25
         limit.answered(ticket, overloaded=False, latency_s=now[0])
-    assert limit.limit == 8 and limit.queue_backoffs == 1
+    assert limit.limit == 5 and limit.queue_backoffs == 1
+    assert limit.report()["events"][0] == {"t_s": 4.75, "what": "queue", "from": 69, "to": 5}
+
+
+def test_a_cut_after_which_latency_does_not_fall_is_undone() -> None:
+    """Answers slow from 0.2 s to 0.5 s whatever is in flight: a cut that did not shorten them is
+    taken back, and the baseline moves to the latency now seen (no spiral)."""
+    now = [0.0]
+    limit = AdaptiveLimit(initial=100, maximum=100, clock=lambda: now[0])
+    limit.queued = 10_000
+
+    def window(latency: float) -> None:
+        for _ in range(8):  # a fresh window, sent at the current limit
+            tickets = [limit.send() for _ in range(limit.sending < limit.limit and 1 or 0)]
+            now[0] += 0.01
+            for ticket in tickets:
+                limit.answered(ticket, overloaded=False, latency_s=latency)
+
+    window(0.2)  # the baseline, one call at a time
+    in_flight = [limit.send() for _ in range(90)]  # 90 on the wire: more than were ever answered fast
+    for ticket in in_flight[-8:]:  # the last 8 sent (83 to 90 on the wire) answered in 0.4 s: a queue?
+        limit.answered(ticket, overloaded=False, latency_s=0.4)
+    assert limit.queue_backoffs == 1
+    cut = limit.limit
+    assert cut == 63  # 83 x 1.5 x 0.2 / 0.4, rounded up
+    for ticket in in_flight[:-8]:
+        limit.answered(ticket, overloaded=False, latency_s=0.45)  # sent before the cut: not its test
+    assert limit.limit == cut
+    after = [limit.send() for _ in range(8)]  # sent after the cut, with fewer ahead: no faster
+    for ticket in after:
+        limit.answered(ticket, overloaded=False, latency_s=0.45)
+    report = limit.report()
+    assert report["undone"] == 1 and limit.limit == 100, report
+    assert limit.control.baseline_s == 0.45
 
 
 def test_answers_near_the_timeout_shrink_the_calls_in_flight_without_a_baseline() -> None:
@@ -363,10 +401,15 @@ def test_a_queueing_server_without_props_wastes_no_generation(
     with DescribingServer(slots=4, latency_s=0.2) as server:
         result = CliRunner().invoke(cli, [
             "summarize", str(book_path("time-machine")), "--model", "openai:llama-3.1-8b", "--base-url",
-            server.openai_base_url, "--strategy", "hier", "--chunk-size", "512", "--timeout", "3",
+            server.openai_base_url, "--strategy", "hier", "--chunk-size", "512", "--timeout", "3", "-v",
             "--cache-dir", str(tmp_path / "c"), "-o", str(tmp_path / "out")], catch_exceptions=False)
         time.sleep(1.5)  # queued generations nobody waits for would finish now
         assert result.exit_code == 0, result.output
         generated, wasted, peak = server.completed_count, server.wasted_count, server.max_in_flight
     assert wasted <= generated // 10, (wasted, generated)
     assert peak < 100, peak  # the server's own count, abandoned requests included
+    # every decision of the limit is in the record and, with -v, on the terminal
+    record = json.loads((tmp_path / "out.json").read_text())
+    limiter = record["extra"]["limiter"]["model"]
+    assert set(limiter["cuts"]) == {"rate_limited", "queue", "deadline"} and limiter["time_at_limit_s"]
+    assert "limiter (model): " in result.output

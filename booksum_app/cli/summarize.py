@@ -11,6 +11,7 @@ import click
 from booksum_app.cli.base import (
     FiniteFloat,
     Heartbeat,
+    Verbosity,
     call_printer,
     confirm_plan,
     console,
@@ -33,6 +34,7 @@ from booksum_app.config import (
     LENGTH_POLICIES,
 )
 from booksum_app.errors import BooksumError
+from booksum_app.llm.controller import summary_line
 from booksum_app.money import usd
 from booksum_app.prompts import DIRECT_TEMPLATES
 from booksum_app.textsafe import markup_safe as esc  # outside text: no markup, no control sequences
@@ -213,6 +215,10 @@ def _write_and_report(record: SummaryRecord, source: Book, run: RunConfig, paths
         err_console.print(f"[yellow]warning:[/] {cut}", highlight=False, soft_wrap=True)
     for note in record.extra.get("call_notes", ()):  # replies without usage, absurd counts: estimated
         err_console.print(f"[yellow]warning:[/] {esc(note)}", highlight=False, soft_wrap=True)
+    if Verbosity.level >= 2:  # -v: what the concurrency limit did, so a slow run can be explained
+        for who, report in record.extra.get("limiter", {}).items():
+            err_console.print(printable(f"limiter ({who}): {summary_line(report)}"), highlight=False,
+                              soft_wrap=True, markup=False)
     err_console.print(quality_line(quality), highlight=False, soft_wrap=True, markup=False)
     if not record.summary.strip():  # a run that produced nothing is not a success, even if it was paid for
         raise BooksumError(

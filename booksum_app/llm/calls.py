@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import sqlite3
 import threading
 import time
@@ -37,7 +38,7 @@ from booksum_app.llm.billing import CallRecord, Ledger, Spent, fallback_counter,
 from booksum_app.llm.cache import CallMeta, CallStore, Lease
 from booksum_app.llm.context import current_context, ranked
 from booksum_app.llm.door import Door, checked, overlong
-from booksum_app.llm.limiter import AdaptiveLimit, PriorityPool
+from booksum_app.llm.limiter import PriorityPool, limit_for, limiter_report
 from booksum_app.llm.request_key import OnceMemo, prompt_tokens, request_json, request_key
 from booksum_app.llm.retry_policy import (
     BACKOFF_INITIAL_S,
@@ -100,10 +101,9 @@ class Client:
         effort = backend.reasoning_effort
         if effort:  # absent otherwise: every other model's keys stay as they were
             self._identity["reasoning_effort"] = str(effort)
-        # calls in flight: a fixed cap, or (adaptive) AIMD under it from initial_concurrency, as TCP does
         start = self.concurrency if initial_concurrency is None else min(initial_concurrency, self.concurrency)
-        self._limit = AdaptiveLimit(initial=start, maximum=self.concurrency, adaptive=adaptive,
-                                    deadline_s=getattr(backend, "timeout_s", None))  # queues kept under it
+        self._limit = limit_for(backend, start=start, cap=self.concurrency, adaptive=adaptive)  # fixed, or adaptive
+        self.limiter_report = functools.partial(limiter_report, self._limit, backend)  # the record's ``limiter``
         backend.expect_callers(self._limit.callers)  # vLLM gathers the callers' calls into batches
         self._lock = threading.Lock()
         self._reserved_usd = 0.0

@@ -1,33 +1,14 @@
 """How many calls may be in flight, and which waiting call goes next.
 
-:class:`AdaptiveLimit` is TCP's congestion control applied to an API's rate limits. It starts
-at ``initial``, halves on a 429 or overload answer (at most once per window: calls already
-sent under the old limit do not halve it again) and then grows by one call per window of
-successes (additive increase). Below its cap before the first rejection, it doubles per window
-(slow start, one call per answer): hosted APIs start at 128, and a book of 370 leaves has them
-all out after one round instead of two. It grows only while it is used (calls wait for a
-slot, or at least half of it is on the wire when an answer comes), as TCP's window validation
-(RFC 7661) does: answers to a few calls at a time say nothing of a provider's limit, and a
-limit grown on them would send an untested burst later. Slow start also ends when even the
-fastest of the last 8 answers took over twice as long as the fastest of the first 8: a server
-that queues (``llama-server -np 4``, vLLM past its batch) sends no 429, its answers just come
-later and later, and a longer queue would only run its last calls into the client's timeout.
-The minimum of 8 is what tells a queue from answers that differ in length (TCP's HyStart++,
-RFC 9406, reads a round's minimum delay the same way).
-
-Past slow start the same signal lowers the limit, as TCP Vegas and Netflix's gradient limiter
-do: when even the fastest of the last 8 answers took over twice the fastest answer ever seen
-(and at least 50 ms more), the server is queueing, and it serves about ``rate x fastest``
-calls at once (Little's law over the answers' arrival rate while it is saturated); the limit
-drops to twice that (at most once per window), so its queue stays about as long as what it
-serves and waits stay near twice one call, far from the client's timeout. A server that does
-not say how many it serves (no ``/props``: older ``llama-server`` builds, any proxy in front)
-is found out this way after a few answers. The fastest answer may itself have waited (every
-call of the first burst queued behind a slow start), so a second rule needs no baseline: when
-even the fastest of the last 8 answers took over half an attempt's timeout (``deadline_s``),
-the calls in flight are scaled down by that overshoot, which in a queue shortens the wait in
-proportion, before the waits pass the timeout. ``maximum`` is a hard cap (``--concurrency N``,
-else 512). A fixed limit is the same object with ``adaptive=False``.
+:class:`AdaptiveLimit` is the thread-safe gate around a
+:class:`~booksum_app.llm.controller.LatencyController`, which decides the limit (slow start, cuts
+on 429s and overloaded answers, latency cuts that are tested and undone when latency does not
+fall after them, a baseline re-measured by periodic probes: see ``llm/controller.py``). It starts
+at ``initial``; hosted APIs start at 128, and a book of 370 leaves has them all out after one
+round instead of two. ``maximum`` is a hard cap (``--concurrency N``, else 512). A fixed limit is
+the same object with ``adaptive=False``. With ``latency=False`` only refusals move it: a backend
+with several replicas controls each replica by its own latency (``llm/providers/endpoints.py``),
+and one replica's slowness must not cut the calls the others serve.
 
 Two counts: *slots* (:meth:`AdaptiveLimit.acquire`) are taken when a call is handed to a
 worker thread; the *send gate* (:meth:`AdaptiveLimit.send`) is passed right before the request
@@ -47,54 +28,40 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from booksum_app.llm.controller import LatencyController
+
 T = TypeVar("T")
-SLOW_START_STEP = 1.0  # per answer in slow start: x2 per window, as TCP's
-DELAY_SAMPLES = 8  # answers whose fastest is compared (HyStart++'s N_RTT_SAMPLE)
-QUEUEING_FACTOR = 2.0  # slow start ends when the recent fastest is this many times the first
-MIN_QUEUE_DELAY_S = 0.05  # and at least this much slower: jitter of fast calls is not a queue
-QUEUE_HEADROOM = 2.0  # a queueing server gets twice the calls it serves at once
-DEADLINE_SHARE = 0.5  # answers slower than this share of an attempt's timeout: fewer in flight
 
 
 class AdaptiveLimit:
-    """An additive-increase / multiplicative-decrease limit on calls in flight (thread-safe)."""
+    """The gate on calls in flight to one model, its limit set by a :class:`LatencyController` (thread-safe)."""
 
     def __init__(self, *, initial: int, maximum: int, minimum: int = 1, adaptive: bool = True,
-                 clock: Callable[[], float] = time.monotonic, deadline_s: float | None = None) -> None:
-        self.maximum = max(1, maximum)
-        self.minimum = max(1, min(minimum, self.maximum))
+                 clock: Callable[[], float] = time.monotonic, deadline_s: float | None = None,
+                 latency: bool = True) -> None:
+        self.control = LatencyController(initial=initial, maximum=maximum, minimum=minimum, adaptive=adaptive,
+                                         latency=latency, clock=clock, deadline_s=deadline_s)
+        self.maximum = self.control.maximum
+        self.minimum = self.control.minimum
         self.adaptive = adaptive
-        self._limit = float(min(max(initial, self.minimum), self.maximum) if adaptive else self.maximum)
-        self._slow_start = adaptive and self._limit < self.maximum
+        self.deadline_s = deadline_s  # an attempt's timeout: waits in a server's queue must stay under it
         self._in_flight = 0  # slots taken
         self._urgent = 0  # retries waiting for a slot: they go before new calls
         self._sending = 0  # requests past the send gate and not yet answered
-        self._started = 0  # requests sent so far: a decrease ignores answers to those sent before it
-        self._decreased_at = -1
         self._cond = threading.Condition()
-        self.rejections = 0
         self.queued = 0  # calls waiting in the pool for a slot (set by PriorityPool): demand
-        self._first: list[float] = []  # latencies of the first DELAY_SAMPLES answers
-        self._recent: deque[float] = deque(maxlen=DELAY_SAMPLES)  # of the last ones
-        self._fastest = math.inf  # the fastest answer seen: a call with no queue ahead of it
-        self._clock = clock
-        self.deadline_s = deadline_s  # an attempt's timeout: waits in a server's queue must stay under it
-        self._arrivals: deque[float] = deque(maxlen=2 * DELAY_SAMPLES)  # when the last answers came
-        self.queue_backoffs = 0  # decreases because the server queued (no 429 said so)
 
     @property
     def limit(self) -> int:
         """The current limit (what the progress display shows)."""
         with self._cond:
-            return int(self._limit)
+            return self.control.limit
 
     @property
     def sending(self) -> int:
@@ -102,10 +69,26 @@ class AdaptiveLimit:
         with self._cond:
             return self._sending
 
+    @property
+    def rejections(self) -> int:
+        """429 and overloaded answers seen."""
+        return self.control.stats.rejections
+
+    @property
+    def queue_backoffs(self) -> int:
+        """Cuts because answers came later (a queue, or waits near the timeout), undone ones included."""
+        cuts = self.control.stats.cuts
+        return cuts["queue"] + cuts["deadline"]
+
+    def report(self) -> dict[str, Any]:
+        """Every decision of the controller, for the run record."""
+        with self._cond:
+            return self.control.report()
+
     def callers(self) -> int:
         """Calls holding a slot, plus those waiting in the pool that a free slot would start now."""
         with self._cond:
-            return min(self._in_flight + self.queued, max(self._in_flight, int(self._limit)))
+            return min(self._in_flight + self.queued, max(self._in_flight, self.control.limit))
 
     def acquire(self, *, urgent: bool = False) -> None:
         """Wait for a slot. An ``urgent`` caller (a retry: its call has already been paid for
@@ -114,12 +97,12 @@ class AdaptiveLimit:
             if urgent:
                 self._urgent += 1
                 try:
-                    while self._in_flight >= int(self._limit):
+                    while self._in_flight >= self.control.limit:
                         self._cond.wait()
                 finally:
                     self._urgent -= 1
             else:
-                while self._in_flight >= int(self._limit) or self._urgent:
+                while self._in_flight >= self.control.limit or self._urgent:
                     self._cond.wait()
             self._in_flight += 1
 
@@ -135,69 +118,45 @@ class AdaptiveLimit:
         The caller holds a slot; it must report the answer with :meth:`answered`.
         """
         with self._cond:
-            while self._sending >= int(self._limit):
+            while self._sending >= self.control.limit:
                 self._cond.wait()
             self._sending += 1
-            self._started += 1
-            return self._started
+            return self.control.sent(self._sending)
 
     def answered(self, ticket: int, *, overloaded: bool | None, latency_s: float | None = None) -> None:
         """Request ``ticket`` came back: answered (False) after ``latency_s``, refused as rate
         limited or overloaded (True), or failed otherwise (None: says nothing about the provider's limit)."""
         with self._cond:
-            if self.adaptive and overloaded is not None:
-                self._adapt(ticket, overloaded, latency_s)
+            if overloaded:
+                self.control.overloaded(ticket, in_flight=self._sending)
+            elif overloaded is False:
+                self.control.answered(ticket, latency_s=latency_s, in_flight=self._sending,
+                                      waiting=self.queued > 0)
+            else:
+                self.control.failed(ticket)
             self._sending -= 1
             self._cond.notify_all()
 
-    def _adapt(self, ticket: int, overloaded: bool, latency_s: float | None) -> None:
-        if latency_s is not None and not overloaded and self._watch_delay(latency_s, ticket):
-            return  # the server queues: an answer that waited in its queue is no reason to grow
-        if overloaded:
-            self.rejections += 1
-            if ticket > self._decreased_at:  # once per window: calls sent before do not count
-                # halve what was on the wire (this request included), not a limit never reached
-                self._limit = max(float(self.minimum), min(self._limit, float(self._sending)) / 2)
-                self._slow_start = False
-                self._decreased_at = self._started
-        elif 2 * self._sending < self._limit and not self.queued:
-            pass  # the limit is not in use: this answer says nothing of a higher one (RFC 7661)
-        elif self._slow_start:
-            self._limit = min(float(self.maximum), self._limit + SLOW_START_STEP)
-        else:
-            self._limit = min(float(self.maximum), self._limit + 1 / self._limit)  # +1 per window
 
-    def _watch_delay(self, latency_s: float, ticket: int) -> bool:
-        """Read a queue from answers that come later and later: end slow start, and lower the
-        limit to what the server serves (module doc). True while the server queues."""
-        self._fastest = min(self._fastest, latency_s)
-        self._arrivals.append(self._clock())
-        if len(self._first) < DELAY_SAMPLES:
-            self._first.append(latency_s)
-            return False
-        self._recent.append(latency_s)
-        if len(self._recent) < DELAY_SAMPLES:
-            return False
-        floor = min(self._recent)
-        late = self.deadline_s is not None and floor > DEADLINE_SHARE * self.deadline_s
-        if not late and (floor <= QUEUEING_FACTOR * self._fastest or floor - self._fastest < MIN_QUEUE_DELAY_S):
-            return False
-        self._slow_start = False
-        span = self._arrivals[-1] - self._arrivals[0]
-        if ticket <= self._decreased_at or span <= 0:
-            return True
-        serving = (len(self._arrivals) - 1) / span * self._fastest  # Little's law, with no queue
-        target = math.ceil(serving * QUEUE_HEADROOM)
-        if late and self.deadline_s is not None:
-            # in a queue a wait grows with the calls ahead: scale them so waits fall to that share
-            target = min(target, math.floor(self._sending * DEADLINE_SHARE * self.deadline_s / floor))
-        target = max(self.minimum, target)
-        if target >= self._limit:
-            return True
-        self._limit = float(target)
-        self._decreased_at = self._started
-        self.queue_backoffs += 1
-        return True
+def limit_for(backend: Any, *, start: int, cap: int, adaptive: bool) -> AdaptiveLimit:
+    """The call layer's limit for ``backend``: from ``start`` under ``cap``, its queues kept under the
+    backend's timeout. Several replicas (``backend.replicas``): each slow-starts from ``start`` and
+    reads its own latency (``llm/providers/endpoints.py``), so this one starts at their sum and
+    moves only on refusals."""
+    replicas = max(1, int(getattr(backend, "replicas", 1)))
+    return AdaptiveLimit(initial=min(cap, start * replicas), maximum=cap, adaptive=adaptive,
+                         deadline_s=getattr(backend, "timeout_s", None), latency=replicas == 1)
+
+
+def limiter_report(limit: AdaptiveLimit, backend: Any) -> dict[str, Any]:
+    """Every decision of an adaptive ``limit`` (``model``) and of ``backend``'s replicas (by URL); {} when fixed."""
+    if not limit.adaptive:
+        return {}
+    report: dict[str, Any] = {"model": limit.report()}
+    replicas = getattr(backend, "limiter_report", None)
+    if callable(replicas):
+        report.update({f"replica {url}": entry for url, entry in replicas().items()})
+    return report
 
 
 def socket_room(cap: int, *, reserve: int = 64) -> int:
@@ -345,4 +304,4 @@ class PriorityPool:
         self._executor.shutdown(wait=True)
 
 
-__all__ = ["AdaptiveLimit", "PriorityPool", "raise_open_files_limit", "socket_room"]
+__all__ = ["AdaptiveLimit", "PriorityPool", "limit_for", "limiter_report", "raise_open_files_limit", "socket_room"]

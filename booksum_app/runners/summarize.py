@@ -304,9 +304,7 @@ def _run(
     # the run's money is what the client billed while it ran (retries, wasted replies), not what the strategy says
     with metering() as meter, _spent_on_failure(meter):
         result, extra, summary, calls, cleaning = summarize_with(chat, on_progress)
-    notes = list(getattr(chat, "notes", ()))  # a Client's anomalies (replies with no or absurd usage)
-    if notes:
-        extra["call_notes"] = notes
+    _client_extra(chat, extra)
     return SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,
@@ -324,6 +322,16 @@ def _run(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         extra=extra,
     )
+
+
+def _client_extra(chat: ChatModel, extra: dict[str, Any]) -> None:
+    """What a Client adds to the record: its anomalies (replies with no or absurd usage) and its limit's decisions."""
+    notes = list(getattr(chat, "notes", ()))
+    if notes:
+        extra["call_notes"] = notes
+    limiter = getattr(chat, "limiter_report", None)  # an adaptive limit's cuts, undos, probes, time at each limit
+    if callable(limiter) and (report := limiter()):
+        extra["limiter"] = report
 
 
 def cut_note(record: SummaryRecord) -> str | None:

@@ -11,10 +11,23 @@
   row. A failure counts only for a call sent after the replica's last counted failure; it
   takes the replica out for 5 s, doubling per counted failure up to 60 s. A success of a call
   sent after that puts it back at once.
-- A replica whose pause is over is probed before it gets calls again (``probe``: a GET of
-  ``/models`` with a short timeout, in the background); a hung one fails the probe, so it
-  costs the probe's few seconds, never another call's full timeout. Only when every replica
-  is out does a call go to the one due back first, so the call layer's retries still end.
+- A replica that is out is probed on a schedule, not only when its pause is over (``probe``:
+  a GET of ``/models`` with a short timeout, in the background): every ``REPROBE_S``, doubling
+  after each probe that passed while calls still failed (up to its pause); a probe that passes
+  puts it back at once, so a restarted server gets calls again within seconds, whatever pause
+  its failures earned. A hung one fails the probe, so it costs the probe's few seconds, never
+  another call's full timeout. Only when every replica is out does a call go to the one due
+  back first, so the call layer's retries still end.
+- A replica judged slow is measured again: one that has had no call for ``REFRESH_S`` while
+  others did gets the next call when it has none in flight, so one slow answer does not keep it
+  idle for the rest of the run.
+- Per-replica limits (``control``: a factory of
+  :class:`~booksum_app.llm.controller.LatencyController`): each replica has its own controller,
+  fed with its own answers' latency and refusals, and gets no call past its limit; a slow
+  replica is compared with its own baseline, never with a faster one's. The controller also
+  says how many calls the replica was seen to answer at once without a wait (its capacity):
+  a call there costs its latency until that many are in flight, so a fast replica that does not
+  queue is not passed over for a slow one because it already has more calls.
 - A stalled replica is probed without waiting for a timeout: one that has answered nothing
   since its oldest call in flight was sent, that call older than ``STALL_FACTOR`` times the
   calls' usual latency (and ``STALL_MIN_S``), gets no new call until a probe passes. A frozen
@@ -36,7 +49,9 @@ import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+from booksum_app.llm.controller import LatencyController
 
 S = TypeVar("S")
 PROBE_TIMEOUT_S = 3.0
@@ -64,6 +79,11 @@ class Endpoint(Generic[S]):
         self.last_answer = float("-inf")  # when it last answered anything (a 429 included)
         self.latency_s: float | None = None  # moving average of this replica's answered calls
         self.probe_passed = float("-inf")
+        self.last_sent = float("-inf")  # when it was last given a call
+        self.next_probe = 0.0  # while out: when the next scheduled probe is due
+        self.failed_at = float("-inf")  # when its last failure was counted
+        self.false_passes = 0  # probes that passed while calls kept failing: each doubles the probe interval
+        self.control: LatencyController | None = None  # its own limit (Balancer's ``control``)
 
     def is_warm(self, prefix: int) -> bool:
         return prefix in self.warm
@@ -84,6 +104,7 @@ class Ticket(Generic[S]):
     prefix: int | None
     warming: bool
     sent_at: float = 0.0
+    control_ticket: int = 0  # its number at the endpoint's controller
 
 
 class Balancer(Generic[S]):
@@ -96,6 +117,8 @@ class Balancer(Generic[S]):
     STALL_MIN_S = 10.0
     NEAR = 1.25  # replicas that would answer within this factor of the soonest count as equal
     LATENCY_FLOOR_S = 1e-6  # a latency measured as 0 (a hand-moved clock) still weighs calls in flight
+    REPROBE_S = 2.0  # a replica that is out is probed this often (doubling after false passes)
+    REFRESH_S = 5.0  # a usable replica given no call for this long while others were gets the next one
 
     def __init__(
         self,
@@ -105,6 +128,7 @@ class Balancer(Generic[S]):
         probe: Callable[[str], bool] | None = None,
         run_probe: Callable[[Callable[[], None]], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        control: Callable[[], LatencyController] | None = None,
     ) -> None:
         if not endpoints:
             raise ValueError("at least one endpoint")
@@ -117,10 +141,20 @@ class Balancer(Generic[S]):
         self._clock = clock
         self._cond = threading.Condition()
         self.latency_s: float | None = None  # moving average of answered calls' latency, every replica
+        self.waiting = 0  # callers waiting in acquire for a replica under its limit
+        if control is not None:
+            for endpoint in self.endpoints:
+                endpoint.control = control()
+        self._simple = len(self.endpoints) == 1 and limit is None and control is None
+
+    def report(self) -> dict[str, Any]:
+        """Each replica's controller decisions (by URL), for the run record; empty without ``control``."""
+        with self._cond:
+            return {e.url or "default": e.control.report() for e in self.endpoints if e.control is not None}
 
     def acquire(self, prefix: int | None = None) -> Ticket[S]:
         """An endpoint for one call (waiting while every usable one is at its limit)."""
-        if len(self.endpoints) == 1 and self.limit is None:  # nothing to choose or hold: the common case
+        if self._simple:  # nothing to choose or hold: the common case
             only = self.endpoints[0]
             with self._cond:
                 only.in_flight += 1
@@ -128,25 +162,48 @@ class Balancer(Generic[S]):
                 return Ticket(only, only.sent, None, False)
         due: list[Endpoint[S]] = []
         with self._cond:
-            while True:
-                self._mark_stalled()
-                due += self._due_probes()
-                ticket = self._choose(prefix)
-                if ticket is not None:
-                    break
-                self._cond.wait(timeout=1.0)  # a release, a probe's answer, or a pause running out
+            self.waiting += 1
+            try:
+                while True:
+                    self._mark_stalled()
+                    due += self._due_probes()
+                    ticket = self._choose(prefix)
+                    if ticket is not None:
+                        break
+                    self._cond.wait(timeout=1.0)  # a release, a probe's answer, or a pause running out
+            finally:
+                self.waiting -= 1
         for endpoint in due:
             self._start_probe(endpoint)
         return ticket
 
-    def release(self, ticket: Ticket[S], *, failed: bool | None) -> None:
-        """The call is over: ``failed`` True counts against the endpoint, False proves it well, None neither."""
+    def try_acquire(self, prefix: int | None = None, *, waiting: bool = False) -> Ticket[S] | None:
+        """:meth:`acquire` without waiting: an endpoint, or None when every usable one is at its limit
+        (probes that are due start either way). ``waiting``: other calls wait too (a simulation's queue)."""
+        with self._cond:
+            self._mark_stalled()
+            due = self._due_probes()
+            self.waiting += int(waiting)
+            try:
+                ticket = self._choose(prefix)
+            finally:
+                self.waiting -= int(waiting)
+        for endpoint in due:
+            self._start_probe(endpoint)
+        return ticket
+
+    def release(self, ticket: Ticket[S], *, failed: bool | None, overloaded: bool = False) -> None:
+        """The call is over: ``failed`` True counts against the endpoint, False proves it well, None neither;
+        ``overloaded``: refused with a 429 or 503 (its controller halves the replica's limit)."""
         endpoint = ticket.endpoint
-        if len(self.endpoints) == 1 and self.limit is None:
+        if self._simple:
             with self._cond:
                 endpoint.in_flight -= 1
             return
         with self._cond:
+            control = endpoint.control
+            if control is not None and overloaded:
+                control.overloaded(ticket.control_ticket, in_flight=endpoint.in_flight)
             endpoint.in_flight -= 1
             endpoint.open_calls.pop(ticket.number, None)
             if failed is not True:
@@ -154,9 +211,14 @@ class Balancer(Generic[S]):
                 endpoint.last_answer = now
                 if failed is False:
                     latency = now - ticket.sent_at
+                    if control is not None:
+                        control.answered(ticket.control_ticket, latency_s=latency, in_flight=endpoint.in_flight + 1,
+                                         waiting=self.waiting > 0)
                     self.latency_s = latency if self.latency_s is None else 0.8 * self.latency_s + 0.2 * latency
                     endpoint.latency_s = (latency if endpoint.latency_s is None
                                           else 0.8 * endpoint.latency_s + 0.2 * latency)
+            if control is not None and not overloaded and failed is not False:
+                control.failed(ticket.control_ticket)
             if ticket.warming and ticket.prefix is not None:
                 left = endpoint.warming.get(ticket.prefix, 1) - 1
                 if left > 0:
@@ -170,6 +232,7 @@ class Balancer(Generic[S]):
                     self._count_failure(endpoint)
                 elif not failed and ticket.number > endpoint.burst_mark:
                     endpoint.failures, endpoint.down_until, endpoint.checked = 0, 0.0, True
+                    endpoint.false_passes = 0
             self._cond.notify_all()
 
     # ---- choosing ---------------------------------------------------------------------
@@ -182,7 +245,8 @@ class Balancer(Generic[S]):
         usable = [e for e in self.endpoints if self._usable(e, now)]
         if not usable:  # every one out: the first due back, so the call layer's retries end
             usable = [min(self.endpoints, key=lambda e: e.down_until)]
-        open_ = [e for e in usable if self.limit is None or e.in_flight < self.limit]
+        open_ = [e for e in usable if (self.limit is None or e.in_flight < self.limit)
+                 and (e.control is None or e.in_flight < e.control.limit)]
         if not open_:
             return None
         warming = False
@@ -193,9 +257,17 @@ class Balancer(Generic[S]):
             return fastest if e.latency_s is None else max(self.LATENCY_FLOOR_S, e.latency_s)
 
         def cost(e: Endpoint[S]) -> float:  # when a new call there would be answered
-            return (e.in_flight + 1) * latency(e)
+            # a replica seen answering k calls at once without a wait (its controller's capacity) serves k at a time
+            capacity = e.control.capacity if e.control is not None else 1
+            return max(1.0, (e.in_flight + 1) / capacity) * latency(e)
 
         def pick(candidates: list[Endpoint[S]]) -> Endpoint[S]:
+            # a replica given nothing for REFRESH_S while others got calls is measured again
+            latest = max(e.last_sent for e in self.endpoints)
+            stale = [e for e in candidates if not e.in_flight and e.last_sent > float("-inf")
+                     and latest - e.last_sent >= self.REFRESH_S]
+            if stale:
+                return min(stale, key=lambda e: e.last_sent)
             # within NEAR of the soonest, the one sent the fewest calls: comparable replicas share
             soonest = min(cost(e) for e in candidates)
             return min((e for e in candidates if cost(e) <= self.NEAR * soonest), key=lambda e: (e.sent, cost(e)))
@@ -217,17 +289,24 @@ class Balancer(Generic[S]):
         endpoint.in_flight += 1
         endpoint.sent += 1
         endpoint.open_calls[endpoint.sent] = now
+        endpoint.last_sent = now
         if warming and prefix is not None:
             endpoint.warming[prefix] = endpoint.warming.get(prefix, 0) + 1
-        return Ticket(endpoint, endpoint.sent, prefix, warming, now)
+        number = endpoint.control.sent(endpoint.in_flight) if endpoint.control is not None else 0
+        return Ticket(endpoint, endpoint.sent, prefix, warming, now, number)
 
     # ---- health -----------------------------------------------------------------------
 
-    def _count_failure(self, endpoint: Endpoint[S]) -> None:
+    def _count_failure(self, endpoint: Endpoint[S], *, by_probe: bool = False) -> None:
+        now = self._clock()
+        if not by_probe and endpoint.failures and endpoint.probe_passed > endpoint.failed_at:
+            endpoint.false_passes += 1  # a probe let it back and calls failed again: probe it less often
         endpoint.failures += 1
+        endpoint.failed_at = now
         endpoint.burst_mark = endpoint.sent  # the calls in flight now fail with this one
         pause = min(self.DOWN_MAX_S, self.DOWN_FIRST_S * 2 ** (endpoint.failures - 1))
-        endpoint.down_until = self._clock() + pause
+        endpoint.down_until = now + pause
+        endpoint.next_probe = now + min(pause, self.REPROBE_S * 2 ** endpoint.false_passes)
         endpoint.checked = self._probe is None or endpoint.url is None
 
     def _mark_stalled(self) -> None:
@@ -244,7 +323,8 @@ class Balancer(Generic[S]):
 
     def _due_probes(self) -> list[Endpoint[S]]:
         now = self._clock()
-        due = [e for e in self.endpoints if not e.checked and not e.probing and e.down_until <= now]
+        due = [e for e in self.endpoints if not e.checked and not e.probing
+               and (e.down_until <= now or e.next_probe <= now)]
         for endpoint in due:
             endpoint.probing = True
         return due
@@ -260,10 +340,11 @@ class Balancer(Generic[S]):
                 alive = False
             with self._cond:
                 endpoint.probing = False
-                if alive:
+                if alive:  # back at once: a scheduled probe may pass before its pause is over
                     endpoint.checked, endpoint.probe_passed = True, self._clock()
+                    endpoint.down_until = min(endpoint.down_until, endpoint.probe_passed)
                 else:
-                    self._count_failure(endpoint)
+                    self._count_failure(endpoint, by_probe=True)
                 self._cond.notify_all()
 
         self._run_probe(run)

@@ -42,8 +42,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from booksum_app.errors import MissingAPIKey, TransientModelError, server_message
+from booksum_app.config import ADAPTIVE_MAX_CONCURRENCY, SERVER_INITIAL_CONCURRENCY
+from booksum_app.errors import MissingAPIKey, RateLimited, TransientModelError, server_message
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
+from booksum_app.llm.controller import LatencyController
 from booksum_app.llm.deadline import MAX_REPLY_BYTES, SDK_POOL, attempt_deadline, deadline_transport, reply_over_cap
 from booksum_app.llm.http_status import error_for_status
 from booksum_app.llm.providers.endpoints import PROBE_TIMEOUT_S, Balancer, Endpoint, http_probe
@@ -83,6 +85,7 @@ class OpenAIBackend(BackendBase):
         legacy_max_tokens: bool | None = None,
         transport: Transport = "auto",
         max_in_flight_per_endpoint: int | None = None,
+        concurrency: int | None = None,
         deployment: str | None = None,
     ) -> None:
         if not api_key:
@@ -125,8 +128,15 @@ class OpenAIBackend(BackendBase):
             )
 
         probe = http_probe(min(PROBE_TIMEOUT_S, timeout_s)) if len(urls) > 1 else None
+
+        # each replica's own limit, read from its own answers; --concurrency N (a quota) starts them at their share
+        start = max(SERVER_INITIAL_CONCURRENCY, -(-concurrency // len(urls)) if concurrency else 0)
+
+        def control() -> LatencyController:
+            return LatencyController(initial=start, maximum=ADAPTIVE_MAX_CONCURRENCY, deadline_s=timeout_s)
+
         self._balancer = Balancer([Endpoint(url, sender(url)) for url in urls], limit=max_in_flight_per_endpoint,
-                                  probe=probe)
+                                  probe=probe, control=control if len(urls) > 1 else None)
         self._endpoints = self._balancer.endpoints
 
     @property
@@ -136,6 +146,15 @@ class OpenAIBackend(BackendBase):
         if self.base_url is None:
             return None  # api.openai.com: the keys every earlier run wrote
         return f"server:{self.deployment}" if self.deployment else "server"
+
+    @property
+    def replicas(self) -> int:
+        """Base URLs serving the model: past one, each has its own limit (the call layer's reads no latency)."""
+        return len(self._endpoints)
+
+    def limiter_report(self) -> dict[str, Any]:
+        """Each replica's limit decisions, for the run record (empty with one base URL)."""
+        return self._balancer.report()
 
     @property
     def transports(self) -> list[str]:
@@ -153,6 +172,7 @@ class OpenAIBackend(BackendBase):
         ticket = self._balancer.acquire(hash((request.system, request.shared_prefix)) if shared else None)
         endpoint = ticket.endpoint
         failed: bool | None = True
+        overloaded = False
         try:
             with attempt_deadline(self.timeout_s):
                 raw = endpoint.sender.send(body)
@@ -162,13 +182,15 @@ class OpenAIBackend(BackendBase):
             )
             failed = False
             return completion
-        except TransientModelError:
+        except TransientModelError as exc:
+            overloaded = exc.overloaded  # a 503: the replica's limit halves too
             raise  # a connection failure, timeout, 5xx or malformed reply counts against the endpoint
-        except Exception:
+        except Exception as exc:
             failed = None  # a 429 or a rejected request says nothing of the endpoint's health
+            overloaded = isinstance(exc, RateLimited)
             raise
         finally:
-            self._balancer.release(ticket, failed=failed)
+            self._balancer.release(ticket, failed=failed, overloaded=overloaded)
 
     def close(self) -> None:
         """Close every endpoint's HTTP connections."""
