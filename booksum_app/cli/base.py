@@ -247,21 +247,34 @@ def _spent_before(exc: BooksumError) -> str:
             f"tokens{wasted}; answered calls are cached{where})")
 
 
+def _interrupt_spent(exc: BaseException) -> str:
+    """Where an interrupted run recorded what it had paid (summarize's failed record), if it did."""
+    record = getattr(exc, "spent_record", None)
+    return f"; what it paid is recorded in {record}" if record is not None else ""
+
+
 def handle_errors(func: F) -> F:
     """Turn booksum errors into one line on stderr and the error's exit code."""
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from booksum_app.cli.interrupt import two_step_interrupt
         from booksum_app.errors import PlanDeclined
+        from booksum_app.llm.door import attempts_in_flight
+
+        def say(line: str) -> None:
+            _error_console.print(esc(line), highlight=False, soft_wrap=True)
 
         try:
-            return func(*args, **kwargs)
+            with two_step_interrupt(attempts_in_flight, say):  # a second Ctrl-C quits from its handler
+                return func(*args, **kwargs)
         except PlanDeclined as exc:  # an answer, not an error: the line says what happened, no "error:"
             _fail(str(exc), exc.exit_code, label="")
         except BooksumError as exc:
             _fail(str(exc) + _spent_before(exc), exc.exit_code)
-        except KeyboardInterrupt:
-            _fail("interrupted; completed LLM calls are cached, rerun the same command to resume", 130)
+        except KeyboardInterrupt as exc:
+            _fail("interrupted; completed LLM calls are cached, rerun the same command to resume"
+                  + _interrupt_spent(exc), 130)
         except BrokenPipeError:  # an OSError too, but a closed stdout is no failure worth a message
             quiet_broken_pipe()
         except TimeoutError as exc:  # an OSError subclass, but not a disk problem: say what it is

@@ -94,6 +94,8 @@ def _no_model(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @plan_options
 @click.option("--seed", type=int, default=None,
               help="Bootstrap seed of the 95% CI (default: fixed, printed in the JSON).")
+@click.option("--chapters", is_flag=True,
+              help="Also score each chapter summary of a summarize --chapters output, one row each.")
 @llm_options
 @handle_errors
 def score_command(
@@ -101,7 +103,7 @@ def score_command(
     batch_size: int, annotations: tuple[Path, ...], allow_partial: bool, no_judge: bool, source: Path | None,
     references: Path | None, rouge_variant: str, report: Path | None, json_out: Path | None, csv_out: Path | None,
     annotations_out: Path | None, seed: int | None, max_plan_cost: float, yes: bool, judge_base_url: str | None,
-    **llm: Any,
+    chapters: bool, **llm: Any,
 ) -> None:
     """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram
     statistics."""
@@ -117,7 +119,7 @@ def score_command(
     settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
                              annotations=annotations, source=source, references=references,
                              rouge_variant=rouge_variant, allow_partial=allow_partial, llm=settings_llm,
-                             seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
+                             seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed, chapters=chapters)
     summaries = _expand_summary_sets(summaries, annotations)
     plan = plan_score(list(summaries), settings)
     if plan is not None:  # the judge is paid: say how much at most, and ask above the threshold

@@ -149,6 +149,8 @@ def _print_plan_only(source: Book, run: RunConfig, settings: LLMSettings) -> Non
 def _run_with_progress(source: Book, run: RunConfig, settings: LLMSettings, spec: ModelSpec, paths: OutputPaths,
                        *, max_plan_cost: float, yes: bool, book_arg: str) -> SummaryRecord:
     """The run under a live progress line (the phase, then the strategy's stages) that asks about a paid plan."""
+    from booksum_app.cli.interrupt import on_quit
+    from booksum_app.llm.meter import open_meters
     from booksum_app.runners.progress import RunProgress
     from booksum_app.runners.summarize import run_summary, write_failed_record
 
@@ -162,12 +164,17 @@ def _run_with_progress(source: Book, run: RunConfig, settings: LLMSettings, spec
         err_console.print(printable(plan_line(spec.info.name, plan)), highlight=False, markup=False, soft_wrap=True)
         confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="This summary", live=bar)
 
+    def record_failure(exc: BaseException) -> Path | None:
+        if getattr(exc, "spent", None) is None and (meters := open_meters()):  # a Ctrl-C still inside the run
+            exc.spent = meters[-1]  # type: ignore[attr-defined]
+        return write_failed_record(paths.record, exc, run=run, model=spec.info.name, book=book_arg)
+
     try:
-        with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
+        with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())), on_quit(record_failure):
             return run_summary(source, run, llm_settings=settings, progress=tracker, on_call=call_printer(),
                                spec=spec, before_run=before_run)
-    except BooksumError as exc:  # what it paid is recorded before the one line goes out
-        exc.spent_record = write_failed_record(paths.record, exc, run=run, model=spec.info.name, book=book_arg)
+    except (BooksumError, KeyboardInterrupt) as exc:  # what it paid is recorded before the one line goes out
+        exc.spent_record = record_failure(exc)  # type: ignore[union-attr]  # Ctrl-C: its meter rides on it
         raise
 
 

@@ -112,7 +112,8 @@ def plan_summary(path_or_book: str | os.PathLike[str] | Book, run: RunConfig, *,
         chunks = chunk_book(book, chunk_size=run.chunk_size, tokenizer=CallableTokenizer(f"model:{info.name}", count),
                             chapter_aware=run.chapter_aware, include_front_matter=run.include_front_matter)
         plan = plan_strategy(run.strategy, chunk_tokens=[c.n_tokens for c in chunks], info=info, count_tokens=count,
-                             config=run.strategy_config(), clean=run.clean)
+                             config=run.strategy_config(), clean=run.clean,
+                             chapter_chunks=chunks if run.per_chapter else None)
     return plan, info.name
 
 

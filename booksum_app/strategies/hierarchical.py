@@ -167,7 +167,7 @@ class Hierarchical(StrategyBase):
             input_tokens += below * item
             input_tokens += (groups - 1) * room.context_tokens  # prior context from the 2nd group on
             output_tokens += groups * plan.budget(level)
-        return StrategyPlan(calls, input_tokens, output_tokens, levels=plan.levels)
+        return StrategyPlan(calls, input_tokens, output_tokens, levels=plan.levels, level_budgets=plan.budgets)
 
     def run(
         self,
