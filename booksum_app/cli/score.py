@@ -27,6 +27,7 @@ from booksum_app.cli.base import (
 from booksum_app.cli.base import (
     judge_mode as choose_judge_mode,
 )
+from booksum_app.cli.consoles import print_signature
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import DEFAULT_BATCH_SIZE, JUDGE_MODES
 from booksum_app.files import files_in
@@ -296,16 +297,14 @@ def _render_scores(run: ScoreRun) -> None:
                  [[esc(s.name), *(esc(cell(s)) for _, cell in shown)] for s in run.systems],
                  where="the --json and --csv outputs")
     _render_error_types(run)
-    for s in run.systems:
+    for s in run.systems:  # each broken only at "|" in a terminal: a copied signature is whole
         if s.booookscore:
-            console.print(printable(f"{s.name}: {s.booookscore.signature}"),
-                          highlight=False, soft_wrap=True, markup=False)
-        console.print(printable(f"{s.name}: {s.ngrams.signature}"), highlight=False, soft_wrap=True, markup=False)
+            print_signature(console, printable(f"{s.name}: {s.booookscore.signature}"))
+        print_signature(console, printable(f"{s.name}: {s.ngrams.signature}"))
         if s.rouge_signature:
-            console.print(printable(f"{s.name}: {s.rouge_signature}"), highlight=False, soft_wrap=True, markup=False)
+            print_signature(console, printable(f"{s.name}: {s.rouge_signature}"))
         if s.failures is not None:
-            console.print(printable(f"{s.name}: {detector_signature()}"), highlight=False, soft_wrap=True,
-                          markup=False)
+            print_signature(console, printable(f"{s.name}: {detector_signature()}"))
 
 def _render_error_types(run: ScoreRun) -> None:
     """Per judged system, how often each of the 8 error types was labelled (systems that do not fit

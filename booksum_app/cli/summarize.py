@@ -24,6 +24,7 @@ from booksum_app.cli.base import (
     snapshot_line,
 )
 from booksum_app.cli.book_input import book_from_arg
+from booksum_app.cli.consoles import print_with_signature
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import (
     DEFAULT_CHUNK_SIZE,
@@ -208,11 +209,11 @@ def _write_and_report(record: SummaryRecord, source: Book, run: RunConfig, paths
             f"[yellow]warning:[/] the book ({record.truncation.book_tokens:,} tokens) exceeds the context; "
             f"kept {record.truncation.head_tokens:,} head + {record.truncation.tail_tokens:,} tail tokens, "
             f"cut {record.truncation.cut_tokens:,}", highlight=False)  # numbers only
-    err_console.print(printable(
+    print_with_signature(err_console, printable(  # in a terminal the signature breaks only at "|": it copies whole
         f"record: {paths.record}  |  {t.calls} calls ({t.cache_hits} cached), "
         f"{t.input_tokens:,} in{f' ({t.cached_input_tokens:,} cached)' if t.cached_input_tokens else ''} + "
-        f"{t.output_tokens:,} out tokens, {usd(t.spent_usd, digits=4)}, {t.wall_s:.1f}s  |  "
-        f"{record.signature}"), highlight=False, soft_wrap=True, markup=False)
+        f"{t.output_tokens:,} out tokens, {usd(t.spent_usd, digits=4)}, {t.wall_s:.1f}s  |  "),
+        printable(record.signature))
     cut = cut_note(record)  # the record says it per call; the terminal must say it too
     if cut is not None:
         err_console.print(f"[yellow]warning:[/] {cut}", highlight=False, soft_wrap=True)
