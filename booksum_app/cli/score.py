@@ -125,7 +125,7 @@ def score_command(
     plan = plan_score(list(summaries), settings)
     if plan is not None:  # the judge is paid: say how much at most, and ask above the threshold
         err_console.print(_judge_plan_line(plan), highlight=False, soft_wrap=True)
-        confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="Judging")
+        confirm_plan(plan.budget_usd, max_plan_cost=max_plan_cost, yes=yes, what="Judging")
     run = _score_with_progress(summaries, settings, planned_calls=None if plan is None else
                                plan.calls + plan.replayed_calls)
     _print_outputs(run, json_out=json_out, csv_out=csv_out, annotations_out=annotations_out, report=report)
@@ -149,11 +149,12 @@ def _judge_settings(judge_name: str | None, judge_base_url: str | None, *, no_ju
 
 
 def _judge_plan_line(plan: JudgePlan) -> str:
-    cached = (f" ({plan.cached_input_tokens:,} read from the prompt cache; "
-              f"{usd(plan.uncached_cost_usd)} if it misses)") if plan.cached_input_tokens else ""
+    """The judge's plan: the figure to budget for first (no prompt-cache hit), the cached bill second."""
+    cached = (f" ({usd(plan.cost_usd)} if the prompt cache serves {plan.cached_input_tokens:,} input tokens)"
+              if plan.cached_input_tokens and plan.cost_usd < plan.budget_usd else "")
     per = plan.billed_input_per_sentence
     return (f"judge plan ({esc(plan.judge)}, upper bound): {plan.calls:,} calls, {plan.input_tokens:,} in + "
-            f"{plan.output_tokens:,} out tokens, {usd(plan.cost_usd)}{cached}"
+            f"{plan.output_tokens:,} out tokens, {usd(plan.budget_usd)}{cached}"
             + ("" if per is None else f"; {per:,.0f} billed input tokens per sentence")
             + (f"; {plan.replayed_calls:,} calls answered from the call cache, free" if plan.replayed_calls else ""))
 
