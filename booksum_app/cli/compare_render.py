@@ -117,7 +117,7 @@ def render_compare(result: CompareResult) -> None:
     err_console.print(
         f"{sum(len(r.books) for r in result.rows if r.kind == 'run')} summaries ({result.reused} from finished "
         f"records) in {result.wall_s:.1f}s; results in {result.out}/ (results.json, results.csv, records/, "
-        f"summaries/, annotations/, plots/)", highlight=False, soft_wrap=True, markup=False)
+        f"report.html, summaries/, annotations/, plots/)", highlight=False, soft_wrap=True, markup=False)
 
 
 def render_datasets(result: CompareResult) -> None:
