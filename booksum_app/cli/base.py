@@ -238,7 +238,8 @@ def progress_bar(label: str, count: str) -> Progress:
     columns = [TextColumn(label, table_column=Column(no_wrap=True, max_width=_LABEL_WIDTH, overflow="ellipsis")),
                BarColumn(bar_width=_BAR_WIDTH), TextColumn(count), TimeElapsedColumn(),
                TextColumn("{task.fields[stats]}", table_column=Column(ratio=1, no_wrap=True, overflow="crop"))]
-    return Progress(*columns, console=err_console, transient=True, expand=True)
+    # out of a terminal the heartbeat speaks; a live display there only left a blank first line
+    return Progress(*columns, console=err_console, transient=True, expand=True, disable=not err_console.is_terminal)
 
 
 def snapshot_line(snap: Snapshot) -> str:

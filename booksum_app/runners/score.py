@@ -271,7 +271,10 @@ def score_texts(
     Returns:
         :class:`SystemScores`: ``booookscore`` (None without a judge), ``ngrams``, ``rouge_l``,
         ``failures``, ``totals`` (the judge's calls and cost), and one row per summary. Notes
-        (unmatched sources, no reference found) are issued as :class:`UserWarning`.
+        (unmatched sources, no reference found) are issued as :class:`UserWarning`. Units:
+        BooookScore (``booookscore.system.score``, its CI) and ROUGE-L (``rouge_l.fmeasure``) are
+        fractions in [0, 1], as rouge_score returns them (the CLI and its JSON print them x100);
+        n-gram figures named ``*_pct`` are percentages (0-100), as everywhere.
 
     Raises:
         InputError, ConfigError, ModelError, CostLimitExceeded.
