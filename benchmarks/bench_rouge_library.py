@@ -17,8 +17,9 @@ import time
 
 from booksum_app.scoring.rouge import rouge_l
 
-WORDS = ("the a of storm harbour boats Mara bread Lisk coin counted shelter sea came in and went to found "
-         "market day night, old. new! Teo's don't 3 42 well-known").split()
+WORDS = ("the", "a", "of", "storm", "harbour", "boats", "Mara", "bread", "Lisk", "coin", "counted", "shelter",
+         "sea", "came", "in", "and", "went", "to", "found", "market", "day", "night,", "old.", "new!", "Teo's",
+         "don't", "3", "42", "well-known")
 ZH = ("风雨来临，港口挤满了避风的船只。玛拉数着硬币。", "玛拉在港口数着硬币，风雨来临。")
 
 
