@@ -130,3 +130,14 @@ def test_eta_is_paced_in_tokens_not_by_the_first_call() -> None:
     without = ProgressSnapshot("summaries", 2, 10, calls=2, cache_hits=0, in_flight=1, input_tokens=2000,
                                output_tokens=200, cost_usd=0.0, elapsed_s=5000.0, planned_calls=10)
     assert without.eta_s == 20_000.0, "a model that reports no pace keeps the calls' pace"
+
+
+def test_before_the_first_answer_the_eta_charges_the_plans_answers() -> None:
+    # the first call of 10 has read 500 of its 1,000 prompt tokens at 100/s; nothing written yet
+    call = CallProgress(prompt_tokens=1000, read_tokens=500, written_tokens=0, read_per_s=100.0,
+                        written_per_s=0.0, cores_used=2.0, threads=2)
+    snap = ProgressSnapshot("waiting for the first answer", 0, 0, calls=0, cache_hits=0, in_flight=1,
+                            input_tokens=0, output_tokens=0, cost_usd=0.0, elapsed_s=5.0, planned_calls=10,
+                            call=call, planned_input_tokens=10_000, planned_output_tokens=2_000)
+    # prompt: 9,500 / 100 = 95 s; answers: 10 x 200 tokens at a tenth of the read pace (10/s) = 200 s
+    assert snap.eta_s == 295.0

@@ -35,6 +35,7 @@ class ProgressSnapshot:
     limit: int = 0  # calls allowed in flight now (the adaptive limit); 0: unknown
     call: CallProgress | None = None  # inside the call in progress (the embedded model)
     planned_input_tokens: int = 0  # the plan's prompt tokens (0: unknown)
+    planned_output_tokens: int = 0  # the plan's answer tokens, each at its max_tokens (0: unknown)
 
     @property
     def eta_s(self) -> float | None:
@@ -52,13 +53,14 @@ class ProgressSnapshot:
 
         Prompt tokens left are the plan's less those read; answer tokens left are the calls left
         times the answers' mean length so far (the plan charges each answer its max_tokens, a
-        ceiling that real answers rarely reach), or the call in progress's answer before any."""
+        ceiling that real answers rarely reach; before the first answer that ceiling is all there is)."""
         call = self.call
         if call is None or call.read_per_s <= 0 or not self.planned_input_tokens or not self.planned_calls:
             return None
         read = self.input_tokens + call.read_tokens
         calls_left = max(0, self.planned_calls - self.calls)
-        mean_answer = self.output_tokens / self.calls if self.calls else max(call.written_tokens, 1)
+        mean_answer = (self.output_tokens / self.calls if self.calls
+                       else self.planned_output_tokens / self.planned_calls)
         answer_left = max(0.0, calls_left * mean_answer - call.written_tokens)
         write_pace = call.written_per_s or call.read_per_s / 10  # writing is ~10x slower per token than reading
         return max(0, self.planned_input_tokens - read) / call.read_per_s + answer_left / write_pace
@@ -74,13 +76,13 @@ class RunProgress:
         self._calls = self._hits = self._in = self._out = 0
         self._cost = 0.0
         self._model: Any = None
-        self._planned = self._planned_in = 0
+        self._planned = self._planned_in = self._planned_out = 0
         self.listeners: list[Any] = []
 
-    def set_planned_calls(self, calls: int, input_tokens: int = 0) -> None:
-        """The run's pre-flight plan (its calls, and its prompt tokens when known), for the ETA."""
+    def set_planned_calls(self, calls: int, input_tokens: int = 0, output_tokens: int = 0) -> None:
+        """The run's pre-flight plan (its calls, and its tokens when known), for the ETA."""
         with self._lock:
-            self._planned, self._planned_in = calls, input_tokens
+            self._planned, self._planned_in, self._planned_out = calls, input_tokens, output_tokens
 
     def set_stage(self, text: str) -> None:
         """A stage with no count of its own (``score``: "judging 4 summaries"); the calls are the count."""
@@ -133,6 +135,7 @@ class RunProgress:
                 limit,
                 call,
                 self._planned_in,
+                self._planned_out,
             )
 
 

@@ -248,7 +248,7 @@ def _run(
     *,
     chat: ChatModel,
     on_progress: ProgressFn | None,
-    on_plan: Callable[[int, int], None] | None = None,
+    on_plan: Callable[[int, int, int], None] | None = None,
     cpu_gate: AbstractContextManager[Any],
     chunk_memo: tuple[ChunkMemo, str] | None = None,
     before_run: Callable[[CallPlan], None] | None = None,
@@ -289,7 +289,7 @@ def _run(
                                 count_tokens=chat.count_tokens, config=config, clean=run.clean,
                                 chapter_chunks=chunks if run.per_chapter else None)
         if on_plan is not None:
-            on_plan(planned.calls, planned.input_tokens)
+            on_plan(planned.calls, planned.input_tokens, planned.output_tokens)
         if before_run is not None:
             # a rerun the call cache answers whole costs nothing (and is not asked about)
             replayed = (replayed_calls(chat, lambda model: summarize_with(model, None))
