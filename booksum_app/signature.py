@@ -117,6 +117,25 @@ def evidence_signature(fields: Mapping[str, object]) -> str | None:
     return f"{method}-{tokens if tokens is not None else 'auto'}-p{fields.get('evidence_passage_tokens')}"
 
 
+def wrap_signature(text: str, width: int) -> list[str]:
+    """``text`` (a signature, or a line that holds one) as lines of at most ``width`` characters,
+    broken only right after a ``|``: never inside a field, so the lines copied from a terminal and
+    joined are the signature again. A field longer than ``width`` is a line of its own; the spaces
+    after a ``|`` that ends a line (``a  |  b``) are dropped."""
+    fields = text.split("|")
+    tokens = [field + "|" for field in fields[:-1]] + [fields[-1]]
+    lines: list[str] = []
+    current = ""
+    for token in tokens:
+        if current and len(current) + len(token) > width:
+            lines.append(current)
+            current = token.lstrip(" ")
+        else:
+            current += token
+    lines.append(current)
+    return lines
+
+
 def parse_signature(signature: str) -> dict[str, str]:
     """Inverse of :func:`make_signature`: ``{"kind": ..., key: value, ...}``."""
     kind, *rest = signature.split("|")

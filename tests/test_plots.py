@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from booksum_app.llm.base import Tally
 from booksum_app.runners.compare_results import BookResult, ConfigResult
@@ -80,4 +82,45 @@ def test_some_cost_keeps_a_zero_based_axis() -> None:
     rows = [_row("a-2048-hier", 0.7, 500, 0.0), _row("b-2048-hier", 0.6, 450, 0.5)]
     fig = scatter_figure(plt, _points(rows, by="cost"), "cost_vs_score", empty="", xlabel="cost", title="t")
     assert fig.axes[0].get_xlim()[0] == 0 and _legend(fig) == ["a-2048-hier", "b-2048-hier"]
+    plt.close(fig)
+
+
+def _no_overlap(fig: object) -> None:
+    """Every name on the figure (legend entries, any text in the axes) has a box of its own, and the
+    legend stays off the axes, where the points are."""
+    fig.canvas.draw()  # type: ignore[attr-defined]
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    ax = fig.axes[0]  # type: ignore[attr-defined]
+    legend = ax.get_legend()
+    texts = [*(legend.get_texts() if legend is not None else []), *ax.texts]
+    boxes = [t.get_window_extent(renderer).shrunk(0.98, 0.9) for t in texts if t.get_text()]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not a.overlaps(b), (a, b)
+    if legend is not None:
+        assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+
+
+names = st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=40)
+
+
+@settings(max_examples=15, deadline=None)
+@given(spots=st.lists(st.tuples(names, st.floats(0.0, 1.0), st.floats(100, 2000), st.floats(0, 5)),
+                      min_size=1, max_size=20, unique_by=lambda t: t[0]))
+def test_plot_labels_never_overlap(spots: list[tuple[str, float, float, float]]) -> None:
+    plt = require_matplotlib()
+    rows = [_row(name, score, length, cost) for name, score, length, cost in spots]
+    for by, stem in (("length", "score_vs_length"), ("cost", "cost_vs_score")):
+        fig = scatter_figure(plt, _points(rows, by=by), stem, empty="", xlabel="x", title="t")
+        _no_overlap(fig)
+        plt.close(fig)
+
+
+def test_close_points_of_the_release_grid_keep_their_names_apart() -> None:
+    plt = require_matplotlib()
+    rows = [_row(f"gpt4-{size}-{s}", 0.80 + k / 1000, 700 + k, 1.0, kind="precomputed")
+            for k, (size, s) in enumerate((a, b) for a in (2048, 4096, 8192) for b in ("hier", "inc"))]
+    fig = scatter_figure(plt, _points(rows, by="length"), "score_vs_length", empty="", xlabel="x", title="t")
+    assert len(_legend(fig)) == 6
+    _no_overlap(fig)
     plt.close(fig)

@@ -195,7 +195,7 @@ def test_score_shows_billed_input_per_judged_sentence(tmp_path: Path, monkeypatc
                 "--cache-dir", str(tmp_path / "cache"), "--yes"]
         table = CliRunner().invoke(cli, ["-v", *args, "--json", str(tmp_path / "s.json")], catch_exceptions=False)
     assert table.exit_code == 0, table.output
-    assert "In/sent." in table.output and "read from the prompt cache" in table.output
+    assert "In/sent." in table.output and "if the prompt cache serves" in table.output
     assert " cached) + " in table.output, "-v: each call line says how much was read from the cache"
     calls = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))["systems"][0]["calls"]
     assert calls["judged_sentences"] == N_SENTENCES and calls["cached_input_tokens"] > 0
@@ -203,3 +203,17 @@ def test_score_shows_billed_input_per_judged_sentence(tmp_path: Path, monkeypatc
     # gpt-5-mini: cached input at 10% of the input price
     assert per == pytest.approx((calls["input_tokens"] - 0.9 * calls["cached_input_tokens"]) / N_SENTENCES, rel=1e-3)
     assert per < 0.5 * calls["input_tokens"] / N_SENTENCES
+
+
+def test_the_judge_plan_line_leads_with_the_figure_to_budget_for() -> None:
+    from booksum_app.cli.score import _judge_plan_line
+    from booksum_app.runners.judge_plan import JudgePlan
+
+    plan = JudgePlan(judge="openai:gpt-4o", calls=1080, input_tokens=4_000_000, output_tokens=60_000,
+                     cost_usd=0.42, cached_input_tokens=4_526_848, uncached_cost_usd=0.76)
+    line = _judge_plan_line(plan)
+    assert "tokens, $0.76 ($0.42 if the prompt cache serves 4,526,848 input tokens)" in line, line
+    assert plan.budget_usd == 0.76
+    plain = JudgePlan(judge="openai:gpt-4o", calls=3, input_tokens=900, output_tokens=90, cost_usd=0.01,
+                      uncached_cost_usd=0.01)
+    assert "prompt cache" not in _judge_plan_line(plain) and "$0.01" in _judge_plan_line(plain)

@@ -208,8 +208,20 @@ def stats_text(snap: Snapshot) -> str:
     eta_text = f" · ETA {int(eta) // 60}:{int(eta) % 60:02d}" if eta is not None else ""
     in_flight_limit = getattr(snap, "limit", 0)  # summarize's adaptive limit; compare shows none
     limit = f" (limit {in_flight_limit})" if in_flight_limit else ""
+    inside = " · ".join(text for _, text in _call_parts(snap))
     return (f"calls {snap.calls} ({snap.cache_hits} cached) · {snap.in_flight} in flight{limit} · "
-            f"{snap.input_tokens:,}+{snap.output_tokens:,} tok · {usd(snap.cost_usd, digits=4)}{eta_text}")
+            f"{snap.input_tokens:,}+{snap.output_tokens:,} tok · {usd(snap.cost_usd, digits=4)}{eta_text}"
+            + (f" · {inside}" if inside else ""))
+
+
+def _call_parts(snap: Snapshot) -> list[tuple[int, str]]:
+    """The embedded model's call in progress: tokens moving, and the CPU when the machine is busy."""
+    call = getattr(snap, "call", None)
+    if call is None:
+        return []
+    from booksum_app.runners.progress import call_parts
+
+    return call_parts(call)
 
 
 def stat_parts(snap: Snapshot) -> list[tuple[int, str]]:
@@ -221,7 +233,7 @@ def stat_parts(snap: Snapshot) -> list[tuple[int, str]]:
              (3, f"{snap.input_tokens:,}+{snap.output_tokens:,} tok"), (1, f"{usd(snap.cost_usd, digits=4)}")]
     if eta is not None:
         parts.append((2, f"ETA {int(eta) // 60}:{int(eta) % 60:02d}"))
-    return parts
+    return parts + [(0 if p == 0 else 2, text) for p, text in _call_parts(snap)]
 
 
 _LABEL_WIDTH, _BAR_WIDTH, _ELAPSED_WIDTH, _GAPS = 28, 10, 7, 4  # the progress line's fixed columns and spaces
@@ -245,7 +257,8 @@ def progress_bar(label: str, count: str) -> Progress:
     columns = [TextColumn(label, table_column=Column(no_wrap=True, max_width=_LABEL_WIDTH, overflow="ellipsis")),
                BarColumn(bar_width=_BAR_WIDTH), TextColumn(count), TimeElapsedColumn(),
                TextColumn("{task.fields[stats]}", table_column=Column(ratio=1, no_wrap=True, overflow="crop"))]
-    return Progress(*columns, console=err_console, transient=True, expand=True)
+    # out of a terminal the heartbeat speaks; a live display there only left a blank first line
+    return Progress(*columns, console=err_console, transient=True, expand=True, disable=not err_console.is_terminal)
 
 
 def snapshot_line(snap: Snapshot) -> str:
@@ -271,16 +284,24 @@ def handle_errors(func: F) -> F:
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from booksum_app.cli.interrupt import two_step_interrupt
         from booksum_app.errors import PlanDeclined
+        from booksum_app.llm.door import attempts_in_flight
+
+        def say(line: str) -> None:
+            _error_console.print(esc(line), highlight=False, soft_wrap=True)
 
         try:
-            return func(*args, **kwargs)
+            with two_step_interrupt(attempts_in_flight, say):  # a second Ctrl-C quits from its handler
+                return func(*args, **kwargs)
         except PlanDeclined as exc:  # an answer, not an error: the line says what happened, no "error:"
             _fail(str(exc), exc.exit_code, label="")
         except BooksumError as exc:
             _fail(str(exc) + _spent_before(exc), exc.exit_code)
-        except KeyboardInterrupt:
-            _fail("interrupted; completed LLM calls are cached, rerun the same command to resume", 130)
+        except KeyboardInterrupt as exc:  # summarize records what it had paid (spent_record)
+            record = getattr(exc, "spent_record", None)
+            where = f"; what it paid is recorded in {record}" if record is not None else ""
+            _fail(f"interrupted; completed LLM calls are cached, rerun the same command to resume{where}", 130)
         except BrokenPipeError:  # an OSError too, but a closed stdout is no failure worth a message
             quiet_broken_pipe()
         except TimeoutError as exc:  # an OSError subclass, but not a disk problem: say what it is

@@ -8,7 +8,7 @@ import statistics
 from typing import TYPE_CHECKING, Any
 
 from booksum_app.cli.base import console, err_console, esc
-from booksum_app.cli.consoles import plain_console
+from booksum_app.cli.consoles import plain_console, print_signature
 from booksum_app.errors import BooksumError
 from booksum_app.money import usd
 from booksum_app.signature import detector_signature
@@ -104,20 +104,20 @@ def render_compare(result: CompareResult) -> None:
                  "BooookScore comparison (Table 2 shape)", compare_columns(columns), rows,
                  where=f"{result.out}/results.csv and results.json")
     signatures = dict.fromkeys(r.booookscore_signature for r in result.rows if r.booookscore_signature)
-    for signature in signatures:
-        console.print(f"BooookScore: {signature}", highlight=False, soft_wrap=True, markup=False)
+    for signature in signatures:  # each broken only at "|" in a terminal: a copied signature is whole
+        print_signature(console, f"BooookScore: {signature}")
     for signature in dict.fromkeys(r.ngrams.signature for r in result.rows):  # words differ by language
-        console.print(f"n-grams: {signature}", highlight=False, soft_wrap=True, markup=False)
+        print_signature(console, f"n-grams: {signature}")
     if result.rows:
-        console.print(f"Failure modes: {detector_signature()}", highlight=False, soft_wrap=True, markup=False)
+        print_signature(console, f"Failure modes: {detector_signature()}")
     render_datasets(result)
     for row in result.rows:
         for signature in row.summary_signatures:
-            console.print(f"{row.name}: {signature}", highlight=False, soft_wrap=True, markup=False)
+            print_signature(console, f"{row.name}: {signature}")
     err_console.print(
         f"{sum(len(r.books) for r in result.rows if r.kind == 'run')} summaries ({result.reused} from finished "
         f"records) in {result.wall_s:.1f}s; results in {result.out}/ (results.json, results.csv, records/, "
-        f"summaries/, annotations/, plots/)", highlight=False, soft_wrap=True, markup=False)
+        f"report.html, summaries/, annotations/, plots/)", highlight=False, soft_wrap=True, markup=False)
 
 
 def render_datasets(result: CompareResult) -> None:
@@ -149,7 +149,7 @@ def render_datasets(result: CompareResult) -> None:
                  table_rows, where=f"{result.out}/results.json")
     signatures = dict.fromkeys(s.rouge_signature or rouge_signature(s.lang) for _, d in rows for s in d.samples)
     for signature in signatures:
-        console.print(f"ROUGE-L: {signature}", highlight=False, soft_wrap=True, markup=False)
+        print_signature(console, f"ROUGE-L: {signature}")
     for (model, strategy), values in _mean_mse(gaps).items():  # CNNSum Table 2: one file per subset, mean over them
         console.print(f"MSE IB/IE, {model} {strategy}: {statistics.fmean(values):.2f} (mean over {len(values)} "
                       f"datasets)", highlight=False, soft_wrap=True, markup=False)

@@ -53,9 +53,33 @@ def plain_console(**kwargs: Any) -> Console:
     return _Console(**kwargs)
 
 
+def print_signature(target: Console, text: str) -> None:
+    """A line holding a signature: whole for a pipe or a log (grep finds it); in a terminal broken
+    only after a ``|`` to fit its width (``signature.wrap_signature``), never inside a field, so
+    the lines copied back together are the signature."""
+    from booksum_app.signature import wrap_signature
+
+    if not target.is_terminal:
+        target.print(text, highlight=False, soft_wrap=True, markup=False)
+        return
+    for line in wrap_signature(text, target.width):
+        target.print(line, highlight=False, markup=False, no_wrap=True, overflow="ignore", crop=False)
+
+
+def print_with_signature(target: Console, prose: str, signature: str) -> None:
+    """``prose`` then ``signature`` as one line for a pipe or a log; in a terminal the prose wrapped
+    at spaces, then the signature on lines of its own (:func:`print_signature`)."""
+    if not target.is_terminal:
+        target.print(prose + signature, highlight=False, soft_wrap=True, markup=False)
+        return
+    target.print(prose.rstrip(), highlight=False, markup=False)
+    print_signature(target, signature)
+
+
 console = _Console()
 err_console = _Console(stderr=True)  # notes, warnings, progress: silenced by -q
 _error_console = _Console(stderr=True)  # the one error line: never silenced
 
 
-__all__ = ["EPIPE_EXIT", "console", "err_console", "plain_console", "quiet_broken_pipe"]
+__all__ = ["EPIPE_EXIT", "console", "err_console", "plain_console", "print_signature", "print_with_signature",
+           "quiet_broken_pipe"]

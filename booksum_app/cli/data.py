@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 
-from booksum_app.cli.base import err_console, handle_errors
+from booksum_app.cli.base import emit_json, err_console, handle_errors, json_file, json_option
 from booksum_app.errors import InputError
 
 
@@ -20,16 +21,25 @@ def data_command() -> None:
 
 
 @data_command.command("list")
+@json_option("the data sets")
 @handle_errors
-def list_command() -> None:
+def list_command(json_out: Path | None) -> None:
     """List the data sets, where each one goes and whether it is there."""
     from booksum_app.runners.data import data_root, datasets, missing
 
+    json_file(json_out)  # a bad --json FILE fails before anything is read
     root = data_root(os.environ)
+    rows = []
     for ds in datasets().values():
         absent = len(missing(ds, root / ds.into))
-        state = "present" if not absent else f"{absent} of {ds.count} files missing"
-        click.echo(f"{ds.name}\t{state}\t{root / ds.into}\t{ds.description}")
+        rows.append({"name": ds.name, "present": not absent, "files": ds.count, "missing_files": absent,
+                     "path": str(root / ds.into), "description": ds.description})
+    if json_out is not None:
+        emit_json(json_out, {"kind": "booksum.data-list", "datasets": rows})
+        return
+    for row in rows:
+        state = "present" if row["present"] else f"{row['missing_files']} of {row['files']} files missing"
+        click.echo(f"{row['name']}\t{state}\t{row['path']}\t{row['description']}")
 
 
 @data_command.command("fetch")

@@ -21,6 +21,7 @@ from booksum_app.config import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_SUMMARY_TOKENS,
     DEFAULT_TIMEOUT_S,
+    LANG_CHOICES,
     MAX_TIMEOUT_S,
 )
 from booksum_app.money import usd
@@ -42,6 +43,12 @@ if TYPE_CHECKING:
 @click.option("--chapter-aware", is_flag=True, help="Never let a chunk straddle a chapter boundary.")
 @click.option("--include-front-matter", is_flag=True,
               help="Keep title page, imprint, colophon, notes... (excluded by default).")
+@click.option("--prompts", default="paper", show_default=True,
+              help="Prompt set to plan with: paper, simple, or a directory of templates.")
+@click.option("--lang", type=click.Choice(LANG_CHOICES), default="auto", show_default=True,
+              help="Language of the prompts; auto: the book's declared language, else detected from its text.")
+@click.option("--set", "set_options", multiple=True, metavar="NAME=VALUE",
+              help="A strategy's own option (repeatable), for the strategies that declare it.")
 @json_option("the report")
 @click.option("--base-url", default=None,
               help="Server to plan for (Ollama reports the model's context; OpenAI-compatible servers) "
@@ -61,11 +68,15 @@ def inspect_command(
     chapter_aware: bool,
     include_front_matter: bool,
     json_out: Path | None,
+    prompts: str,
+    lang: str,
+    set_options: tuple[str, ...],
 ) -> None:
     """Show a book's sections, tokens, chunks and what each strategy would cost; calls no LLM
     (- reads BOOK from stdin)."""
     from booksum_app.llm.registry import LLMSettings
     from booksum_app.runners.inspect import inspect_book
+    from booksum_app.runners.run_config import parse_set
 
     json_file(json_out)  # a bad --json FILE fails before the book is read
     report = inspect_book(
@@ -76,6 +87,9 @@ def inspect_command(
         max_summary_tokens=max_summary_len,
         chapter_aware=chapter_aware,
         include_front_matter=include_front_matter,
+        prompts=prompts,
+        lang=lang,
+        options=parse_set(set_options),
         llm_settings=LLMSettings(base_url=base_url, timeout_s=timeout_s, use_cache=False),
     )
     if json_out is not None:

@@ -27,6 +27,7 @@ from booksum_app.cli.base import (
 from booksum_app.cli.base import (
     judge_mode as choose_judge_mode,
 )
+from booksum_app.cli.consoles import print_signature
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import DEFAULT_BATCH_SIZE, JUDGE_MODES
 from booksum_app.files import files_in
@@ -94,6 +95,8 @@ def _no_model(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @plan_options
 @click.option("--seed", type=int, default=None,
               help="Bootstrap seed of the 95% CI (default: fixed, printed in the JSON).")
+@click.option("--chapters", is_flag=True,
+              help="Also score each chapter summary of a summarize --chapters output, one row each.")
 @llm_options
 @handle_errors
 def score_command(
@@ -101,7 +104,7 @@ def score_command(
     batch_size: int, annotations: tuple[Path, ...], allow_partial: bool, no_judge: bool, source: Path | None,
     references: Path | None, rouge_variant: str, report: Path | None, json_out: Path | None, csv_out: Path | None,
     annotations_out: Path | None, seed: int | None, max_plan_cost: float, yes: bool, judge_base_url: str | None,
-    **llm: Any,
+    chapters: bool, **llm: Any,
 ) -> None:
     """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram
     statistics."""
@@ -117,12 +120,12 @@ def score_command(
     settings = ScoreSettings(judge=judge_name, use_judge=not no_judge, mode=mode, batch_size=batch_size,  # type: ignore[arg-type]
                              annotations=annotations, source=source, references=references,
                              rouge_variant=rouge_variant, allow_partial=allow_partial, llm=settings_llm,
-                             seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
+                             seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed, chapters=chapters)
     summaries = _expand_summary_sets(summaries, annotations)
     plan = plan_score(list(summaries), settings)
     if plan is not None:  # the judge is paid: say how much at most, and ask above the threshold
         err_console.print(_judge_plan_line(plan), highlight=False, soft_wrap=True)
-        confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="Judging")
+        confirm_plan(plan.budget_usd, max_plan_cost=max_plan_cost, yes=yes, what="Judging")
     run = _score_with_progress(summaries, settings, planned_calls=None if plan is None else
                                plan.calls + plan.replayed_calls)
     _print_outputs(run, json_out=json_out, csv_out=csv_out, annotations_out=annotations_out, report=report)
@@ -146,11 +149,12 @@ def _judge_settings(judge_name: str | None, judge_base_url: str | None, *, no_ju
 
 
 def _judge_plan_line(plan: JudgePlan) -> str:
-    cached = (f" ({plan.cached_input_tokens:,} read from the prompt cache; "
-              f"{usd(plan.uncached_cost_usd)} if it misses)") if plan.cached_input_tokens else ""
+    """The judge's plan: the figure to budget for first (no prompt-cache hit), the cached bill second."""
+    cached = (f" ({usd(plan.cost_usd)} if the prompt cache serves {plan.cached_input_tokens:,} input tokens)"
+              if plan.cached_input_tokens and plan.cost_usd < plan.budget_usd else "")
     per = plan.billed_input_per_sentence
     return (f"judge plan ({esc(plan.judge)}, upper bound): {plan.calls:,} calls, {plan.input_tokens:,} in + "
-            f"{plan.output_tokens:,} out tokens, {usd(plan.cost_usd)}{cached}"
+            f"{plan.output_tokens:,} out tokens, {usd(plan.budget_usd)}{cached}"
             + ("" if per is None else f"; {per:,.0f} billed input tokens per sentence")
             + (f"; {plan.replayed_calls:,} calls answered from the call cache, free" if plan.replayed_calls else ""))
 
@@ -294,16 +298,14 @@ def _render_scores(run: ScoreRun) -> None:
                  [[esc(s.name), *(esc(cell(s)) for _, cell in shown)] for s in run.systems],
                  where="the --json and --csv outputs")
     _render_error_types(run)
-    for s in run.systems:
+    for s in run.systems:  # each broken only at "|" in a terminal: a copied signature is whole
         if s.booookscore:
-            console.print(printable(f"{s.name}: {s.booookscore.signature}"),
-                          highlight=False, soft_wrap=True, markup=False)
-        console.print(printable(f"{s.name}: {s.ngrams.signature}"), highlight=False, soft_wrap=True, markup=False)
+            print_signature(console, printable(f"{s.name}: {s.booookscore.signature}"))
+        print_signature(console, printable(f"{s.name}: {s.ngrams.signature}"))
         if s.rouge_signature:
-            console.print(printable(f"{s.name}: {s.rouge_signature}"), highlight=False, soft_wrap=True, markup=False)
+            print_signature(console, printable(f"{s.name}: {s.rouge_signature}"))
         if s.failures is not None:
-            console.print(printable(f"{s.name}: {detector_signature()}"), highlight=False, soft_wrap=True,
-                          markup=False)
+            print_signature(console, printable(f"{s.name}: {detector_signature()}"))
 
 def _render_error_types(run: ScoreRun) -> None:
     """Per judged system, how often each of the 8 error types was labelled (systems that do not fit

@@ -25,6 +25,7 @@ from booksum_app.cli.base import (
     snapshot_line,
 )
 from booksum_app.cli.book_input import book_from_arg, print_book_warnings
+from booksum_app.cli.consoles import print_with_signature
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import (
     DEFAULT_CHUNK_SIZE,
@@ -153,6 +154,8 @@ def _print_plan_only(source: Book, run: RunConfig, settings: LLMSettings) -> Non
 def _run_with_progress(source: Book, run: RunConfig, settings: LLMSettings, spec: ModelSpec, paths: OutputPaths,
                        *, max_plan_cost: float, yes: bool, book_arg: str) -> SummaryRecord:
     """The run under a live progress line (the phase, then the strategy's stages) that asks about a paid plan."""
+    from booksum_app.cli.interrupt import on_quit
+    from booksum_app.llm.meter import open_meters
     from booksum_app.runners.progress import RunProgress
     from booksum_app.runners.summarize import run_summary, write_failed_record
 
@@ -166,12 +169,17 @@ def _run_with_progress(source: Book, run: RunConfig, settings: LLMSettings, spec
         err_console.print(printable(plan_line(spec.info.name, plan)), highlight=False, markup=False, soft_wrap=True)
         confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="This summary", live=bar)
 
+    def record_failure(exc: BaseException) -> Path | None:
+        if getattr(exc, "spent", None) is None and (meters := open_meters()):  # a Ctrl-C still inside the run
+            exc.spent = meters[-1]  # type: ignore[attr-defined]
+        return write_failed_record(paths.record, exc, run=run, model=spec.info.name, book=book_arg)
+
     try:
-        with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())):
+        with bar, Heartbeat(lambda: snapshot_line(tracker.snapshot())), on_quit(record_failure):
             return run_summary(source, run, llm_settings=settings, progress=tracker, on_call=call_printer(),
                                spec=spec, before_run=before_run)
-    except BooksumError as exc:  # what it paid is recorded before the one line goes out
-        exc.spent_record = write_failed_record(paths.record, exc, run=run, model=spec.info.name, book=book_arg)
+    except (BooksumError, KeyboardInterrupt) as exc:  # what it paid is recorded before the one line goes out
+        exc.spent_record = record_failure(exc)  # type: ignore[union-attr]  # Ctrl-C: its meter rides on it
         raise
 
 
@@ -205,11 +213,11 @@ def _write_and_report(record: SummaryRecord, source: Book, run: RunConfig, paths
             f"[yellow]warning:[/] the book ({record.truncation.book_tokens:,} tokens) exceeds the context; "
             f"kept {record.truncation.head_tokens:,} head + {record.truncation.tail_tokens:,} tail tokens, "
             f"cut {record.truncation.cut_tokens:,}", highlight=False)  # numbers only
-    err_console.print(printable(
+    print_with_signature(err_console, printable(  # in a terminal the signature breaks only at "|": it copies whole
         f"record: {paths.record}  |  {t.calls} calls ({t.cache_hits} cached), "
         f"{t.input_tokens:,} in{f' ({t.cached_input_tokens:,} cached)' if t.cached_input_tokens else ''} + "
-        f"{t.output_tokens:,} out tokens, {usd(t.spent_usd, digits=4)}, {t.wall_s:.1f}s  |  "
-        f"{record.signature}"), highlight=False, soft_wrap=True, markup=False)
+        f"{t.output_tokens:,} out tokens, {usd(t.spent_usd, digits=4)}, {t.wall_s:.1f}s  |  "),
+        printable(record.signature))
     cut = cut_note(record)  # the record says it per call; the terminal must say it too
     if cut is not None:
         err_console.print(f"[yellow]warning:[/] {cut}", highlight=False, soft_wrap=True)

@@ -157,7 +157,8 @@ class GridDisplay:
             _Elapsed(),
             TextColumn("{task.fields[stats]}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
         ]
-        self.progress = Progress(*columns, console=console, transient=True, expand=True)
+        self.progress = Progress(*columns, console=console, transient=True, expand=True,
+                                 disable=not console.is_terminal)  # a pipe: the heartbeat, no blank line
         self.grid = self.progress.add_task("", total=None, label="summaries", count="", stats="")
         self.now = self.progress.add_task("", total=None, label="  now", count="", stats="", note=True)
         self.per_config: dict[str, Any] = {}

@@ -225,6 +225,27 @@ class ModelInfo:
         return self.input_usd(usage) * 1_000_000 / self.input_usd_per_mtok
 
 
+@dataclass(frozen=True)
+class CallProgress:
+    """Inside an in-process model's call: prompt tokens read, answer tokens written, the pace, the CPU."""
+
+    prompt_tokens: int  # the call in progress (0: none)
+    read_tokens: int  # of its prompt, read so far (a prefix kept from the previous call counts as read)
+    written_tokens: int  # of its answer, written so far
+    read_per_s: float  # prompt tokens read per second over every call so far (0: not measured yet)
+    written_per_s: float  # answer tokens written per second over every call so far (0: not measured yet)
+    cores_used: float  # CPU cores this process used during the call so far
+    threads: int  # the threads the model computes on
+
+    @property
+    def machine_busy(self) -> bool:
+        """Whether the model gets well under the cores it computes on: other work holds the CPU."""
+        return self.threads > 0 and self.cores_used < BUSY_CORE_SHARE * self.threads
+
+
+BUSY_CORE_SHARE = 0.6  # below this share of its threads' cores, the machine, not the model, sets the pace
+
+
 class BackendBase(ABC):
     """What every backend derives from: one ``complete`` to write, the optional members defaulted.
 
@@ -251,6 +272,8 @@ class BackendBase(ABC):
       part of the cache key when set.
     - ``expect_callers``: told how many callers may be waiting for a slot (a backend that
       gathers calls into batches waits for them); ignored by default.
+    - ``call_progress``: where the call in progress is (:class:`CallProgress`), for a backend
+      that can see inside it (the embedded model); None by default.
     - ``bounds_own_attempts``: True when ``complete`` itself stops at ``--timeout`` (the built-in
       HTTP carriers, whose transports free the socket at the deadline) or has no remote peer (an
       in-process model). False (the default, every plugin): the call layer runs each attempt on
@@ -296,6 +319,10 @@ class BackendBase(ABC):
 
     def close(self) -> None:
         """Release what the backend holds (connections, weights); nothing by default."""
+
+    def call_progress(self) -> CallProgress | None:
+        """Where the call in progress is, for a backend that can see inside it; None by default."""
+        return None
 
     def expect_callers(self, callers: Callable[[], int]) -> None:
         """``callers()`` tells how many calls hold or wait for a slot now; a batching backend uses it."""

@@ -52,6 +52,39 @@ MAX_ROOM_FACTOR = 4  # an answer of more tokens than this times its room was not
 SLACK_CHARS, SLACK_TOKENS = 1024, 256  # on top: a tokenizer other than the model's may count a short answer high
 
 
+class _InFlight:
+    """The attempts in flight in this process and when each began: what a Ctrl-C waits for."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._began: dict[int, float] = {}
+        self._next = 0
+
+    def begin(self) -> int:
+        with self._lock:
+            self._next += 1
+            self._began[self._next] = time.monotonic()
+            return self._next
+
+    def end(self, token: int) -> None:
+        with self._lock:
+            self._began.pop(token, None)
+
+    def snapshot(self) -> tuple[int, float]:
+        """Attempts in flight, and for how many seconds the longest has run (0 when none)."""
+        with self._lock:
+            oldest = min(self._began.values(), default=None)
+            return len(self._began), 0.0 if oldest is None else time.monotonic() - oldest
+
+
+ATTEMPTS = _InFlight()
+
+
+def attempts_in_flight() -> tuple[int, float]:
+    """Attempts in flight through every door of this process, and the longest one's age in seconds."""
+    return ATTEMPTS.snapshot()
+
+
 class Door:
     """Calls one backend's ``complete``: bounded, checked, failures as one redacted line."""
 
@@ -70,13 +103,17 @@ class Door:
     def call(self, request: Request) -> Completion:
         """One attempt: the backend's checked answer, or a booksum error."""
         start = time.perf_counter()
-        if self.timeout_s is None:
-            try:
-                reply = self.backend.complete(request)
-            except BaseException as exc:
-                raise translated(exc, self.name, self.secrets) from exc
-        else:
-            reply = self._bounded(request, self.timeout_s)
+        token = ATTEMPTS.begin()
+        try:
+            if self.timeout_s is None:
+                try:
+                    reply = self.backend.complete(request)
+                except BaseException as exc:
+                    raise translated(exc, self.name, self.secrets) from exc
+            else:
+                reply = self._bounded(request, self.timeout_s)
+        finally:
+            ATTEMPTS.end(token)
         return checked(reply, name=self.name, latency_s=time.perf_counter() - start)
 
     def _bounded(self, request: Request, timeout_s: float) -> Any:
@@ -209,5 +246,5 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-__all__ = ["MAX_ABANDONED", "MAX_CHARS_PER_TOKEN", "MAX_ROOM_FACTOR", "Door", "checked", "environment_secrets",
-           "overlong", "translated"]
+__all__ = ["MAX_ABANDONED", "MAX_CHARS_PER_TOKEN", "MAX_ROOM_FACTOR", "Door", "attempts_in_flight", "checked",
+           "environment_secrets", "overlong", "translated"]

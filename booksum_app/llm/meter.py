@@ -54,4 +54,9 @@ def bill(item: Tally) -> None:
         meter.add(item)
 
 
-__all__ = ["Meter", "bill", "metering"]
+def open_meters() -> tuple[Meter, ...]:
+    """The meters open in the current context, outermost first (a second Ctrl-C reads the run's)."""
+    return _OPEN.get()
+
+
+__all__ = ["Meter", "bill", "metering", "open_meters"]

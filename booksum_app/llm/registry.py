@@ -85,11 +85,23 @@ def _split(model: str, table: ModelTable) -> tuple[str, str]:
         raise ConfigError(route)
     known = [*table.models, *table.aliases, *(name.partition(":")[2] for name in table.models)]
     close = difflib.get_close_matches(model, [k for k in known if k], n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]!r}? Else use" if close else "use"
-    raise ConfigError(
-        f"unknown model {model!r}; {hint} provider:model, e.g. openai:gpt-4o, "
-        "anthropic:claude-sonnet-4-5, vllm:Qwen/Qwen2.5-7B-Instruct, ollama:llama3.1, or local"
-    )
+    hint = f"did you mean {close[0]!r}? Else " if close else ""
+    raise ConfigError(f"unknown model {model!r}; {hint}{route_hint(model)}")
+
+
+def route_hint(model: str) -> str:
+    """How to reach a bare model name that no table lists, by its shape: the provider prefix to add."""
+    if model.lower().endswith(".gguf"):
+        routes = [f"local:{model} (the embedded llama.cpp runs the file)"]
+    elif ":" in model:  # name:tag is how Ollama names models
+        routes = [f"ollama:{model} (Ollama)", f"openai:{model} --base-url URL (a server that serves it)",
+                  f"a provider {model.partition(':')[0]!r} from a plugin that is not installed (booksum models)"]
+    elif "/" in model:  # org/name is a Hugging Face repository id
+        routes = [f"vllm:{model} (vLLM in this process)", f"openai:{model} --base-url URL (vllm serve, a server)"]
+    else:
+        routes = [f"ollama:{model} (Ollama)", f"openai:{model} --base-url URL (a server that serves it)",
+                  f"vllm:ORG/{model} (vLLM)"]
+    return "name its route with a provider prefix: " + ", or ".join(routes)
 
 
 _REASONING_FAMILIES = re.compile(r"(?:[\w.-]*/)?(?:o1|o3|o4|gpt-5)(?:$|[-.:_])", re.IGNORECASE)

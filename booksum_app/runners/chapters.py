@@ -5,20 +5,26 @@ is then, without any extra call, the leaf summary when the chapter is one chunk,
 node whose span is exactly the chapter's chunks when the tree has one; only the other
 chapters (several chunks, no node of their own) cost one merge call each, with the ``merge``
 template over their leaf summaries, budgeted at G_1 and validated like every summary.
+
+The plan (:func:`plan_chapter_merges`) charges that merge call to every chapter of several
+chunks, whether or not the tree will have a node of its own for it: an upper bound, as the
+strategy's own plan is.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 from booksum_app.books import Book
-from booksum_app.chunking.base import Chunk
+from booksum_app.chunking.base import Chunk, ChunkSpan
 from booksum_app.compression.validity import CallEntry, Regenerator, regenerator
 from booksum_app.llm.base import ChatModel, Completion
+from booksum_app.runners.chapter_markdown import BOOK_HEADING, CHAPTER_PREFIX, CHAPTERS_HEADING
 from booksum_app.strategies import PromptBundle, StrategyConfig, StrategyResult
-from booksum_app.strategies.hierarchical import format_group
+from booksum_app.strategies.hierarchical import ITEM_OVERHEAD_TOKENS, format_group
 from booksum_app.strategies.record import SummaryRecord
 
 
@@ -32,6 +38,39 @@ class ChapterSummary:
     source: str  # the tree node reused ("L0.3", "L1.0") or "merge" when made by an extra call
 
 
+@dataclass(frozen=True)
+class ChapterMergePlan:
+    """Upper bounds on the extra merge calls of ``--chapters``."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+
+
+def chapter_chunk_indices(chunks: Sequence[Chunk | ChunkSpan]) -> dict[int, list[int]]:
+    """Each chapter's chunk indices, in book order (chapter-aware chunks: one chapter per chunk)."""
+    spans: dict[int, list[int]] = {}
+    for index, chunk in enumerate(chunks):  # a chunk's index is its position
+        for chapter in chunk.chapter_indices[:1]:
+            spans.setdefault(chapter, []).append(index)
+    return spans
+
+
+def plan_chapter_merges(
+    chunks: Sequence[Chunk | ChunkSpan], *, level_budgets: Sequence[int], max_summary_tokens: int,
+    merge_overhead_tokens: int,
+) -> ChapterMergePlan:
+    """One merge call for every chapter of several chunks, each leaf at G_0 and the answer at G_1."""
+    leaf = level_budgets[0] if level_budgets else max_summary_tokens
+    answer = level_budgets[1] if len(level_budgets) > 1 else max_summary_tokens
+    sizes = [len(indices) for indices in chapter_chunk_indices(chunks).values() if len(indices) > 1]
+    return ChapterMergePlan(
+        calls=len(sizes),
+        input_tokens=sum(merge_overhead_tokens + n * (leaf + ITEM_OVERHEAD_TOKENS) for n in sizes),
+        output_tokens=len(sizes) * answer,
+    )
+
+
 def chapter_summaries(
     book: Book,
     chunks: tuple[Chunk, ...],
@@ -42,10 +81,7 @@ def chapter_summaries(
     config: StrategyConfig,
 ) -> tuple[tuple[ChapterSummary, ...], tuple[CallEntry, ...]]:
     """Every chapter's summary (in book order) and the extra calls made for them."""
-    spans: dict[int, list[int]] = {}
-    for chunk in chunks:
-        for chapter in chunk.chapter_indices[:1]:  # chapter-aware: one chapter per chunk
-            spans.setdefault(chapter, []).append(chunk.index)
+    spans = chapter_chunk_indices(chunks)
     by_span = {node.chunk_span: node for node in result.nodes}
     budget = result.level_budgets[1] if len(result.level_budgets) > 1 else config.max_summary_tokens
     found: dict[int, ChapterSummary] = {}
@@ -85,9 +121,9 @@ def chapter_summaries(
 
 def chapters_markdown(book_summary: str, chapters: tuple[ChapterSummary, ...]) -> str:
     """The Markdown of ``summarize --chapters``: the book summary, then one heading per chapter."""
-    parts = ["## The book", "", book_summary.strip(), "", "## Chapter by chapter", ""]
+    parts = [BOOK_HEADING, "", book_summary.strip(), "", CHAPTERS_HEADING, ""]
     for chapter in chapters:
-        parts += [f"### {chapter.title}", "", chapter.text.strip(), ""]
+        parts += [f"{CHAPTER_PREFIX}{chapter.title}", "", chapter.text.strip(), ""]
     return "\n".join(parts)
 
 
@@ -101,4 +137,5 @@ def chapters_markdown_from_record(record: SummaryRecord) -> str:
     return chapters_markdown(record.summary, chapters)
 
 
-__all__ = ["ChapterSummary", "chapter_summaries", "chapters_markdown", "chapters_markdown_from_record"]
+__all__ = ["ChapterMergePlan", "ChapterSummary", "chapter_chunk_indices", "chapter_summaries", "chapters_markdown",
+           "chapters_markdown_from_record", "plan_chapter_merges"]

@@ -52,6 +52,7 @@ from booksum_app.runners.compare_plan import (
     record_path,
     run_config,
 )
+from booksum_app.runners.compare_report import write_compare_report
 from booksum_app.runners.compare_results import (
     BookResult,
     CompareResult,
@@ -117,6 +118,7 @@ def run_compare(
         reused=grid_run.reused(),
     )
     files = write_results(result, exp.out)
+    files.append(write_compare_report(result, exp.out))  # the same page as score --report
     if plots:
         from booksum_app.runners.plots import write_plots
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from booksum_app.books import Book, open_book
 from booksum_app.books.plausibility import anomalies
 from booksum_app.chunking import CallableTokenizer, get_tokenizer
+from booksum_app.chunking.base import ChunkSpan
 from booksum_app.chunking.memo import ChunkMemo, is_named
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_TEMPERATURE
 from booksum_app.errors import BookFormatError, BooksumError
@@ -256,6 +257,7 @@ class _SummaryPlanner:
     def _price(self, book: Book | None, book_id: str, todo: list[_Todo]) -> None:
         """Add one book's unfinished configurations to the totals (``book``: None when deferred)."""
         chunks: dict[tuple[str | None, int], list[int]] = {}
+        cuts: dict[tuple[str | None, int], tuple[ChunkSpan, ...]] = {}
         for config, run, model, size in todo:
             if (model, size) not in chunks:
                 tokenizer = self.tokenizers[model]
@@ -267,8 +269,10 @@ class _SummaryPlanner:
                     spans = self.memo.spans(book, book_id=book_id, tokenizer=tokenizer, chunk_size=size,
                                             **self.cut_options)
                 chunks[(model, size)] = [c.n_tokens for c in spans]
+                cuts[(model, size)] = tuple(spans)
             plan = plan_strategy(config.strategy, chunk_tokens=chunks[(model, size)], info=self.infos[model],
-                                 count_tokens=self.counters[model], config=run.strategy_config(), clean=run.clean)
+                                 count_tokens=self.counters[model], config=run.strategy_config(), clean=run.clean,
+                                 chapter_chunks=cuts[(model, size)] if run.per_chapter else None)
             t = self.totals[config]
             t[0] = int(t[0]) + 1
             t[1] = int(t[1]) + plan.calls

@@ -40,6 +40,7 @@ from booksum_app.scoring.detectors import (
 from booksum_app.scoring.judgement import ERROR_TYPES, SummaryJudgement
 from booksum_app.scoring.ngrams import NgramStats, NgramSummary
 from booksum_app.scoring.release import AnnotationFormat, to_release
+from booksum_app.scoring.results import write_judge_signature
 from booksum_app.scoring.rouge import rouge_signature
 from booksum_app.signature import detector_signature
 
@@ -420,8 +421,9 @@ def write_results(result: CompareResult, out: Path) -> list[Path]:
         if judgements and row.booookscore_signature and "release-annotations" not in row.booookscore_signature:
             mode: AnnotationFormat = "batched" if "mode:batched" in row.booookscore_signature else "sentence"
             path = out / "annotations" / f"{row.name}.json"
-            write_json_atomic(path, to_release(judgements, fmt=mode))
-            written.append(path)
+            data = to_release(judgements, fmt=mode)
+            write_json_atomic(path, data)  # and beside it the judge's signature, which a rescore signs with
+            written += [path, write_judge_signature(path, data, row.booookscore_signature)]
     return written
 
 

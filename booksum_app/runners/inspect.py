@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from booksum_app.books import Book, open_book
 from booksum_app.books.accounting import account
@@ -19,7 +20,7 @@ from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.registry import LLMSettings, choose_model, get_model, native_counter, provider_entry
 from booksum_app.runners.plan import CallPlan, plan_strategy
 from booksum_app.runners.run_config import RunConfig
-from booksum_app.strategies import STRATEGIES
+from booksum_app.strategies import STRATEGIES, get_strategy
 
 INSPECT_SCHEMA_VERSION = 1
 
@@ -130,7 +131,8 @@ def plan_summary(path_or_book: str | os.PathLike[str] | Book, run: RunConfig, *,
         chunks = chunk_book(book, chunk_size=run.chunk_size, tokenizer=CallableTokenizer(f"model:{info.name}", count),
                             chapter_aware=run.chapter_aware, include_front_matter=run.include_front_matter)
         plan = plan_strategy(run.strategy, chunk_tokens=[c.n_tokens for c in chunks], info=info, count_tokens=count,
-                             config=run.strategy_config(), clean=run.clean)
+                             config=run.strategy_config(), clean=run.clean,
+                             chapter_chunks=chunks if run.per_chapter else None)
     return plan, info.name
 
 
@@ -145,16 +147,23 @@ def inspect_book(
     chapter_aware: bool = False,
     prompts: str = "paper",
     lang: str = "auto",
+    options: Mapping[str, object] | None = None,
     llm_settings: LLMSettings | None = None,
 ) -> InspectReport:
     """Read and chunk a book with the model's tokenizer and plan every strategy (or only
     ``strategies``), calling no LLM.
 
+    ``options`` (``--set NAME=VALUE``) go to the planned strategies that declare them (hier's
+    ``chapters=true`` plans its chapter merges, and chunks chapter-aware as the run would).
+
     Raises:
         BookFormatError: the file cannot be read as a book.
-        ConfigError: bad model string or options.
+        ConfigError: bad model string or options, or an option no planned strategy declares.
     """
     names = tuple(STRATEGIES) if strategies is None else tuple(RunConfig(strategy=s).strategy for s in strategies)
+    runs = _strategy_runs(names, options or {}, chunk_size=chunk_size, max_summary_tokens=max_summary_tokens,
+                          prompts=prompts, lang=lang, chapter_aware=chapter_aware)
+    chapter_aware = chapter_aware or any(r.chapter_aware for r in runs)
     run = RunConfig(chunk_size=chunk_size, max_summary_tokens=max_summary_tokens, prompts=prompts, lang=lang)
     settings = llm_settings or LLMSettings()
     book = (
@@ -164,12 +173,27 @@ def inspect_book(
     )
     with ExitStack() as closing:
         return _report(book, run, model, settings, closing, chapter_aware=chapter_aware,
-                       include_front_matter=include_front_matter, names=names)
+                       include_front_matter=include_front_matter, runs=runs)
+
+
+def _strategy_runs(names: Sequence[str], options: Mapping[str, object], **knobs: Any) -> tuple[RunConfig, ...]:
+    """One configuration per planned strategy, each with the ``options`` it declares.
+
+    Raises:
+        ConfigError: an option that none of the planned strategies declares.
+    """
+    declared = {name: {o.name for o in get_strategy(name).options} for name in names}
+    unknown = sorted(set(options) - set().union(*declared.values()))
+    if unknown:
+        raise ConfigError(f"--set {unknown[0]}: not an option of {', '.join(names)}; `booksum models` lists each "
+                          "strategy's options")
+    return tuple(RunConfig(strategy=name, options={k: v for k, v in options.items() if k in declared[name]},
+                           **knobs) for name in names)
 
 
 def _report(
     book: Book, run: RunConfig, model: str | None, settings: LLMSettings, closing: ExitStack, *,
-    chapter_aware: bool, include_front_matter: bool, names: Sequence[str],
+    chapter_aware: bool, include_front_matter: bool, runs: Sequence[RunConfig],
 ) -> InspectReport:
     chunk_size, max_summary_tokens = run.chunk_size, run.max_summary_tokens
     info, count, notice = _token_counter(model, settings, closing)
@@ -187,10 +211,10 @@ def _report(
         include_front_matter=include_front_matter,
     )
     sizes = [c.n_tokens for c in chunks]
-    config = run.for_book(book).strategy_config()
     plans = tuple(
-        plan_strategy(name, chunk_tokens=sizes, info=info, count_tokens=count, config=config)
-        for name in names
+        plan_strategy(r.strategy, chunk_tokens=sizes, info=info, count_tokens=count,
+                      config=r.for_book(book).strategy_config(), chapter_chunks=chunks if r.per_chapter else None)
+        for r in runs
     )
     sections = _sections(book, count, include_front_matter=include_front_matter)
     accounting = account(book, include_front_matter=include_front_matter)

@@ -67,6 +67,11 @@ class JudgePlan:
     def billed_input_per_sentence(self) -> float | None:
         return self.billed_input_tokens / self.sentences if self.sentences else None
 
+    @property
+    def budget_usd(self) -> float:
+        """The figure to budget for: the bill if the provider's prompt cache serves nothing."""
+        return max(self.cost_usd, self.uncached_cost_usd)
+
 
 @dataclass(frozen=True)
 class JudgeEstimate:

@@ -12,6 +12,8 @@ call and prices the total. The built-in bounds:
   most one compression per update (the summary can only overflow G once per update).
 - ``direct``: one call holding as much of the book as fits (head + tail when truncated).
 - plus one artifact-removal call when cleaning is on and the strategy calls a model.
+- ``--chapters`` (hier's ``chapters`` option): plus one merge call per chapter of several
+  chunks (:func:`~booksum_app.runners.chapters.plan_chapter_merges`).
 
 Outputs are charged at their max_tokens, so the dollars are a ceiling, not a forecast, with
 one exception: regenerations of invalid summaries (empty, over budget, cut off; at most
@@ -25,7 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from booksum_app.chunking.base import Chunk, ChunkSpan
 from booksum_app.llm.base import ModelInfo, Usage
+from booksum_app.runners.chapters import plan_chapter_merges
 from booksum_app.strategies import PlanInput, Strategy, StrategyConfig, get_strategy, load_prompts
 from booksum_app.strategies.base import strategy_prompts
 
@@ -58,17 +62,29 @@ def plan_strategy(
     count_tokens: Callable[[str], int],
     config: StrategyConfig,
     clean: bool = True,
+    chapter_chunks: Sequence[Chunk | ChunkSpan] | None = None,
 ) -> CallPlan:
     """Upper bounds on calls, tokens and cost of ``strategy`` over chunks of these sizes.
+
+    ``chapter_chunks``: the (chapter-aware) chunks themselves when the run also summarizes each
+    chapter (``--chapters``), whose extra merge calls are then planned too.
 
     Raises:
         ConfigError: no such strategy installed.
     """
     impl = get_strategy(strategy)
-    plan = impl.plan(
-        PlanInput(tuple(chunk_tokens), info.context_window, _overheads(impl, config, count_tokens), config)
-    )
+    overheads = _overheads(impl, config, count_tokens)
+    plan = impl.plan(PlanInput(tuple(chunk_tokens), info.context_window, overheads, config))
     calls, input_tokens, output_tokens = plan.calls, plan.input_tokens, plan.output_tokens
+    if chapter_chunks is not None:
+        merge = overheads.get("merge")
+        if merge is None:
+            merge = count_tokens(strategy_prompts(impl, config)["merge"].skeleton())
+        merges = plan_chapter_merges(chapter_chunks, level_budgets=plan.level_budgets,
+                                     max_summary_tokens=config.max_summary_tokens, merge_overhead_tokens=merge)
+        calls += merges.calls
+        input_tokens += merges.input_tokens
+        output_tokens += merges.output_tokens
     if clean and impl.calls_model:
         g = config.max_summary_tokens
         clean_overhead = count_tokens(

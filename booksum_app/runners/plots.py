@@ -1,9 +1,11 @@
 """Plots of a comparison (PNG and SVG, matplotlib's Agg backend, imported lazily).
 
 - ``score_vs_length``: BooookScore (with its 95% CI over books as error bars) against average
-  summary length in cl100k tokens, one point per configuration, labelled with its name in
+  summary length in cl100k tokens, one point per configuration, named in the legend as in
   results.json/csv; new runs have filled markers, precomputed sets (e.g. the BooookScore release)
-  hollow ones; configurations at the same spot share one marker and one legend entry.
+  hollow ones; configurations at the same spot share one marker and one legend entry. Each spot
+  has its own colour and marker, and the names stand in a legend beside the axes, never next
+  to the points: a name by its point overlapped its neighbours' whenever points were close.
 - ``rouge_vs_length`` (benchmark datasets only): the moving median of ROUGE-L over sample
   length (CNNSum Fig. 3), one line per configuration and dataset, the samples as faint dots.
 - ``cost_vs_score``: list-price cost of a configuration's summarization calls (all books)
@@ -91,7 +93,6 @@ def _points(ax: Any, rows: list[tuple[ConfigResult, float, tuple[float, float, f
         label = " = ".join(_label(m[0]) for m in members)
         ax.errorbar(x, y, yerr=[[lo], [hi]], fmt=markers[(n // 10) % len(markers)], color=f"C{n % 10}",
                     capsize=3, markersize=7, markerfacecolor=None if run else "white", label=label)
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 5), fontsize=7)
 
 
 def write_plots(rows: list[ConfigResult] | tuple[ConfigResult, ...], directory: Path) -> list[Path]:
@@ -177,8 +178,8 @@ def scatter_figure(
         points, empty = [], NO_COST
         ax.set_xticks([])
     _points(ax, points)
-    if points:
-        ax.legend(fontsize=7, loc="best")
+    if points:  # beside the axes: one row per spot, never over a point or another name
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     else:
         ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
     if stem == "cost_vs_score" and points:  # dollars are never negative

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from booksum_app.llm.base import BackendBase, CallProgress
 from booksum_app.llm.calls import CallRecord
 from booksum_app.money import usd
 from booksum_app.strategies.base import ProgressEvent
@@ -32,13 +33,37 @@ class ProgressSnapshot:
     elapsed_s: float
     planned_calls: int = 0  # the pre-flight plan's calls (an upper bound before regenerations); 0: unknown
     limit: int = 0  # calls allowed in flight now (the adaptive limit); 0: unknown
+    call: CallProgress | None = None  # inside the call in progress (the embedded model)
+    planned_input_tokens: int = 0  # the plan's prompt tokens (0: unknown)
+    planned_output_tokens: int = 0  # the plan's answer tokens, each at its max_tokens (0: unknown)
 
     @property
     def eta_s(self) -> float | None:
-        """Seconds left at the pace so far, from the planned calls; None before the first call or past the plan."""
+        """Seconds left: in tokens at the model's pace when it reports one (the embedded model), else
+        from the planned calls at the pace so far; None before there is a pace or past the plan."""
+        tokens = self._eta_in_tokens_s()
+        if tokens is not None:
+            return tokens
         if not self.planned_calls or not self.calls or self.calls >= self.planned_calls:
             return None
         return self.elapsed_s / self.calls * (self.planned_calls - self.calls)
+
+    def _eta_in_tokens_s(self) -> float | None:
+        """Prompt tokens left at the read pace plus answer tokens left at the write pace.
+
+        Prompt tokens left are the plan's less those read; answer tokens left are the calls left
+        times the answers' mean length so far (the plan charges each answer its max_tokens, a
+        ceiling that real answers rarely reach; before the first answer that ceiling is all there is)."""
+        call = self.call
+        if call is None or call.read_per_s <= 0 or not self.planned_input_tokens or not self.planned_calls:
+            return None
+        read = self.input_tokens + call.read_tokens
+        calls_left = max(0, self.planned_calls - self.calls)
+        mean_answer = (self.output_tokens / self.calls if self.calls
+                       else self.planned_output_tokens / self.planned_calls)
+        answer_left = max(0.0, calls_left * mean_answer - call.written_tokens)
+        write_pace = call.written_per_s or call.read_per_s / 10  # writing is ~10x slower per token than reading
+        return max(0, self.planned_input_tokens - read) / call.read_per_s + answer_left / write_pace
 
 
 class RunProgress:
@@ -51,13 +76,13 @@ class RunProgress:
         self._calls = self._hits = self._in = self._out = 0
         self._cost = 0.0
         self._model: Any = None
-        self._planned = 0
+        self._planned = self._planned_in = self._planned_out = 0
         self.listeners: list[Any] = []
 
-    def set_planned_calls(self, calls: int) -> None:
-        """The run's pre-flight plan, for the ETA."""
+    def set_planned_calls(self, calls: int, input_tokens: int = 0, output_tokens: int = 0) -> None:
+        """The run's pre-flight plan (its calls, and its tokens when known), for the ETA."""
         with self._lock:
-            self._planned = calls
+            self._planned, self._planned_in, self._planned_out = calls, input_tokens, output_tokens
 
     def set_stage(self, text: str) -> None:
         """A stage with no count of its own (``score``: "judging 4 summaries"); the calls are the count."""
@@ -93,6 +118,7 @@ class RunProgress:
         """The current state."""
         in_flight = int(getattr(self._model, "in_flight", 0) or 0)
         limit = int(getattr(self._model, "limit", 0) or 0)
+        call = _call_progress(self._model)
         with self._lock:
             return ProgressSnapshot(
                 self._stage,
@@ -107,7 +133,26 @@ class RunProgress:
                 time.perf_counter() - self._start,
                 self._planned,
                 limit,
+                call,
+                self._planned_in,
+                self._planned_out,
             )
+
+
+def _call_progress(model: Any) -> CallProgress | None:
+    """Inside the call in progress, when the model's backend can see there (a Client's ``backend``)."""
+    backend = getattr(model, "backend", model)
+    return backend.call_progress() if isinstance(backend, BackendBase) else None
+
+
+def call_parts(call: CallProgress) -> list[tuple[int, str]]:
+    """The call in progress as ``(priority, text)`` parts: tokens moving first, then the CPU."""
+    moving = (f"reading prompt {call.read_tokens:,}/{call.prompt_tokens:,} tok" if call.read_tokens < call.prompt_tokens
+              else f"writing, {call.written_tokens:,} tok")
+    parts = [(0, moving)]
+    if call.machine_busy:
+        parts.append((1, f"machine busy: {call.cores_used:.1f} of {call.threads} cores"))
+    return parts
 
 
 # ---- a whole comparison ---------------------------------------------------------------------
@@ -275,5 +320,5 @@ def _pack(items: Sequence[str], width: int) -> str:
     return "; ".join(kept)
 
 
-__all__ = ["GridProgress", "GridSnapshot", "ProgressSnapshot", "RunProgress", "fit_parts", "grid_stat_parts",
-           "running_line", "shorten"]
+__all__ = ["GridProgress", "GridSnapshot", "ProgressSnapshot", "RunProgress", "call_parts", "fit_parts",
+           "grid_stat_parts", "running_line", "shorten"]

@@ -90,6 +90,7 @@ class ScoreSettings:
     references: Path | None = None
     rouge_variant: str = DEFAULT_ROUGE_VARIANT  # scoring/rouge.py: rouge-score, clongeval or cnnsum
     allow_partial: bool = False  # score annotations covering part of the summaries (with a note)
+    chapters: bool = False  # a ``summarize --chapters`` output: each chapter summary is a row too
     llm: LLMSettings = field(default_factory=LLMSettings)
     seed: int = DEFAULT_BOOTSTRAP_SEED
 
@@ -131,7 +132,7 @@ def plan_score(paths: Sequence[str | os.PathLike[str]], settings: ScoreSettings 
     Raises:
         InputError, ConfigError: as :func:`run_score`, before any call.
     """
-    loaded = [(Path(p), load_summaries(Path(p))) for p in paths]
+    loaded = [(Path(p), load_summaries(Path(p), chapters=settings.chapters)) for p in paths]
     annotations, judge = _score_sources(settings, loaded)
     if annotations or judge is None:
         return None
@@ -165,7 +166,7 @@ def run_score(
         )
     stage = on_stage or (lambda _: None)
     notes: list[str] = []
-    loaded = [(Path(p), load_summaries(Path(p), notes)) for p in paths]
+    loaded = [(Path(p), load_summaries(Path(p), notes, chapters=settings.chapters)) for p in paths]
     annotations, judge_name = _score_sources(settings, loaded)
     references = inputs.references(settings.references) if settings.references else None
     check_variant(settings.rouge_variant)
@@ -270,7 +271,10 @@ def score_texts(
     Returns:
         :class:`SystemScores`: ``booookscore`` (None without a judge), ``ngrams``, ``rouge_l``,
         ``failures``, ``totals`` (the judge's calls and cost), and one row per summary. Notes
-        (unmatched sources, no reference found) are issued as :class:`UserWarning`.
+        (unmatched sources, no reference found) are issued as :class:`UserWarning`. Units:
+        BooookScore (``booookscore.system.score``, its CI) and ROUGE-L (``rouge_l.fmeasure``) are
+        fractions in [0, 1], as rouge_score returns them (the CLI and its JSON print them x100);
+        n-gram figures named ``*_pct`` are percentages (0-100), as everywhere.
 
     Raises:
         InputError, ConfigError, ModelError, CostLimitExceeded.
@@ -333,7 +337,7 @@ def _statistics(
                 except BooksumError as exc:
                     notes.append(f"{name}: source of {book!r} skipped: {exc}")
         rouge = None
-        if references is not None:
+        if references is not None and inputs.chapter_book(book) is None:  # a reference summarizes a book
             reference = references.get(book, refs_by_stem.get(stem(book)))
             if reference is not None and failed_call(text, rouge_variant):
                 failed_calls += 1  # the benchmark's own rule: a failed API call is not a summary

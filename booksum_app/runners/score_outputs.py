@@ -16,7 +16,7 @@ from booksum_app.scoring.detectors import FAILURE_MODES, failure_summary_to_dict
 from booksum_app.scoring.judgement import ERROR_TYPES
 from booksum_app.scoring.release import AnnotationFormat, to_release
 from booksum_app.scoring.report import render_report
-from booksum_app.scoring.results import SummaryRow, SystemScores
+from booksum_app.scoring.results import SummaryRow, SystemScores, write_judge_signature
 from booksum_app.signature import detector_signature
 
 if TYPE_CHECKING:
@@ -199,8 +199,11 @@ def write_outputs(
                     continue
                 target = _per_system_path(Path(annotations_path), s.name, len(run.systems))
                 fmt: AnnotationFormat = "batched" if s.booookscore.mode == "batched" else "sentence"
-                write_json_atomic(target, to_release(s.booookscore.summaries, fmt=fmt))
+                data = to_release(s.booookscore.summaries, fmt=fmt)
+                write_json_atomic(target, data)
                 written.append(target)
+                if "judge:release-annotations" not in s.booookscore.signature:  # a judge ran: sign it beside
+                    written.append(write_judge_signature(target, data, s.booookscore.signature))
         if report_path is not None:
             atomic_write_text(report_path, render_report(run.systems, notes=run.notes))
             written.append(Path(report_path))

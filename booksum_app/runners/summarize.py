@@ -250,7 +250,7 @@ def _run(
     *,
     chat: ChatModel,
     on_progress: ProgressFn | None,
-    on_plan: Callable[[int], None] | None = None,
+    on_plan: Callable[[int, int, int], None] | None = None,
     cpu_gate: AbstractContextManager[Any],
     chunk_memo: tuple[ChunkMemo, str] | None = None,
     before_run: Callable[[CallPlan], None] | None = None,
@@ -284,14 +284,14 @@ def _run(
                                                            config=config)
             result = dataclasses.replace(result, calls=result.calls + chapter_calls)
             extra["chapters"] = [dataclasses.asdict(c) for c in per_chapter]
-        return result, extra, *_clean(result, chat=model, config=config, bundle=bundle,
-                                      clean_bundle=run.clean_bundle())
+        return result, extra, *_clean(result, chat=model, config=config, bundle=bundle, clean_bundle=run.clean_bundle())
 
     if on_plan is not None or before_run is not None:  # the plan's calls give the progress display its ETA
         planned = plan_strategy(impl.name, chunk_tokens=[c.n_tokens for c in chunks], info=chat.info,
-                                count_tokens=chat.count_tokens, config=config, clean=run.clean)
+                                count_tokens=chat.count_tokens, config=config, clean=run.clean,
+                                chapter_chunks=chunks if run.per_chapter else None)
         if on_plan is not None:
-            on_plan(planned.calls)
+            on_plan(planned.calls, planned.input_tokens, planned.output_tokens)
         if before_run is not None:
             # a rerun the call cache answers whole costs nothing (and is not asked about)
             replayed = (replayed_calls(chat, lambda model: summarize_with(model, None))
@@ -372,17 +372,21 @@ def _clean(
     return cleaned.cleaned, result.calls + cleaned.calls, cleaning
 
 
-def write_failed_record(record_path: Path, exc: BooksumError, *, run: RunConfig, model: str, book: str) -> Path | None:
-    """``NAME.failed.json`` beside the record a run would have written: what it paid before ``exc``.
+def write_failed_record(record_path: Path, exc: BaseException, *, run: RunConfig, model: str,
+                        book: str) -> Path | None:
+    """``NAME.failed.json`` beside the record a run would have written: what it paid before ``exc``
+    (a booksum error, or a Ctrl-C carrying its meter in ``spent``).
 
     Nothing paid for is lost: the answers are in the call cache (a rerun replays them), and this
     file says what they cost. None when the run had paid nothing (or the file cannot be written).
     """
-    spent = exc.spent.tally if isinstance(exc.spent, Meter) else exc.spent
+    carried = getattr(exc, "spent", None)
+    spent = carried.tally if isinstance(carried, Meter) else carried
     if not isinstance(spent, Tally) or not (spent.spent_usd or spent.input_tokens):
         return None
     path = record_path.with_name(record_path.stem + ".failed.json")
-    data = {"status": "failed", "error": redact(str(exc)), "strategy": run.strategy, "model": model,
+    error = str(exc) if isinstance(exc, BooksumError) else "interrupted (Ctrl-C)"
+    data = {"status": "failed", "error": redact(error), "strategy": run.strategy, "model": model,
             "book": redact(book),
             "totals": dataclasses.asdict(spent), "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
     try:
@@ -418,8 +422,8 @@ def _spent_on_failure(meter: Meter) -> Iterator[None]:
     """A run that fails carries its meter (``exc.spent``: what it spent) for its partial record."""
     try:
         yield
-    except BooksumError as exc:
-        exc.spent = meter  # read once the client is closed: calls still in flight then are counted too
+    except (BooksumError, KeyboardInterrupt) as exc:  # Ctrl-C too: its partial record says what was paid
+        exc.spent = meter  # type: ignore[union-attr]  # read once the client is closed (or at a second Ctrl-C)
         raise
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from booksum_app.chunking import SPLITTER_NAMES, detect_lang
 from booksum_app.config import DEFAULT_BATCH_SIZE, JudgeMode
+from booksum_app.files import write_json_atomic
 from booksum_app.llm.base import ChatModel, Tally
 from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED, SystemScore, aggregate
 from booksum_app.scoring.booookscore import (
@@ -151,6 +152,35 @@ def annotations_signature(source: str, *, fmt: str, splitters: Sequence[str], co
     )
 
 
+SIGNATURE_SUFFIX = ".signature"  # beside annotations booksum's judge wrote: "<file>.signature"
+SIGNATURE_KIND = "booksum.annotations-signature"
+
+
+def write_judge_signature(path: Path, data: object, signature: str) -> Path:
+    """Beside annotations written by booksum's judge (``data``, as written to ``path``): the judge's
+    signature and a hash of the content, so scoring the file again signs the judge, not a file."""
+    side = Path(str(path) + SIGNATURE_SUFFIX)
+    write_json_atomic(side, {"kind": SIGNATURE_KIND, "signature": signature, "sha": content_hash(data)})
+    return side
+
+
+def _judge_signature(path: Path, data: object, summaries: Mapping[str, str] | None) -> str | None:
+    """The judge's signature recorded beside ``path`` when the file is as the judge wrote it and is
+    scored whole (every book it judged, no other); else None (then it signs as a file)."""
+    side = Path(str(path) + SIGNATURE_SUFFIX)
+    if not side.is_file():
+        return None
+    meta = load_json(side, what="annotations signature")
+    if not isinstance(meta, dict) or meta.get("kind") != SIGNATURE_KIND or meta.get("sha") != content_hash(data):
+        return None
+    signature = meta.get("signature")
+    if not isinstance(signature, str) or not signature.startswith("booookscore|judge:"):
+        return None
+    if summaries is not None and isinstance(data, dict) and set(summaries) != set(data):
+        return None
+    return signature
+
+
 def score_annotations(
     path: str | os.PathLike[str],
     *,
@@ -177,8 +207,10 @@ def score_annotations(
         if summaries is not None and fmt == "sentence"
         else []
     )
+    judge = _judge_signature(Path(path), data, summaries)  # annotations booksum's judge wrote sign as its judge
     return BooookScoreResult(
-        signature=annotations_signature(str(path), fmt=fmt, splitters=splitters, content=data, summaries=summaries),
+        signature=judge or annotations_signature(str(path), fmt=fmt, splitters=splitters, content=data,
+                                                 summaries=summaries),
         mode=fmt,
         summaries=tuple(judgements),
         system=aggregate(judgements, seed=seed),

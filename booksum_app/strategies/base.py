@@ -325,6 +325,7 @@ class StrategyPlan:
     output_tokens: int
     levels: int | None = None  # hier only
     truncated_tokens: int = 0  # direct only: book tokens that do not fit the context
+    level_budgets: tuple[int, ...] = ()  # hier only: G_l per level, as the run will use them
 
 
 class Strategy(Protocol):

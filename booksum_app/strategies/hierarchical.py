@@ -167,7 +167,7 @@ class Hierarchical(StrategyBase):
             input_tokens += below * item
             input_tokens += (groups - 1) * room.context_tokens  # prior context from the 2nd group on
             output_tokens += groups * plan.budget(level)
-        return StrategyPlan(calls, input_tokens, output_tokens, levels=plan.levels)
+        return StrategyPlan(calls, input_tokens, output_tokens, levels=plan.levels, level_budgets=plan.budgets)
 
     def run(
         self,
@@ -229,7 +229,7 @@ class _Run:
         self.calls: list[CallEntry] = []
         self.root: SummaryNode | None = None
         self.total_nodes = sum(self.plan.nodes_per_level)
-        self.done_nodes = 0
+        self.done_nodes = self.done_leaves = 0
 
     # ---- hooks (hier-evidence) ---------------------------------------------------------
 
@@ -361,13 +361,11 @@ class _Run:
         state = self.levels[level]
         state.nodes[pending.index] = node
         self.done_nodes += 1
-        notify(
-            self.on_progress,
-            "chunks" if level == 0 else "merges",
-            self.done_nodes,
-            max(self.total_nodes, self.done_nodes),
-            node.id,
-        )
+        self.done_leaves += level == 0
+        leaves = len(self.job.chunks)  # "chunks" counts the book's chunks (inspect's count), "merges" the others
+        merges = self.done_nodes - self.done_leaves
+        done, total = (self.done_leaves, leaves) if level == 0 else (merges, max(self.total_nodes - leaves, merges))
+        notify(self.on_progress, "chunks" if level == 0 else "merges", done, total, node.id)
         if level == 0:
             state.complete = len(state.nodes) == len(self.job.chunks)
             if len(self.job.chunks) == 1:

@@ -18,7 +18,8 @@ from typing import Any
 from booksum_app.chunking.sentences import repeated_sentence_start
 from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable
 from booksum_app.files import available_cores
-from booksum_app.llm.base import FINISH_LOOP, BackendBase, Completion, ModelInfo, Request, Usage
+from booksum_app.llm.base import FINISH_LOOP, BackendBase, CallProgress, Completion, ModelInfo, Request, Usage
+from booksum_app.llm.providers.local_progress import TokenWatch
 from booksum_app.llm.providers.local_weights import INSTALL_HINT, bundled_weights, fast_weights, open_llama
 from booksum_app.llm.providers.thinking import hidden_share, split_thinking
 
@@ -80,6 +81,7 @@ class LocalBackend(BackendBase):
             from llama_cpp import LlamaRAMCache  # type: ignore[import-not-found,attr-defined,unused-ignore]
 
             self._llm.set_cache(LlamaRAMCache(capacity_bytes=KV_CACHE_BYTES))
+        self._watch = TokenWatch(self._llm, threads=n_threads)  # tokens read and written inside a call
         self._format = _chat_formatter(self._llm)
         self.info = dataclasses.replace(info, context_window=n_ctx)
         # the weights' file name: part of the call cache identity (a different GGUF, a different answer)
@@ -91,6 +93,10 @@ class LocalBackend(BackendBase):
             close = getattr(self._llm, "close", None)
             if callable(close):
                 close()
+
+    def call_progress(self) -> CallProgress | None:
+        """Prompt tokens read and answer tokens written in the call in progress, the pace, the CPU."""
+        return self._watch.snapshot()
 
     def count_tokens(self, text: str) -> int:
         """Exact token count under the model's tokenizer (no BOS)."""
@@ -116,6 +122,7 @@ class LocalBackend(BackendBase):
         with self._lock:
             prompt = self._llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special,
                                         special=True)
+            self._watch.begin(len(prompt))
             criteria = list(formatted.stopping_criteria or [])
             watch = _LoopWatch(self._llm, len(prompt), request.stop_at_loop) if request.stop_at_loop else None
             if watch is not None:
@@ -139,6 +146,8 @@ class LocalBackend(BackendBase):
                         "context; lower --chunk-size"
                     ) from exc
                 raise ModelError(f"{self.info.name}: generation failed: {exc}") from exc
+            finally:
+                self._watch.end()
         latency = time.perf_counter() - start
         choice = result["choices"][0]
         usage = result.get("usage") or {}
