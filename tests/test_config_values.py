@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from booksum_app.config import MAX_PRICE_USD_PER_MTOK, is_int, is_price
+from booksum_app.config import MAX_PRICE_USD_PER_MTOK, MAX_TOKENS, is_int, is_price
 from booksum_app.errors import ConfigError
 from booksum_app.llm.registry import LLMSettings, resolve_model
 
@@ -51,7 +51,8 @@ def test_a_model_entry_takes_only_what_its_field_means(tmp_path: Path, field: st
         return
     toml = f'[models."openai:x"]\ncontext_window = 8000\n{field} = {value}\n' if field != "context_window" else \
         f'[models."openai:x"]\n{field} = {value}\n'
-    good = (is_int(parsed) and parsed > 0) if field in ("context_window", "max_output_tokens") else is_price(parsed)
+    counts = field in ("context_window", "max_output_tokens")
+    good = (is_int(parsed) and 0 < parsed <= MAX_TOKENS) if counts else is_price(parsed)
     if good:
         _resolve(tmp_path, toml)
     else:
@@ -61,7 +62,7 @@ def test_a_model_entry_takes_only_what_its_field_means(tmp_path: Path, field: st
 
 
 def test_context_window_true_is_refused_not_a_one_token_window(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="context_window must be a positive integer"):
+    with pytest.raises(ConfigError, match="context_window must be an integer from 1 to 100,000,000; got True"):
         _resolve(tmp_path, '[models."openai:x"]\ncontext_window = true\n')
 
 

@@ -287,12 +287,13 @@ def test_cost_ceiling_message_counts_the_calls_in_flight() -> None:
 
     backend = FakeBackend(PRICED, reply=slow)
     client = make_client(backend, max_cost_usd=20.0, count_tokens=lambda text: 2, concurrency=4)
-    running = client.submit(Request(prompt="Q.", max_tokens=5))  # reserves $12, in flight
+    # reserves $13, in flight: its 2 prompt tokens at the 1.5x margin a prompt gets before any reply, + 5 out
+    running = client.submit(Request(prompt="Q.", max_tokens=5))
     deadline = __import__("time").monotonic() + 5
     while client.in_flight < 1 and __import__("time").monotonic() < deadline:
         __import__("time").sleep(0.01)
-    with pytest.raises(CostLimitExceeded, match=r"1 call\(s\) in flight may add up to \$12\.0000.*rerun replays"):
-        client.complete(Request(prompt="Q2.", max_tokens=5))  # 12 reserved + 12 > 20
+    with pytest.raises(CostLimitExceeded, match=r"1 call\(s\) in flight may add up to \$13\.0000.*rerun replays"):
+        client.complete(Request(prompt="Q2.", max_tokens=5))  # 13 reserved + 13 > 20
     gate.set()
     running.result(timeout=5)
 

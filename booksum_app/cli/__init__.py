@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import click
 
 from booksum_app import __version__
@@ -13,6 +15,7 @@ from booksum_app.cli.base import (
     Verbosity,
     handle_errors,
     shared_options,
+    thread_error_line,
 )
 from booksum_app.cli.cache import cache_command
 from booksum_app.cli.compare import compare_command
@@ -33,6 +36,7 @@ from booksum_app.llm.limiter import raise_open_files_limit
 def cli(quiet: bool, verbose: bool) -> None:
     """Summarize book-length texts with LLMs and score summary coherence (BooookScore)."""
     Verbosity.apply(quiet=quiet, verbose=verbose)
+    threading.excepthook = thread_error_line  # a plugin's thread that fails is one line, not a traceback
     raise_open_files_limit()  # calls in flight each hold a connection
 
 

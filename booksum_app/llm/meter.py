@@ -48,10 +48,15 @@ def metering(meter: Meter | None = None) -> Iterator[Meter]:
         _OPEN.reset(token)
 
 
+def is_open(meter: Meter) -> bool:
+    """Whether ``meter`` is open in the current context (calls made here now count on it)."""
+    return any(open_meter is meter for open_meter in _OPEN.get())
+
+
 def bill(item: Tally) -> None:
     """Add ``item`` to every meter open in the current context."""
     for meter in _OPEN.get():
         meter.add(item)
 
 
-__all__ = ["Meter", "bill", "metering"]
+__all__ = ["Meter", "bill", "is_open", "metering"]
