@@ -60,7 +60,7 @@ PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 colum
 EXIT_CODES = (
     "\b\nExit codes:\n"
     "  0 success; 1 other failure (disk, judge);\n"
-    "  2 bad option, config (no API key set), input or output path;\n"
+    "  2 bad option, config (no API key set, a backend not installed), input or output path;\n"
     "  3 unreadable book (format, corruption, DRM);\n"
     "  4 model or server failed (a key rejected, or after retries);\n"
     "  5 --max-cost would be passed;\n"

@@ -132,6 +132,8 @@ def compare_command(books: tuple[Path, ...], experiment: Path | None, judge_base
     from booksum_app.runners.compare_plan import check_grid_ready, plan_grid
 
     exp, settings = _experiment(books, experiment, judge_base_url, mode_alias, options)
+    if not plan_only:  # every model's and the judge's key and install: exit 2 before anything is written
+        check_grid_ready(exp, settings)
     if shard is not None or merge_dirs:
         from booksum_app.runners.compare_options import shard_or_merge
 
@@ -144,8 +146,6 @@ def compare_command(books: tuple[Path, ...], experiment: Path | None, judge_base
     elif not plan_only:
         check_writable_dir(exp.out)  # before the first paid call
     json_file(json_out)  # a bad --json FILE fails before the plan
-    if not plan_only:  # every model's and the judge's key and install: exit 2 before the plan is asked about
-        check_grid_ready(exp, settings)
     chunk_memo = ChunkMemo()  # where the plan cuts each book, for the run to reuse
     plan = plan_grid(exp, settings, chunk_memo=chunk_memo)
     if plan_only:  # a plan asked for is the output: stdout (compare --plan-only > plan.txt)

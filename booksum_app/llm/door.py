@@ -207,7 +207,7 @@ def checked_members(backend: Any) -> None:
     if not isinstance(backend, Backend):  # BackendBase: every member the client reads has a default
         raise TypeError(f"{type(backend).__name__} is not a backend: derive it from booksum_app.plugin.BackendBase")
     info, name = backend.info, type(backend).__name__
-    checked_count(backend.extra_output_tokens, what=f"backend {name}'s extra_output_tokens (hidden reasoning room)")
+    checked_count(backend.extra_output_tokens, what=f"backend {name}'s extra_output_tokens")  # hidden reasoning room
     checked_count(backend.default_concurrency, what=f"backend {name}'s default_concurrency", minimum=1,
                   maximum=MAX_CONCURRENCY)
     checked_count(info.context_window, what=f"backend {name}'s info.context_window", minimum=1)
