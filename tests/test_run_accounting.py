@@ -67,6 +67,23 @@ class Threaded(StrategyBase):
         return StrategyResult(summary=" ".join(answers), nodes=(), calls=())
 
 
+class Crashing(Threaded):
+    """A thread of its own fails with an exception booksum does not know (after one paid call)."""
+
+    name = "crashing"
+
+    def run(self, job: StrategyJob, *, model: ChatModel, prompts: PromptBundle, on_progress: Any = None,
+            ) -> StrategyResult:
+        def fail() -> None:
+            model.complete(Request(prompt="One paid call.", max_tokens=20))
+            raise ValueError("the slicer lost its place")
+
+        thread = threading.Thread(target=fail, name="slicer")
+        thread.start()
+        thread.join()
+        return StrategyResult(summary="Mara bakes bread.", nodes=(), calls=())
+
+
 LATE: dict[str, Any] = {}  # what the leaky strategy's late thread met
 
 
@@ -107,7 +124,8 @@ def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: booksum-threads\nVersion: 1.0\n", encoding="utf-8")
     (dist / "entry_points.txt").write_text(
-        "[booksum.strategies]\nthreaded = booksum_threads_plugin:Threaded\nleaky = booksum_threads_plugin:Leaky\n",
+        "[booksum.strategies]\nthreaded = booksum_threads_plugin:Threaded\nleaky = booksum_threads_plugin:Leaky\n"
+        "crashing = booksum_threads_plugin:Crashing\n",
         encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.setitem(sys.modules, "booksum_threads_plugin", sys.modules[__name__])
@@ -138,6 +156,7 @@ def test_every_call_of_a_threaded_plugin_is_in_the_record_and_in_logs(tmp_path: 
         result = _summarize(tmp_path, server, "threaded", "--yes")
         billed = server.billed
     assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output, "the plan's replay stops each thread at its miss, silently"
     totals = json.loads((tmp_path / "out" / "lisk.json").read_text(encoding="utf-8"))["totals"]
     assert totals["calls"] == THREADS and totals["input_tokens"] == billed.input_tokens > 0
     assert totals["output_tokens"] == billed.output_tokens
@@ -178,6 +197,17 @@ def test_calls_in_flight_when_run_returns_are_counted_and_later_ones_refused_unp
     assert record.totals.calls == 1 and record.totals.input_tokens > 0, "the call in flight was waited for"
     assert requests == 1, "the late call was never sent"
     assert "called the model after its run() returned" in LATE["refused"] and "not paid" in LATE["refused"]
+
+
+@pytest.mark.usefixtures("plugins")
+def test_a_plugin_thread_that_fails_is_one_line_and_its_call_is_counted(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        result = _summarize(tmp_path, server, "crashing", "--yes")
+    assert result.exit_code == 0, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: a thread 'slicer' ended with ValueError: the slicer lost its place"], result.stderr
+    assert "Traceback" not in result.output
+    assert json.loads((tmp_path / "out" / "lisk.json").read_text(encoding="utf-8"))["totals"]["calls"] == 1
 
 
 class _Planned(StrategyBase):
