@@ -184,7 +184,7 @@ class Ledger:
 # it: a provider's tokenizer (Anthropic's, a server's chat template) may count more. Until the
 # first reply says how much more, a prompt is reserved at this margin over booksum's count.
 UNSEEN_INPUT_MARGIN = 1.5
-MIN_LEARNING_TOKENS = 64  # a prompt this short is mostly the chat template's framing: not learned from
+MIN_LEARNING_TOKENS = 256  # a shorter prompt is too much chat-template framing (~10 tokens) to learn from
 
 
 class InputRatio:
