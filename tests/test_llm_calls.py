@@ -193,7 +193,8 @@ def test_cost_ceiling_stops_before_the_call_that_could_pass_it() -> None:
 @pytest.mark.parametrize(("billed_tokens", "second_runs"), [(300, True), (420, False)])
 def test_the_ceiling_reserves_prompts_at_the_ratio_the_replies_showed(billed_tokens: int, second_runs: bool) -> None:
     """Before any reply a prompt is reserved at 1.5x booksum's count; after one, at the ratio it billed."""
-    backend = FakeBackend(PRICED, reply=lambda r: Completion("A.", "stop", Usage(billed_tokens, 3), usage_reported=True))
+    billed = Completion("A.", "stop", Usage(billed_tokens, 3), usage_reported=True)
+    backend = FakeBackend(PRICED, reply=lambda r: billed)
     # counted 300 tokens a prompt: the first call's worst case is 450 + 10 = $460, and it bills billed_tokens + 6
     client = make_client(backend, max_cost_usd=billed_tokens + 6 + 310 + 4, count_tokens=lambda text: 300)
     client.complete(Request(prompt="Q.", max_tokens=5))
