@@ -160,9 +160,11 @@ def test_an_empty_final_summary_is_a_failure_with_the_record_kept(tmp_path: Path
     ("results.json", ["compare", "{book}", "--models", "openai:fake", "--no-judge", "--out", "{dir}",
                       "--json", "{sock}", "--yes"]),
 ])
-def test_a_socket_as_an_output_fails_before_any_call(tmp_path: Path, target: str, args: list[str]) -> None:
+def test_a_socket_as_an_output_fails_before_any_call(tmp_path: Path, target: str, args: list[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
+    monkeypatch.chdir(tmp_path)  # -o SOCKET sends the record to ./booksum-out/
     sock_path = tmp_path / target
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(sock_path))

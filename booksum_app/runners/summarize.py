@@ -303,8 +303,7 @@ def _run(
                                               replayed_calls=replayed)
             before_run(planned)
     stage("waiting for the first answer" if impl.calls_model else "summarizing")
-    # the run's money is what the client billed while it ran (retries, wasted replies), not what the strategy says
-    # the client given to the strategy counts every call on the run, from whatever thread, until run() returns
+    # the run's money is what the client billed (retries, wasted replies), from any thread, until run() returns
     with metering() as meter, _spent_on_failure(meter), run_client(chat, meter, strategy=impl.name) as model:
         result, extra, summary, calls, cleaning = summarize_with(model, on_progress)
     notes = list(getattr(chat, "notes", ()))  # a Client's anomalies (replies with no or absurd usage)
