@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -63,12 +64,22 @@ def _check_key(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -
         _build_backend(spec, settings, env).close()
 
 
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, found without importing it (a module already loaded counts)."""
+    if module in sys.modules:
+        return sys.modules[module] is not None  # None: an import of it is known to fail
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _check_installed(spec: ModelSpec) -> None:
-    if spec.provider == "vllm" and importlib.util.find_spec("vllm") is None:
+    if spec.provider == "vllm" and not _installed("vllm"):
         raise NotInstalled(VLLM_INSTALL)
     if spec.provider != "local":
         return
-    if importlib.util.find_spec("llama_cpp") is None:
+    if not _installed("llama_cpp"):
         raise NotInstalled(f"the embedded model needs llama-cpp-python: {LOCAL_INSTALL}")
     if spec.model_id:
         path = Path(spec.model_id).expanduser()
