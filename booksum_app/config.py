@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Literal, TypeGuard
 
+from booksum_app.errors import ConfigError
+
 DEFAULT_CHUNK_SIZE = 2048  # tokens per chunk (BooookScore §5)
 DEFAULT_MAX_SUMMARY_TOKENS = 900  # G: the final summary's token budget (BooookScore §5)
 DEFAULT_TEMPERATURE = 0.5  # summarization calls (BooookScore §5)
@@ -49,6 +51,59 @@ def is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+# no count booksum reads is this large: ten times the largest context window on offer (10M
+# tokens); ``context_window = 10**30`` or ``--set evidence_tokens=1e30`` is a typo, not a setting
+MAX_TOKENS = 100_000_000
+MAX_COUNT = 10**12  # a plan's calls or tokens over a whole book
+
+
+def shown(value: object) -> str:
+    """A value read from outside as a message quotes it: short, on one line (``1e+30``, not 31 digits)."""
+    if is_int(value):
+        return str(value) if abs(value) < 10**15 else f"{float(value):.3g}"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _bound(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 10**15 else f"{x:g}"
+
+
+def _checked(value: object, *, what: str, integer: bool, minimum: float, maximum: float) -> None:
+    if integer:
+        fits = is_int(value)
+    else:
+        fits = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not fits or not minimum <= value <= maximum:  # type: ignore[operator]
+        kind = "an integer" if integer else "a number"
+        raise ConfigError(f"{what} must be {kind} from {_bound(minimum)} to {_bound(maximum)}; got {shown(value)}")
+
+
+def checked_count(value: object, *, what: str, minimum: int = 0, maximum: int = MAX_TOKENS) -> int:
+    """``value`` when it is a whole number (not a bool, no fraction) from ``minimum`` to ``maximum``.
+
+    The one rule for every number read from a config file, ``--set``, a model table or a plugin
+    (with :func:`checked_real`): the type, finiteness, then the range.
+
+    Raises:
+        ConfigError: one line naming ``what``, the rule and the value (shown short).
+    """
+    _checked(value, what=what, integer=True, minimum=minimum, maximum=maximum)
+    return value  # type: ignore[return-value]
+
+
+def checked_real(value: object, *, what: str, minimum: float = 0.0, maximum: float = MAX_COUNT) -> float:
+    """``value`` as a float when it is a finite number (not a bool) from ``minimum`` to ``maximum``.
+
+    Raises:
+        ConfigError: one line naming ``what``, the rule and the value (shown short).
+    """
+    _checked(value, what=what, integer=False, minimum=minimum, maximum=maximum)
+    return float(value)  # type: ignore[arg-type]
+
+
 def is_price(value: object) -> bool:
     """Whether a value read from a config or model table is a price: a number (not a bool),
     finite, from 0 to :data:`MAX_PRICE_USD_PER_MTOK`."""
@@ -65,15 +120,15 @@ ENV_CONFIG = "BOOKSUM_CONFIG"  # path of a user config file (TOML)
 CONFIG_KEYS = ("default_model", "judge_model", "models", "aliases", "vllm_engine")
 
 
-def unknown_config_keys(keys: list[str], where: str) -> tuple[str, ...]:
-    """One warning per key of the config file that booksum does not read, with the closest known key."""
+def suggestion(name: str, known: tuple[str, ...] | list[str]) -> str:
+    """``; did you mean 'x'?`` for the closest of ``known`` (difflib), else the list of ``known``."""
     import difflib
 
-    warnings = []
-    for key in keys:
-        if key in CONFIG_KEYS:
-            continue
-        close = difflib.get_close_matches(key, CONFIG_KEYS, n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(CONFIG_KEYS)}"
-        warnings.append(f"{where}: unknown key {key!r} is ignored{hint}")
-    return tuple(warnings)
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
+
+
+def unknown_config_keys(keys: list[str], where: str) -> tuple[str, ...]:
+    """One warning per key of the config file that booksum does not read, with the closest known key."""
+    return tuple(f"{where}: unknown key {key!r} is ignored{suggestion(key, CONFIG_KEYS)}"
+                 for key in keys if key not in CONFIG_KEYS)

@@ -4,7 +4,8 @@
 
     BooksumError                      exit 1
     ├── ConfigError                   exit 2   bad option, config file, model string
-    │   └── MissingAPIKey             exit 2   no API key set (found before any call)
+    │   ├── MissingAPIKey             exit 2   no API key set (found before any model loads)
+    │   └── NotInstalled              exit 2   a backend's package or the embedded weights are missing
     ├── BookFormatError               exit 3   unreadable / unsupported / malformed book
     │   └── DRMProtectedError         exit 3   encrypted content (Adobe ADEPT, Apple FairPlay, ...)
     ├── InputError                    exit 2   summaries / annotations files that cannot be read
@@ -16,7 +17,7 @@
         ├── AuthError                 exit 4   the server rejected the API key (401/403)
         ├── RateLimited               exit 4   still rate limited after all retries
         ├── ContextTooLong            exit 4   prompt does not fit the model's context window
-        ├── ModelUnavailable          exit 4   backend package not installed / weights not found
+        ├── ModelUnavailable          exit 4   the weights cannot be loaded, the server lacks the model
         └── TransientModelError       exit 4   5xx, timeout, dropped connection (retried first)
 
 Every message says what went wrong and how to fix it, on one line.
@@ -150,7 +151,15 @@ class ContextTooLong(ModelError):
 
 
 class ModelUnavailable(ModelError):
-    """The backend's package is not installed or its weights cannot be found."""
+    """The model cannot be loaded (a GGUF file that is not one) or the server does not have it."""
+
+
+class NotInstalled(ConfigError, ModelUnavailable):
+    """A backend's package (llama-cpp-python, vLLM) or the embedded model's weights are not installed:
+    a configuration to fix, found at start-up before any model loads (exit 2, with the install line).
+
+    Also a :class:`ModelUnavailable`, so code that caught that for a missing package still does.
+    """
 
 
 __all__ = [

@@ -77,6 +77,8 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     if target.is_dir():
         raise InputError(f"cannot write {target}: it is a directory; give a file path")
     if is_stream(target):
+        if stat.S_ISSOCK(os.stat(target).st_mode):  # open() fails on a socket: only after the paid calls
+            raise InputError(f"cannot write {target}: it is a socket; give a file path, a FIFO or a device")
         if not os.access(target, os.W_OK):
             raise InputError(f"cannot write {target}: permission denied; choose another output path")
         return target

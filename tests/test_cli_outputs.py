@@ -150,3 +150,34 @@ def test_an_empty_final_summary_is_a_failure_with_the_record_kept(tmp_path: Path
     assert result.exit_code == 1, result.output
     assert "final summary is empty" in result.stderr and str(tmp_path / "out.json") in result.stderr
     assert (tmp_path / "out.json").is_file(), "what was paid for is kept"
+
+
+@pytest.mark.parametrize(("target", "args"), [
+    ("out", ["summarize", "{book}", "--model", "openai:fake", "--strategy", "direct", "-o", "{sock}"]),
+    ("out.md", ["summarize", "{book}", "--model", "openai:fake", "--strategy", "direct", "-o", "{base}"]),
+    ("out.json", ["summarize", "{book}", "--model", "openai:fake", "--strategy", "direct", "-o", "{base}"]),
+    ("report.html", ["score", "{sums}", "--judge", "openai:fake", "--report", "{sock}", "--yes"]),
+    ("results.json", ["compare", "{book}", "--models", "openai:fake", "--no-judge", "--out", "{dir}",
+                      "--json", "{sock}", "--yes"]),
+])
+def test_a_socket_as_an_output_fails_before_any_call(tmp_path: Path, target: str, args: list[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    monkeypatch.chdir(tmp_path)  # -o SOCKET sends the record to ./booksum-out/
+    sock_path = tmp_path / target
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(sock_path))
+    sums = tmp_path / "sums.json"
+    sums.write_text('{"lisk.txt": "Mara bakes bread. She sells it in Lisk."}', encoding="utf-8")
+    fields = {"book": str(_book(tmp_path)), "sock": str(sock_path), "base": str(tmp_path / "out"),
+              "sums": str(sums), "dir": str(tmp_path / "cmp")}
+    try:
+        with FakeServer() as server:
+            result = CliRunner().invoke(cli, [*(a.format(**fields) for a in args), "--base-url",
+                                              server.openai_base_url])
+            assert server.call_count == 0
+    finally:
+        listener.close()
+    assert result.exit_code == 2, result.output
+    assert "it is a socket" in result.stderr and "Traceback" not in result.output

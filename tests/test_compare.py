@@ -227,7 +227,7 @@ def test_experiment_file_with_overrides(books: list[Path], tmp_path: Path) -> No
     with pytest.raises(ConfigError, match="unknown key 'strategy'"):
         load_experiment(path)
     path.write_text('chunk_sizes = ["big"]\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match="integers"):
+    with pytest.raises(ConfigError, match="chunk_sizes must be an integer"):
         load_experiment(path)
 
 

@@ -190,6 +190,23 @@ def test_cost_ceiling_stops_before_the_call_that_could_pass_it() -> None:
     assert client.cost_usd == 16.0
 
 
+@pytest.mark.parametrize(("billed_tokens", "second_runs"), [(300, True), (420, False)])
+def test_the_ceiling_reserves_prompts_at_the_ratio_the_replies_showed(billed_tokens: int, second_runs: bool) -> None:
+    """Before any reply a prompt is reserved at 1.5x booksum's count; after one, at the ratio it billed."""
+    billed = Completion("A.", "stop", Usage(billed_tokens, 3), usage_reported=True)
+    backend = FakeBackend(PRICED, reply=lambda r: billed)
+    # counted 300 tokens a prompt: the first call's worst case is 450 + 10 = $460, and it bills billed_tokens + 6
+    client = make_client(backend, max_cost_usd=billed_tokens + 6 + 310 + 4, count_tokens=lambda text: 300)
+    client.complete(Request(prompt="Q.", max_tokens=5))
+    second = Request(prompt="Q2.", max_tokens=5)  # at 1.0x: 310 fits under the ceiling; at 1.4x: 430 does not
+    if second_runs:
+        client.complete(second)
+    else:
+        with pytest.raises(CostLimitExceeded):
+            client.complete(second)
+    assert client.cost_usd <= client.max_cost_usd  # type: ignore[operator]
+
+
 def test_cost_ceiling_ignores_cached_calls(tmp_path: Path) -> None:
     backend = FakeBackend(PRICED, reply=lambda r: Completion("A.", "stop", Usage(10, 3)))
     make_client(backend, cache=CallCache(tmp_path)).complete(REQ)
@@ -287,12 +304,13 @@ def test_cost_ceiling_message_counts_the_calls_in_flight() -> None:
 
     backend = FakeBackend(PRICED, reply=slow)
     client = make_client(backend, max_cost_usd=20.0, count_tokens=lambda text: 2, concurrency=4)
-    running = client.submit(Request(prompt="Q.", max_tokens=5))  # reserves $12, in flight
+    # reserves $13, in flight: its 2 prompt tokens at the 1.5x margin a prompt gets before any reply, + 5 out
+    running = client.submit(Request(prompt="Q.", max_tokens=5))
     deadline = __import__("time").monotonic() + 5
     while client.in_flight < 1 and __import__("time").monotonic() < deadline:
         __import__("time").sleep(0.01)
-    with pytest.raises(CostLimitExceeded, match=r"1 call\(s\) in flight may add up to \$12\.0000.*rerun replays"):
-        client.complete(Request(prompt="Q2.", max_tokens=5))  # 12 reserved + 12 > 20
+    with pytest.raises(CostLimitExceeded, match=r"1 call\(s\) in flight may add up to \$13\.0000.*rerun replays"):
+        client.complete(Request(prompt="Q2.", max_tokens=5))  # 13 reserved + 13 > 20
     gate.set()
     running.result(timeout=5)
 

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import click
 
 from booksum_app import __version__
@@ -14,6 +16,7 @@ from booksum_app.cli.base import (
     handle_errors,
     page_heartbeat,
     shared_options,
+    thread_error_line,
 )
 from booksum_app.cli.cache import cache_command
 from booksum_app.cli.compare import compare_command
@@ -35,6 +38,7 @@ from booksum_app.reading_progress import report_pages_to
 def cli(quiet: bool, verbose: bool) -> None:
     """Summarize book-length texts with LLMs and score summary coherence (BooookScore)."""
     Verbosity.apply(quiet=quiet, verbose=verbose)
+    threading.excepthook = thread_error_line  # a plugin's thread that fails is one line, not a traceback
     raise_open_files_limit()  # calls in flight each hold a connection
     report_pages_to(page_heartbeat())  # a long PDF says how far its reading is
 

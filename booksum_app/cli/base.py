@@ -27,7 +27,7 @@ from booksum_app.config import (
     MAX_TIMEOUT_S,
     REASONING_EFFORTS,
 )
-from booksum_app.errors import BooksumError, redact
+from booksum_app.errors import BooksumError, redact, server_message
 from booksum_app.jsonin import parse_json_or_none
 from booksum_app.money import usd
 from booksum_app.textsafe import (
@@ -60,7 +60,7 @@ PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 colum
 EXIT_CODES = (
     "\b\nExit codes:\n"
     "  0 success; 1 other failure (disk, judge);\n"
-    "  2 bad option, config (no API key set), input or output path;\n"
+    "  2 bad option, config (no API key set, a backend not installed), input or output path;\n"
     "  3 unreadable book (format, corruption, DRM);\n"
     "  4 model or server failed (a key rejected, or after retries);\n"
     "  5 --max-cost would be passed;\n"
@@ -131,6 +131,23 @@ def _fail(message: str, exit_code: int, *, label: str = "[bold red]error:[/] ") 
     # redacted here too: every error line, whatever raised it (an OSError's or sqlite's text)
     _error_console.print(f"{label}{esc(redact(message))}", highlight=False, soft_wrap=True)
     sys.exit(exit_code)
+
+
+def thread_error_line(args: threading.ExceptHookArgs) -> None:
+    """``threading.excepthook`` of the CLI: an exception that ends a thread a plugin started is one
+    line on stderr, never a traceback; a plan replay's cache miss (the replay stops there) is none."""
+    from booksum_app.llm.door import environment_secrets
+    from booksum_app.runners.plan_replay import CacheMiss
+
+    exc = args.exc_value
+    if exc is None or isinstance(exc, CacheMiss | SystemExit):
+        return
+    if isinstance(exc, BooksumError):
+        message = str(exc)
+    else:
+        detail = server_message(str(exc), *environment_secrets()) or "no message"
+        message = f"a thread {getattr(args.thread, 'name', '')!r} ended with {type(exc).__name__}: {detail}"
+    _error_console.print(f"[bold red]error:[/] {esc(message)}", highlight=False, soft_wrap=True)
 
 
 class Heartbeat:
@@ -448,10 +465,16 @@ def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str,
 
     if check_cost(cost_usd, max_cost_usd=max_plan_cost, confirmed=yes, interactive=stdin_is_terminal()):
         return
-    if live is not None:
-        live.stop()
-    ask_or_decline(f"{what} could cost up to {usd(cost_usd)} (above --max-plan-cost {usd(max_plan_cost)}). "
-                   "Run it?", declined="declined: nothing was spent")
+    from booksum_app.errors import PlanDeclined
+
+    try:  # a Ctrl-C anywhere in the question (the prompt, pausing the display) is a no: nothing was spent
+        if live is not None:
+            live.stop()
+        ask_or_decline(f"{what} could cost up to {usd(cost_usd)} (above --max-plan-cost {usd(max_plan_cost)}). "
+                       "Run it?", declined="declined: nothing was spent")
+    except KeyboardInterrupt:
+        click.echo(err=True)
+        raise PlanDeclined("declined: nothing was spent") from None
     if live is not None:
         live.start()
 

@@ -130,9 +130,11 @@ def compare_command(books: tuple[Path, ...], experiment: Path | None, judge_base
     from booksum_app.chunking.memo import ChunkMemo
     from booksum_app.files import check_writable_dir
     from booksum_app.runners.compare import run_compare
-    from booksum_app.runners.compare_plan import plan_grid
+    from booksum_app.runners.compare_plan import check_grid_ready, plan_grid
 
     exp, settings = _experiment(books, experiment, judge_base_url, mode_alias, options)
+    if not plan_only:  # every model's and the judge's key and install: exit 2 before anything is written
+        check_grid_ready(exp, settings)
     if shard is not None or merge_dirs:
         from booksum_app.runners.compare_options import shard_or_merge
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
+
+import click
 
 from booksum_app.cli.base import err_console, esc
 from booksum_app.jsonin import parse_json_or_none
@@ -39,8 +42,15 @@ def print_model_notes(spec: ModelSpec) -> None:
     """The model's notice (demo fallback, unknown model, config typos) and, for ``openai:`` on a
     server that is Ollama, the advice to use ``ollama:`` (its /v1 API silently cuts prompts at
     Ollama's default context; the native API is given the context it needs)."""
-    if spec.notice:
-        err_console.print(f"[yellow]note:[/] {esc(spec.notice)}", highlight=False, soft_wrap=True)
+    context = click.get_current_context(silent=True)  # the warnings said already in this command
+    said: set[str] = context.find_root().meta.setdefault("config_warnings", set()) if context else set()
+    for warning in spec.config_warnings:  # a config file's typos: one line each, once per command
+        if warning not in said:
+            said.add(warning)
+            err_console.print(f"[yellow]note:[/] {esc(warning)}", highlight=False, soft_wrap=True)
+    notice = dataclasses.replace(spec, config_warnings=()).notice
+    if notice:
+        err_console.print(f"[yellow]note:[/] {esc(notice)}", highlight=False, soft_wrap=True)
     if spec.provider == "openai" and spec.base_url and is_ollama(spec.base_url):
         err_console.print(
             f"[yellow]warning:[/] {esc(spec.base_url)} is an Ollama server: its OpenAI-compatible API cuts "

@@ -109,7 +109,7 @@ def score_command(
     """Score SUMMARIES (release JSON, summary records, a directory, or text files): BooookScore and n-gram
     statistics."""
     from booksum_app.files import check_writable
-    from booksum_app.runners.score import ScoreSettings, plan_score
+    from booksum_app.runners.score import ScoreSettings, check_judge_ready, plan_score
     from booksum_app.scoring.aggregate import DEFAULT_BOOTSTRAP_SEED
 
     for path in (report, json_out, csv_out, annotations_out):
@@ -123,7 +123,8 @@ def score_command(
                              seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed, chapters=chapters)
     summaries = _expand_summary_sets(summaries, annotations)
     plan = plan_score(list(summaries), settings)
-    if plan is not None:  # the judge is paid: say how much at most, and ask above the threshold
+    if plan is not None:  # the judge is paid: its key first, then how much at most, and ask above the threshold
+        check_judge_ready(settings)
         err_console.print(_judge_plan_line(plan), highlight=False, soft_wrap=True)
         confirm_plan(plan.budget_usd, max_plan_cost=max_plan_cost, yes=yes, what="Judging")
     run = _score_with_progress(summaries, settings, planned_calls=None if plan is None else

@@ -111,6 +111,7 @@ def summarize_command(
     from booksum_app.books import Book, open_book
     from booksum_app.books.plausibility import anomalies
     from booksum_app.llm.registry import choose_model
+    from booksum_app.llm.startup import check_ready
     from booksum_app.runners.run_config import RunConfig, option_aliases, parse_set
     from booksum_app.runners.summarize_outputs import output_paths
 
@@ -123,6 +124,8 @@ def summarize_command(
     )
     settings = dataclasses.replace(llm_settings(**llm), length_policy=length_policy)
     spec = choose_model(model_name, settings=settings)  # resolved once; a bad model fails here, before any output
+    if not plan_only and run.impl.calls_model:  # keys and installs, before the book is read or a model loads
+        check_ready([spec], settings=settings)
     paths = None if plan_only else output_paths(book, strategy, output)  # checked before the first paid call
     source = book_from_arg(book, include_front_matter=include_front_matter)  # "-": read stdin now, before any call
     if not isinstance(source, Book):  # opened once: the run and the quality line read the same book

@@ -180,6 +180,35 @@ class Ledger:
         ))
 
 
+# The cost ceiling reserves each call's prompt as the provider will bill it, not as booksum counts
+# it: a provider's tokenizer (Anthropic's, a server's chat template) may count more. Until the
+# first reply says how much more, a prompt is reserved at this margin over booksum's count.
+UNSEEN_INPUT_MARGIN = 1.5
+MIN_LEARNING_TOKENS = 256  # a shorter prompt is too much chat-template framing (~10 tokens) to learn from
+
+
+class InputRatio:
+    """Billed over counted prompt tokens of one model: the most any reply of the run showed (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._most: float | None = None
+
+    @property
+    def factor(self) -> float:
+        """What to multiply booksum's prompt count by to reserve what the provider bills."""
+        with self._lock:
+            return UNSEEN_INPUT_MARGIN if self._most is None else self._most
+
+    def learn(self, completion: Completion, counted_tokens: int) -> None:
+        """Take in one priced reply whose prompt booksum counted ``counted_tokens``; estimated usage teaches nothing."""
+        if not completion.usage_reported or counted_tokens < MIN_LEARNING_TOKENS:
+            return
+        ratio = completion.usage.input_tokens / counted_tokens
+        with self._lock:
+            self._most = ratio if self._most is None else max(self._most, ratio)
+
+
 def fallback_counter(info: ModelInfo) -> Callable[[str], int]:
     """Count with the chunking layer's tokenizer for ``info`` (imported lazily)."""
     state: dict[str, Any] = {}
@@ -195,4 +224,5 @@ def fallback_counter(info: ModelInfo) -> Callable[[str], int]:
     return count
 
 
-__all__ = ["CallRecord", "Ledger", "Spent", "fallback_counter", "plausible", "priced"]
+__all__ = ["UNSEEN_INPUT_MARGIN", "CallRecord", "InputRatio", "Ledger", "Spent", "fallback_counter", "plausible",
+           "priced"]

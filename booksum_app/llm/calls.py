@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import math
 import sqlite3
 import threading
 import time
@@ -34,10 +35,10 @@ from tenacity import (
 
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Tally, Usage
-from booksum_app.llm.billing import CallRecord, Ledger, Spent, fallback_counter, priced
+from booksum_app.llm.billing import CallRecord, InputRatio, Ledger, Spent, fallback_counter, priced
 from booksum_app.llm.cache import CallMeta, CallStore, Lease
 from booksum_app.llm.context import current_context, ranked
-from booksum_app.llm.door import Door, checked, overlong
+from booksum_app.llm.door import Door, checked, checked_members, overlong
 from booksum_app.llm.limiter import PriorityPool, limit_for, limiter_report
 from booksum_app.llm.request_key import OnceMemo, prompt_tokens, request_json, request_key
 from booksum_app.llm.retry_policy import (
@@ -79,11 +80,10 @@ class Client:
             raise ValueError("max_attempts must be at least 1")
         self.backend = backend
         self.cache = cache
-        if not isinstance(backend, Backend):  # BackendBase: every member read below has a default
-            raise TypeError(f"{type(backend).__name__} is not a backend: derive it from booksum_app.plugin.BackendBase")
+        checked_members(backend)  # a BackendBase (every member read below has a default), numbers in range
         self.concurrency = max(1, int(concurrency if concurrency is not None else backend.default_concurrency))
         self.max_cost_usd, self.max_attempts = max_cost_usd, max_attempts
-        self._ledger = Ledger(backend.info, on_call)
+        self._ledger, self._input_ratio = Ledger(backend.info, on_call), InputRatio()
         self._sleep = sleep
         self._wait = retry_wait(backoff_initial_s, backoff_max_s)
         # a named tokenizer is what inspect and compare's plan count with: the run counts with it too
@@ -105,8 +105,7 @@ class Client:
         self._limit = limit_for(backend, start=start, cap=self.concurrency, adaptive=adaptive)  # fixed, or adaptive
         self.limiter_report = functools.partial(limiter_report, self._limit, backend)  # the record's ``limiter``
         backend.expect_callers(self._limit.callers)  # vLLM gathers the callers' calls into batches
-        self._lock = threading.Lock()
-        self._reserved_usd = 0.0
+        self._lock, self._reserved_usd = threading.Lock(), 0.0
         self._batch_in_flight = 0  # a batch backend's calls bypass the limit's send gate
         # room a backend adds to each request's max_tokens (a reasoning model's hidden tokens)
         self._extra_output_tokens = backend.extra_output_tokens
@@ -278,10 +277,10 @@ class Client:
                 self._executor = PriorityPool(self._limit, name="booksum-call")
             return self._executor
 
-    def _worst_case_usd(self, request: Request) -> float:
+    def _worst_case_usd(self, request: Request) -> float:  # the prompt as the provider bills it (billing.py)
         if self.max_cost_usd is None:
             return 0.0
-        tokens = prompt_tokens(request, self._count, self._prefix_tokens)
+        tokens = math.ceil(prompt_tokens(request, self._count, self._prefix_tokens) * self._input_ratio.factor)
         return self.info.cost_usd(Usage(tokens, request.max_tokens + self._extra_output_tokens))
 
     def _reserve(self, request: Request) -> float:
@@ -369,6 +368,8 @@ class Client:
             count_prompt=lambda r: prompt_tokens(r, self._count, self._prefix_tokens),
         )
         self._ledger.note(note)
+        if self.max_cost_usd is not None:  # how much more than booksum the provider counts a prompt
+            self._input_ratio.learn(completion, prompt_tokens(request, self._count, self._prefix_tokens))
         return completion
 
     def _bill_late(self, request: Request, completion: Completion) -> None:  # given up at --timeout, then paid

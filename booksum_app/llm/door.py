@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from booksum_app.config import checked_count, checked_real
 from booksum_app.errors import (
     BooksumError,
     ModelError,
@@ -196,6 +197,9 @@ def translated(exc: BaseException, name: str, secrets: Sequence[str] = ()) -> Ba
     return ModelError(f"{name}: the backend raised {kind} ({detail or 'no message'}) instead of answering")
 
 
+MAX_CONCURRENCY = 10_000  # a backend's declared calls in flight; threads are few hundred
+
+
 def checked(reply: Any, *, name: str, latency_s: float) -> Completion:
     """``reply`` as a :class:`Completion` booksum can count, or :class:`ModelError` when it is not one."""
     if not isinstance(reply, Completion):
@@ -226,6 +230,29 @@ def checked(reply: Any, *, name: str, latency_s: float) -> Completion:
     )
 
 
+def checked_members(backend: Any) -> None:
+    """A backend whose numbers booksum can plan and bill with (a plugin's ``info``, reasoning room and
+    concurrency pass the one rule of :func:`~booksum_app.config.checked_count`), else one line.
+
+    Raises:
+        TypeError: not a backend (derive it from BackendBase).
+        ConfigError: a member out of range (``extra_output_tokens = -50``, a window of 10**30).
+    """
+    if not isinstance(backend, Backend):  # BackendBase: every member the client reads has a default
+        raise TypeError(f"{type(backend).__name__} is not a backend: derive it from booksum_app.plugin.BackendBase")
+    info, name = backend.info, type(backend).__name__
+    checked_count(backend.extra_output_tokens, what=f"backend {name}'s extra_output_tokens")  # hidden reasoning room
+    checked_count(backend.default_concurrency, what=f"backend {name}'s default_concurrency", minimum=1,
+                  maximum=MAX_CONCURRENCY)
+    checked_count(info.context_window, what=f"backend {name}'s info.context_window", minimum=1)
+    if info.max_output_tokens is not None:
+        checked_count(info.max_output_tokens, what=f"backend {name}'s info.max_output_tokens", minimum=1)
+    for field in ("input_usd_per_mtok", "output_usd_per_mtok", "cached_input_usd_per_mtok", "cache_write_usd_per_mtok"):
+        price = getattr(info, field)
+        if price is not None:  # priced by the table or the plugin's checked defaults; here: a number at all
+            checked_real(price, what=f"backend {name}'s info.{field}")
+
+
 def overlong(completion: Completion, room_tokens: int, count: Callable[[str], int]) -> bool:
     """Whether an answer is far longer than ``room_tokens`` (max_tokens and a reasoning model's room)
     could hold: no provider bills past it, so it is not an answer to the request.
@@ -246,5 +273,5 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-__all__ = ["MAX_ABANDONED", "MAX_CHARS_PER_TOKEN", "MAX_ROOM_FACTOR", "Door", "attempts_in_flight", "checked",
-           "environment_secrets", "overlong", "translated"]
+__all__ = ["MAX_ABANDONED", "MAX_CHARS_PER_TOKEN", "MAX_CONCURRENCY", "MAX_ROOM_FACTOR", "Door", "attempts_in_flight",
+           "checked", "checked_members", "environment_secrets", "overlong", "translated"]

@@ -48,6 +48,11 @@ def metering(meter: Meter | None = None) -> Iterator[Meter]:
         _OPEN.reset(token)
 
 
+def is_open(meter: Meter) -> bool:
+    """Whether ``meter`` is open in the current context (calls made here now count on it)."""
+    return any(open_meter is meter for open_meter in _OPEN.get())
+
+
 def bill(item: Tally) -> None:
     """Add ``item`` to every meter open in the current context."""
     for meter in _OPEN.get():
@@ -59,4 +64,4 @@ def open_meters() -> tuple[Meter, ...]:
     return _OPEN.get()
 
 
-__all__ = ["Meter", "bill", "metering", "open_meters"]
+__all__ = ["Meter", "bill", "is_open", "metering", "open_meters"]

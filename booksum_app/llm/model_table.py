@@ -23,8 +23,10 @@ from booksum_app.config import (
     ENV_CONFIG,
     LENGTH_POLICIES,
     MAX_PRICE_USD_PER_MTOK,
-    is_int,
-    is_price,
+    checked_count,
+    checked_real,
+    shown,
+    suggestion,
     unknown_config_keys,
 )
 from booksum_app.errors import ConfigError
@@ -85,12 +87,10 @@ def default_cache_dir(env: Mapping[str, str]) -> Path:
 
 
 def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
-    unknown = set(entry) - set(_SPEC_FIELDS) - {"aliases", "base_url"}
+    allowed = (*_SPEC_FIELDS, "aliases", "base_url")
+    unknown = sorted(set(entry) - set(allowed))
     if unknown:
-        raise ConfigError(
-            f"{where}: model {name!r} has unknown field(s) {sorted(unknown)}; "
-            f"allowed: {', '.join(_SPEC_FIELDS)}, aliases, base_url"
-        )
+        raise ConfigError(f"{where}: model {name!r} has unknown field {unknown[0]!r}{suggestion(unknown[0], allowed)}")
     if not isinstance(entry.get("base_url", ""), str):
         raise ConfigError(f"{where}: model {name!r} base_url must be a URL string (\"\": the provider's own API)")
     tok = entry.get("tokenizer")
@@ -99,18 +99,28 @@ def _check_entry(name: str, entry: Mapping[str, Any], where: str) -> None:
     policy = entry.get("length_policy")
     if policy is not None and policy not in LENGTH_POLICIES:
         raise ConfigError(f"{where}: model {name!r} length_policy {policy!r}; use one of {LENGTH_POLICIES}")
-    cw = entry.get("context_window")
-    if cw is not None and (not is_int(cw) or cw <= 0):
-        raise ConfigError(f"{where}: model {name!r} context_window must be a positive integer")
+    if "reasoning" in entry and not isinstance(entry["reasoning"], bool):
+        raise ConfigError(f"{where}: model {name!r} reasoning must be true or false; got {shown(entry['reasoning'])}")
+    aliases = entry.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
+        raise ConfigError(f"{where}: model {name!r} aliases must be a list of names, e.g. aliases = [\"fast\"]")
+    for key in ("context_window", "max_output_tokens"):
+        if entry.get(key) is not None:
+            checked_count(entry[key], what=f"{where}: model {name!r} {key}", minimum=1)
     for key in _PRICE_FIELDS:
-        price = entry.get(key)
         # a nan price makes every comparison with --max-cost false: the ceiling would never hold
-        if price is not None and not is_price(price):
-            raise ConfigError(f"{where}: model {name!r} {key} must be a number from 0 to "
-                              f"{MAX_PRICE_USD_PER_MTOK:,.0f} (USD per million tokens)")
-    max_out = entry.get("max_output_tokens")
-    if max_out is not None and (not is_int(max_out) or max_out <= 0):
-        raise ConfigError(f"{where}: model {name!r} max_output_tokens must be a positive integer")
+        if entry.get(key) is not None:
+            checked_real(entry[key], what=f"{where}: model {name!r} {key}",
+                         maximum=MAX_PRICE_USD_PER_MTOK)
+
+
+def _check_aliases(user_aliases: Mapping[str, Any], where: str) -> dict[str, str]:
+    """The config's ``[aliases]``: each a name mapped to a model string."""
+    for alias, target in user_aliases.items():
+        if not isinstance(target, str) or not target.strip():
+            raise ConfigError(f"{where}: [aliases] {alias!r} must name a model string, e.g. {alias} = "
+                              f"\"openai:gpt-4o\"; got {shown(target)}")
+    return dict(user_aliases)
 
 
 def load_table(path: Path | None) -> ModelTable:
@@ -154,7 +164,7 @@ def _read_table(path: Path | None) -> ModelTable:
     user_aliases = user.get("aliases", {})
     if not isinstance(user_aliases, dict):
         raise ConfigError(f"{path}: [aliases] must map names to model strings")
-    aliases.update({str(k): str(v) for k, v in user_aliases.items()})
+    aliases.update(_check_aliases(user_aliases, str(path)))
     default = user.get("default_model")
     judge = user.get("judge_model")
     for key, value in (("default_model", default), ("judge_model", judge)):

@@ -65,9 +65,13 @@ def _split(model: str, table: ModelTable) -> tuple[str, str]:
     model = model.strip()
     if not model:
         raise ConfigError("empty model string; use e.g. openai:gpt-4o or local")
-    seen: set[str] = set()
-    while model in table.aliases and model not in seen:
-        seen.add(model)
+    seen: list[str] = []
+    while model in table.aliases:
+        if model in seen:  # a -> b -> a names no model: say so, not "unknown model 'a'"
+            loop = " -> ".join(repr(a) for a in [*seen[seen.index(model):], model])
+            raise ConfigError(f"the config file's aliases form a loop ({loop}); point one of them at a model "
+                              "string, e.g. openai:gpt-4o")
+        seen.append(model)
         model = table.aliases[model]
     if model == "local":
         return "local", ""

@@ -45,6 +45,7 @@ from booksum_app.llm.registry import (
 )
 from booksum_app.runners.compare_plan import (
     BookContext,
+    check_grid_ready,
     finished_record,
     judge_string,
     needs_judge,
@@ -137,6 +138,8 @@ class _GridRun:
         self.owned: list[Any] = []
         self.samples = {s.key: s for s in load_samples(exp)}  # datasets: read and checked before any call
         self.clients: dict[str | None, ChatModel] = {}
+        if models is None and judge_model is None:  # every key and install before the first model loads
+            check_grid_ready(exp, settings)
         calls = any(get_strategy(s).calls_model for s in exp.strategies)  # else a token counter is the model
         for m in exp.models if exp.books or self.samples else ():
             client = models[m] if models is not None and m in models else self._own(get_model(

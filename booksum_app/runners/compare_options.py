@@ -139,7 +139,7 @@ def resolve_grid(exp: Experiment, settings: LLMSettings, *, judge_base_url: str 
         settings = judge_server(settings, judge_string(exp, settings), judge_base_url, summarizers=exp.models)
     hosted = False
     specs = []
-    for model in dict.fromkeys(m for m in (*exp.models, exp.judge) if m):
+    for model in dict.fromkeys((*exp.models, *((exp.judge,) if exp.judge else ()))):  # None: the default model
         spec = choose_model(model, settings=settings)
         hosted = hosted or (model in exp.models and spec.hosted)
         specs.append(spec)

@@ -33,6 +33,7 @@ from booksum_app.errors import BookFormatError, BooksumError
 from booksum_app.files import file_sha256
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.registry import LLMSettings, choose_judge, choose_model
+from booksum_app.llm.startup import check_ready
 from booksum_app.runners.compare_scores import read_scores, scores_key, scores_path
 from booksum_app.runners.datasets import Sample, load_samples, sample_run
 from booksum_app.runners.experiment import Experiment, GridConfig
@@ -181,6 +182,22 @@ def judge_string(exp: Experiment, settings: LLMSettings | None = None) -> str | 
 def needs_judge(exp: Experiment, settings: LLMSettings | None = None) -> bool:
     wants = exp.use_judge and (bool(exp.books or exp.datasets) or any(p.annotations is None for p in exp.precomputed))
     return wants and judge_string(exp, settings) is not None
+
+
+def check_grid_ready(exp: Experiment, settings: LLMSettings) -> None:
+    """Keys and installs of every model the grid calls and of its judge, before any loads (llm/startup.py).
+
+    Raises:
+        MissingAPIKey, NotInstalled, ConfigError: exit 2, before anything is loaded or spent.
+    """
+    from booksum_app.strategies import get_strategy
+
+    calls = bool(exp.books or exp.datasets) and any(get_strategy(s).calls_model for s in exp.strategies)
+    specs = [choose_model(m, settings=settings) for m in exp.models] if calls else []
+    judge = judge_string(exp, settings) if needs_judge(exp, settings) else None
+    if judge is not None:
+        specs.append(choose_model(judge, settings=settings))
+    check_ready(specs, settings=settings)
 
 
 class _SummaryPlanner:

@@ -43,7 +43,9 @@ from booksum_app.config import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_SUMMARY_TOKENS,
     JUDGE_MODES,
+    checked_count,
     is_int,
+    suggestion,
 )
 from booksum_app.errors import ConfigError
 from booksum_app.strategies import get_strategy
@@ -330,7 +332,7 @@ def load_experiment(path: str | os.PathLike[str]) -> dict[str, Any]:
     allowed |= {"max_summary_len", "with_release", "direct_template"}
     unknown = sorted(set(data) - allowed)
     if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed))}")
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}{suggestion(unknown[0], sorted(allowed))}")
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key == "books":
@@ -339,13 +341,10 @@ def load_experiment(path: str | os.PathLike[str]) -> dict[str, Any]:
             values[key] = _strings(value, key, where)
         elif key == "chunk_sizes":
             items = value if isinstance(value, list) else [value]
-            if not all(is_int(v) for v in items):
-                raise ConfigError(f"{where}: chunk_sizes must be a list of integers")
-            values["chunk_sizes"] = tuple(items)
+            values["chunk_sizes"] = tuple(checked_count(v, what=f"{where}: chunk_sizes", minimum=1) for v in items)
         elif key in ("max_summary_len", "batch_size", "jobs"):
-            if not is_int(value):
-                raise ConfigError(f"{where}: {key} must be an integer")
-            values["max_summary_tokens" if key == "max_summary_len" else key] = value
+            values["max_summary_tokens" if key == "max_summary_len" else key] = checked_count(
+                value, what=f"{where}: {key}", minimum=1)
         elif key in ("use_judge", "clean", "chapter_aware", "include_front_matter", "regenerate"):
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: {key} must be true or false")
@@ -353,9 +352,10 @@ def load_experiment(path: str | os.PathLike[str]) -> dict[str, Any]:
         elif key == "datasets":
             values["datasets"] = tuple(DatasetSpec(_rel(Path(p), base)) for p in _strings(value, key, where))
         elif key == "bucket_max_tokens":
-            if not isinstance(value, dict) or not all(is_int(v) for v in value.values()):
+            if not isinstance(value, dict):
                 raise ConfigError(f"{where}: bucket_max_tokens must be a table of integers, e.g. {{L = 400}}")
-            values["bucket_max_tokens"] = tuple((str(k), int(v)) for k, v in value.items())
+            values["bucket_max_tokens"] = tuple(
+                (str(k), checked_count(v, what=f"{where}: bucket_max_tokens {k}", minimum=1)) for k, v in value.items())
         elif key == "options":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: [options] must be a table, e.g. direct_template = [\"ib\", \"ie\"]")

@@ -28,9 +28,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from booksum_app.chunking.base import Chunk, ChunkSpan
+from booksum_app.config import MAX_COUNT, checked_count
+from booksum_app.errors import BooksumError, ConfigError, environment_secrets, server_message
 from booksum_app.llm.base import ModelInfo, Usage
 from booksum_app.runners.chapters import plan_chapter_merges
-from booksum_app.strategies import PlanInput, Strategy, StrategyConfig, get_strategy, load_prompts
+from booksum_app.strategies import PlanInput, Strategy, StrategyConfig, StrategyPlan, get_strategy, load_prompts
 from booksum_app.strategies.base import strategy_prompts
 
 
@@ -54,6 +56,30 @@ def _overheads(impl: Strategy, config: StrategyConfig, count: Callable[[str], in
     return {name: count(bundle[name].skeleton()) for name in names}
 
 
+def checked_plan(impl: Strategy, plan_input: PlanInput) -> StrategyPlan:
+    """``impl.plan(plan_input)``, held to the rule every number passes (a plugin's plan is input too):
+    whole numbers of calls and tokens, none negative, none past :data:`~booksum_app.config.MAX_COUNT`.
+
+    Raises:
+        ConfigError: the plan failed or is not a plan of whole, non-negative numbers (one line).
+    """
+    name = impl.name
+    try:
+        plan = impl.plan(plan_input)
+    except (BooksumError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a plugin's bug is one line, before anything is spent
+        detail = server_message(str(exc), *environment_secrets()) or "no message"
+        raise ConfigError(f"strategy {name!r} could not plan ({type(exc).__name__}: {detail})") from exc
+    if not isinstance(plan, StrategyPlan):
+        raise ConfigError(f"strategy {name!r}'s plan() returned a {type(plan).__name__}, not a StrategyPlan")
+    for field in ("calls", "input_tokens", "output_tokens", "truncated_tokens", "levels"):
+        value = getattr(plan, field)
+        if value is not None or field != "levels":
+            checked_count(value, what=f"strategy {name!r}'s plan() {field}", maximum=MAX_COUNT)
+    return plan
+
+
 def plan_strategy(
     strategy: str,
     *,
@@ -74,7 +100,7 @@ def plan_strategy(
     """
     impl = get_strategy(strategy)
     overheads = _overheads(impl, config, count_tokens)
-    plan = impl.plan(PlanInput(tuple(chunk_tokens), info.context_window, overheads, config))
+    plan = checked_plan(impl, PlanInput(tuple(chunk_tokens), info.context_window, overheads, config))
     calls, input_tokens, output_tokens = plan.calls, plan.input_tokens, plan.output_tokens
     if chapter_chunks is not None:
         merge = overheads.get("merge")

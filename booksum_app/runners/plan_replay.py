@@ -10,6 +10,7 @@ runs without ``--yes``; a partly cached run keeps the full upper bound.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -26,7 +27,12 @@ class CacheReplay:
 
     def __init__(self, client: Any) -> None:
         self._client = client
+        self._lock = threading.Lock()
         self.answered = 0
+        # a miss met on a thread the strategy started may never reach run()'s caller (the thread
+        # dies, run() returns what it has): the replay remembers it, and is then no replay
+        self.missed = False
+        self.closed = False
 
     @property
     def info(self) -> ModelInfo:
@@ -36,10 +42,12 @@ class CacheReplay:
         return self._client.count_tokens(text)  # type: ignore[no-any-return]
 
     def complete(self, request: Request) -> Completion:
-        completion = self._client.cached_answer(request)
-        if completion is None:
-            raise CacheMiss(request.purpose)
-        self.answered += 1
+        completion = None if self.closed else self._client.cached_answer(request)
+        with self._lock:
+            if completion is None:
+                self.missed = True
+                raise CacheMiss(request.purpose)
+            self.answered += 1
         return completion  # type: ignore[no-any-return]
 
     def submit(self, request: Request, *, priority: Any = 0) -> Future[Completion]:
@@ -61,7 +69,9 @@ def replayed_calls(chat: ChatModel, run: Callable[[ChatModel], object]) -> int |
         run(replay)
     except CacheMiss:
         return None
-    return replay.answered
+    finally:
+        replay.closed = True  # a thread that outlives the replay asks nothing more of the cache
+    return None if replay.missed else replay.answered
 
 
 __all__ = ["CacheMiss", "CacheReplay", "replayed_calls"]

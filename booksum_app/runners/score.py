@@ -33,9 +33,11 @@ from booksum_app.llm.registry import (
     NO_JUDGE_NOTE,
     LLMSettings,
     choose_judge,
+    choose_model,
     get_model,
     is_demo_model,
 )
+from booksum_app.llm.startup import check_ready
 from booksum_app.runners import score_inputs as inputs
 from booksum_app.runners.judge_plan import JudgePlan, plan_judge
 from booksum_app.runners.notes import cut_answers_note
@@ -140,6 +142,13 @@ def plan_score(paths: Sequence[str | os.PathLike[str]], settings: ScoreSettings 
     return plan_judge(texts, judge=judge, mode=settings.mode, batch_size=settings.batch_size, settings=settings.llm)
 
 
+def check_judge_ready(settings: ScoreSettings) -> None:
+    """The judge's key and install (``llm/startup.py``), before it is asked about or loaded; a plan needs neither."""
+    judge = choose_judge(settings.judge, settings=settings.llm) if settings.use_judge else None
+    if judge is not None:
+        check_ready([choose_model(judge, settings=settings.llm)], settings=settings.llm)
+
+
 def run_score(
     paths: Sequence[str | os.PathLike[str]],
     settings: ScoreSettings = ScoreSettings(),
@@ -179,6 +188,7 @@ def run_score(
             notice = NO_JUDGE_NOTE
         else:
             demo_judge = is_demo_model(judge_name, settings=settings.llm)
+            check_ready([choose_model(judge_name, settings=settings.llm)], settings=settings.llm)
             built = get_model(judge_name, settings=settings.llm, on_call=on_call)
             notice = DEMO_JUDGE_WARNING if demo_judge else None
     judge_model: ChatModel | None = model if model is not None else built

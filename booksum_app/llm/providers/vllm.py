@@ -45,6 +45,7 @@ from booksum_app.errors import (
     ContextTooLong,
     ModelError,
     ModelUnavailable,
+    NotInstalled,
     server_message,
 )
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
@@ -181,7 +182,7 @@ def _import_vllm() -> Any:
     try:
         import vllm  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
-        raise ModelUnavailable(
+        raise NotInstalled(
             "vLLM is not installed: pip install 'booksum[vllm]' on a CUDA machine "
             "(or serve the model with 'vllm serve' and pass --base-url)"
         ) from exc
