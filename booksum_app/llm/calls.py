@@ -49,6 +49,7 @@ from booksum_app.llm.retry_policy import (
     retry_wait,
     too_long_a_wait,
 )
+from booksum_app.llm.spec import LLMSettings
 from booksum_app.money import usd
 
 
@@ -73,9 +74,15 @@ class Client:
         spec: Any = None,
         notice: str | None = None,
         attempt_timeout_s: float | None = None, secrets: Sequence[str] = (),  # the door's: --timeout, keys
+        settings: LLMSettings | None = None,
     ) -> None:
+        if settings is not None:  # the resolved call settings, whole: they win over the single keywords
+            attempt_timeout_s, max_attempts = settings.timeout_s, settings.max_attempts
+            max_cost_usd = settings.max_cost_usd
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        self.settings = settings
+        self.timeout_s = attempt_timeout_s  # one attempt's bound: the door's and the limiter's
         self.backend = backend
         self.cache = cache
         if not isinstance(backend, Backend):  # BackendBase: every member read below has a default
@@ -103,7 +110,7 @@ class Client:
         # calls in flight: a fixed cap, or (adaptive) AIMD under it from initial_concurrency, as TCP does
         start = self.concurrency if initial_concurrency is None else min(initial_concurrency, self.concurrency)
         self._limit = AdaptiveLimit(initial=start, maximum=self.concurrency, adaptive=adaptive,
-                                    deadline_s=getattr(backend, "timeout_s", None))  # queues kept under it
+                                    deadline_s=self.timeout_s)  # queues kept under an attempt's bound
         backend.expect_callers(self._limit.callers)  # vLLM gathers the callers' calls into batches
         self._lock = threading.Lock()
         self._reserved_usd = 0.0
@@ -111,7 +118,7 @@ class Client:
         # room a backend adds to each request's max_tokens (a reasoning model's hidden tokens)
         self._extra_output_tokens = backend.extra_output_tokens
         self._executor: PriorityPool | None = None
-        self._door = Door(backend, name=backend.info.name, timeout_s=attempt_timeout_s, on_late=self._bill_late,
+        self._door = Door(backend, name=backend.info.name, timeout_s=self.timeout_s, on_late=self._bill_late,
                           secrets=secrets)
         self.spec: Any = spec  # the registry's ModelSpec when built by get_model
         self.notice = notice  # one line for the CLI (e.g. fell back to the demo model)

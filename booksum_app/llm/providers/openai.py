@@ -42,6 +42,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
+from booksum_app.config import DEFAULT_TIMEOUT_S
 from booksum_app.errors import MissingAPIKey, TransientModelError, server_message
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
 from booksum_app.llm.deadline import MAX_REPLY_BYTES, SDK_POOL, attempt_deadline, deadline_transport, reply_over_cap
@@ -77,7 +78,7 @@ class OpenAIBackend(BackendBase):
         model_id: str,
         api_key: str | None,
         base_url: str | None = None,
-        timeout_s: float = 600.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         reasoning: bool = False,
         reasoning_effort: str | None = None,
         legacy_max_tokens: bool | None = None,
