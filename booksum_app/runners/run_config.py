@@ -29,7 +29,6 @@ from booksum_app.config import (
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.providers import catalog  # catalog.BACKENDS per use: tests swap it
-from booksum_app.llm.providers.catalog import BUILTIN
 from booksum_app.llm.spec import checked_temperature
 from booksum_app.prompts import PROMPT_SETS
 from booksum_app.signature import make_signature, rules_version, short_hash
@@ -146,11 +145,10 @@ class RunConfig:
                             names=("clean",))
 
     def plugins(self, model_name: str) -> dict[str, str | None]:
-        """``name-version`` of the plugin distributions making this run: the strategy's, the model's backend's."""
-        provider = model_name.partition(":")[0]
-        backend = catalog.BACKENDS.provider(provider).distribution if provider not in BUILTIN and \
-            catalog.BACKENDS.is_provider(provider) else None
-        return {"plugin": _dist_label(STRATEGIES.distribution(self.strategy)), "backend": _dist_label(backend)}
+        """The plugins making this run, the strategy's and the model's backend's: each distribution's
+        ``name-version`` and a hash of its code (a plugin changed without a version bump signs apart)."""
+        return {"plugin": _dist_label(STRATEGIES.distribution(self.strategy)),
+                "plugincode": STRATEGIES.code(self.strategy), **catalog.plugin_fields(model_name)}
 
     def signature(self, info: ModelInfo, bundle: PromptBundle) -> str:
         """The record's signature: what a reader needs to know the summary was made the same way."""

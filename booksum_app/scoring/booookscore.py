@@ -52,6 +52,7 @@ from booksum_app.config import DEFAULT_BATCH_SIZE, JUDGE_MODES, JUDGE_TEMPERATUR
 from booksum_app.errors import ConfigError, InputError, JudgeParseError, PromptError
 from booksum_app.jsonin import parse_json
 from booksum_app.llm.base import ChatModel, Completion, Request
+from booksum_app.llm.providers.catalog import plugin_fields
 from booksum_app.prompts import Template, parse_template
 from booksum_app.scoring.answers import JudgeAnswer, parse_batch_answer, parse_sentence_answer
 from booksum_app.scoring.dispatch import WarmUp, answer_in_order, request_window
@@ -303,6 +304,7 @@ class BooookScoreJudge:
         return make_signature(
             "booookscore",
             judge=self.model.info.name,
+            **plugin_fields(self.model.info.name),  # a plugin judge: its package's version and code hash
             prompt=self.prompt.name,
             mode=self.mode,
             batch=self.batch_size if self.mode == "batched" else None,
