@@ -175,7 +175,7 @@ def test_a_post_json_plugin_is_not_double_timed(self_bounded: bool) -> None:
     before = threading.active_count()
     with FakeServer(script=["drip"] * 4, drip_s=0.5) as server:
         backend = _PostJsonPlugin(server.openai_base_url + "/chat/completions", self_bounded=self_bounded)
-        client = Client(backend, settings=LLMSettings(timeout_s=1, max_attempts=2), sleep=lambda s: None)
+        client = Client(backend, settings=LLMSettings(timeout_s=1), max_attempts=2, sleep=lambda s: None)
         started = time.monotonic()
         with pytest.raises(TransientModelError, match="timed out"):
             client.complete(request)

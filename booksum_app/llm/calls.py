@@ -49,7 +49,6 @@ from booksum_app.llm.retry_policy import (
     retry_wait,
     too_long_a_wait,
 )
-from booksum_app.llm.spec import LLMSettings
 from booksum_app.money import usd
 
 
@@ -72,17 +71,12 @@ class Client:
         backoff_initial_s: float = BACKOFF_INITIAL_S,
         backoff_max_s: float = BACKOFF_MAX_S,
         spec: Any = None,
-        notice: str | None = None,
+        notice: str | None = None, settings: Any = None,  # get_model's LLMSettings, whole: its timeout wins
         attempt_timeout_s: float | None = None, secrets: Sequence[str] = (),  # the door's: --timeout, keys
-        settings: LLMSettings | None = None,
     ) -> None:
-        if settings is not None:  # the resolved call settings, whole: they win over the single keywords
-            attempt_timeout_s, max_attempts = settings.timeout_s, settings.max_attempts
-            max_cost_usd = settings.max_cost_usd
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
-        self.settings = settings
-        self.timeout_s = attempt_timeout_s  # one attempt's bound: the door's and the limiter's
+        self.settings, self.timeout_s = settings, settings.timeout_s if settings is not None else attempt_timeout_s
         self.backend = backend
         self.cache = cache
         if not isinstance(backend, Backend):  # BackendBase: every member read below has a default
