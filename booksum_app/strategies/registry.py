@@ -127,11 +127,6 @@ class StrategyRegistry(Mapping[str, Strategy]):
         self._load()
         return self._codes.get(name)
 
-    def reload(self) -> None:
-        """Forget what was found (after installing a plugin in the same process; tests)."""
-        with self._lock:
-            self._strategies, self._broken, self._dists, self._codes = None, {}, {}, {}
-
 
 STRATEGIES = StrategyRegistry()
 
