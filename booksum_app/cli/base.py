@@ -299,7 +299,7 @@ _LLM_OPTIONS = (
                       "adaptive, from 128 up to 512 until one refuses]."),
     click.option("--timeout", "timeout_s", type=float, default=None,  # checked once, in LLMSettings
                  help="Seconds one attempt at an answer may take in all (connect, wait, read) before it is retried, "
-                      f"1 to {MAX_TIMEOUT_S:g} [default: {DEFAULT_TIMEOUT_S:g}]."),
+                      f"at most {MAX_TIMEOUT_S:g} [default: {DEFAULT_TIMEOUT_S:g}]."),
     click.option("--max-cost", type=FiniteFloat(min=0), default=None,
                  help="Stop before spending more than this many USD (per model), retries and wasted replies included."),
     click.option("--reasoning-effort", type=click.Choice(REASONING_EFFORTS), default=None,

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
               help="Server to plan for (Ollama reports the model's context; OpenAI-compatible servers) "
                    "[default: OPENAI_BASE_URL / OLLAMA_HOST].")
 @click.option("--timeout", "timeout_s", type=float, default=None,  # checked once, in LLMSettings
-              help=f"Seconds to wait for the server's model information, 1 to {MAX_TIMEOUT_S:g} "
+              help=f"Seconds to wait for the server's model information, at most {MAX_TIMEOUT_S:g} "
                    f"[default: {DEFAULT_TIMEOUT_S:g}].")
 @handle_errors
 def inspect_command(

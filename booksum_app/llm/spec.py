@@ -24,14 +24,15 @@ DEFAULT_SOURCE = "default"
 
 
 def checked_timeout_s(value: object) -> float:
-    """``--timeout``: seconds one attempt may take, 1 to :data:`MAX_TIMEOUT_S`; the one check of it.
+    """``--timeout``: seconds one attempt may take, over 0 and at most :data:`MAX_TIMEOUT_S`; the one check of it.
 
     Raises:
         ConfigError: not a number in that range (nan and infinities included).
     """
-    if isinstance(value, int | float) and not isinstance(value, bool) and 1 <= value <= MAX_TIMEOUT_S:
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= MAX_TIMEOUT_S:
         return float(value)
-    raise ConfigError(f"--timeout {value!r}: give the seconds one attempt may take, from 1 to {MAX_TIMEOUT_S:g}")
+    raise ConfigError(f"--timeout {value!r}: give the seconds one attempt may take, over 0 and at most "
+                      f"{MAX_TIMEOUT_S:g}")
 
 
 def checked_temperature(value: object) -> float:
