@@ -22,6 +22,7 @@ import functools
 import hashlib
 import importlib.util
 import os
+import threading
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -43,6 +44,7 @@ RULE_PARTS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 PACKAGE = "booksum_app"
 # imported by the rules, but holding none: the version (signed as v:), this module, error messages
 NOT_RULES = frozenset({"booksum_app._version", "booksum_app.signature", "booksum_app.errors"})
+_PARSE_LOCK = threading.Lock()
 
 
 def package_version() -> str:
@@ -100,7 +102,8 @@ def _imports_in(name: str, source: bytes) -> frozenset[str]:
     """:func:`module_imports` of this source (parsed once per source)."""
     if not source:
         return frozenset()
-    tree = ast.parse(source)
+    with _PARSE_LOCK:  # CPython 3.11's parser is not thread-safe (compare signs books on many threads)
+        tree = ast.parse(source)
     for node in ast.walk(tree):  # type-only imports run nothing
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             node.body = []
