@@ -74,6 +74,7 @@ def test_timeout_and_temperature_follow_one_object_from_the_command_line_to_the_
     assert resolved is not None and resolved.timeout_s == 7.0 and resolved.source_of("timeout_s") == "--timeout"
     # one value, read by every layer that bounds an attempt: the carrier, the door, the limiter
     assert (client.timeout_s, client._door.deadline_s, client._limit.deadline_s) == (7.0, 7.0, 7.0)
+    assert (client.max_attempts, client.max_cost_usd) == (resolved.max_attempts, resolved.max_cost_usd)
     assert client.backend.timeout_s == 7.0  # type: ignore[attr-defined]
     record = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
     assert record["config"]["temperature"] == 0.3 and record["config"]["temperature_source"] == "given"
@@ -176,7 +177,7 @@ def test_a_post_json_plugin_is_not_double_timed(self_bounded: bool) -> None:
     before = threading.active_count()
     with FakeServer(script=["drip"] * 4, drip_s=0.5) as server:
         backend = _PostJsonPlugin(server.openai_base_url + "/chat/completions", self_bounded=self_bounded)
-        client = Client(backend, settings=LLMSettings(timeout_s=1), max_attempts=2, sleep=lambda s: None)
+        client = Client(backend, settings=LLMSettings(timeout_s=1, max_attempts=2), sleep=lambda s: None)
         started = time.monotonic()
         with pytest.raises(TransientModelError, match="timed out"):
             client.complete(request)

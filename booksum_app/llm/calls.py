@@ -51,6 +51,7 @@ from booksum_app.llm.retry_policy import (
     retry_wait,
     too_long_a_wait,
 )
+from booksum_app.llm.spec import LLMSettings
 from booksum_app.money import usd
 
 
@@ -73,12 +74,17 @@ class Client:
         backoff_initial_s: float = BACKOFF_INITIAL_S,
         backoff_max_s: float = BACKOFF_MAX_S,
         spec: Any = None,
-        notice: str | None = None, settings: Any = None,  # get_model's LLMSettings, whole: its timeout wins
+        notice: str | None = None,
         attempt_timeout_s: float | None = None, secrets: Sequence[str] = (),  # the door's: --timeout, keys
+        settings: LLMSettings | None = None,
     ) -> None:
+        if settings is not None:  # the resolved call settings, whole (get_model): they win over the keywords
+            attempt_timeout_s, max_attempts = settings.timeout_s, settings.max_attempts
+            max_cost_usd = settings.max_cost_usd
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
-        self.settings, self.timeout_s = settings, settings.timeout_s if settings is not None else attempt_timeout_s
+        self.settings = settings
+        self.timeout_s = attempt_timeout_s  # one attempt's bound: the door's and the limiter's
         self.backend = backend
         self.cache = cache
         if not isinstance(backend, Backend):  # BackendBase: every member read below has a default

@@ -373,12 +373,10 @@ def get_model(
         concurrency=cap,
         initial_concurrency=start,
         adaptive=adaptive,
-        max_cost_usd=settings.max_cost_usd,
-        max_attempts=settings.max_attempts,
         on_call=on_call,
         spec=spec,
         notice=spec.notice,
-        settings=settings,  # whole: its --timeout bounds each attempt at the door and paces the limiter
+        settings=settings,  # whole: --timeout at the door and the limiter, retries, the cost ceiling
         secrets=environment_secrets(env),  # the keys of the mapping the backend was built from
     )
     return client
