@@ -66,7 +66,7 @@ class QuirkServer(Protocol):
 
 class QuirkHandler(Protocol):
     """What a quirk needs of the fake server's request handler: the HTTP handler's own members and its
-    JSON and error replies (``fake_server._Handler``)."""
+    JSON and error replies (``fake_handler._Handler``)."""
 
     headers: Any
     wfile: Any
