@@ -210,7 +210,7 @@ def test_regenerate_in_an_experiment_file(tmp_path: Path) -> None:
         load_experiment(bad)
 
 
-@pytest.mark.parametrize("temperature", [None, 0.7, 0.0, 2.0])
+@pytest.mark.parametrize("temperature", [None, 0.7, 0.0])  # 0.0: CNNSum's own value, set by the user: signed
 def test_the_users_temperature_wins_over_the_preset_and_is_signed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                    temperature: float | None) -> None:
     """`compare --dataset cnnsum_L_16k.jsonl --temperature T` sends T, signs overrides:temperature and says so;
