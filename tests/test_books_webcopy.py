@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from booksum_app.books import open_book
-from booksum_app.books.text import heading_key
+from booksum_app.books.plausibility import heading_key
 from booksum_app.books.webcopy import is_web_residue, parse_noisy_heading
 from booksum_app.chunking.sentences import split_sentences
 

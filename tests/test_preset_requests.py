@@ -208,3 +208,50 @@ def test_regenerate_in_an_experiment_file(tmp_path: Path) -> None:
     bad.write_text('regenerate = "yes"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match="regenerate must be true or false"):
         load_experiment(bad)
+
+
+@pytest.mark.parametrize("temperature", [None, 0.7, 0.0])  # 0.0: CNNSum's own value, set by the user: signed
+def test_the_users_temperature_wins_over_the_preset_and_is_signed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   temperature: float | None) -> None:
+    """`compare --dataset cnnsum_L_16k.jsonl --temperature T` sends T, signs overrides:temperature and says so;
+    without the option the preset's own temperature is sent and nothing is signed."""
+    from click.testing import CliRunner
+
+    from booksum_app.cli import cli
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    cnnsum = write_jsonl(tmp_path / "cnnsum_L_16k.jsonl", [{"context": ZH_LINES[0], "summary": "宋江。"}])
+    clongeval = write_jsonl(tmp_path / "small.jsonl", [{"id": "a", "context": ZH_LINES[1], "answer": "林冲。"}])
+    option = [] if temperature is None else ["--temperature", str(temperature)]
+    with FakeServer() as server:
+        result = CliRunner().invoke(cli, [
+            "compare", "--dataset", str(cnnsum), "--dataset", str(clongeval), "--strategies", "direct",
+            "--models", "openai:gpt-4o-mini", "--no-judge", "--base-url", server.openai_base_url,
+            "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--no-plots", "--json", "-",
+            *option], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        sent = sorted((len(r.payload["messages"]), r.payload["temperature"]) for r in server.requests)
+    own = [(1, 0.0), (2, 0.01)]  # CNNSum: a bare prompt, greedy; CLongEval: its system message, 0.01
+    assert sent == (own if temperature is None else [(1, temperature), (2, temperature)])
+    results = json.loads(result.stdout)
+    signatures = [s for row in results["rows"] for d in row["datasets"] for s in d["rouge_signatures"]]
+    assert len(signatures) == 2
+    said = "replaces the benchmark presets' decoding temperature" in result.stderr
+    if temperature is None:
+        assert not any("overrides" in s for s in signatures) and not said
+    else:
+        assert all("overrides:temperature" in s for s in signatures) and said
+        records = [json.loads(p.read_text("utf-8")) for p in (tmp_path / "out" / "records").glob("*/*.json")]
+        assert records and all(f"|temp:{temperature}|" in r["signature"] for r in records)
+
+
+def test_a_custom_dataset_takes_the_users_temperature_without_an_override(tmp_path: Path) -> None:
+    """Without a preset there is no protocol to override: --temperature is plain booksum's, nothing signed or said."""
+    from booksum_app.runners.datasets import preset_override_note
+
+    path = write_jsonl(tmp_path / "mine.jsonl", [{"context": EN_LINES[0], "summary": "Ada."}])
+    custom = Experiment(datasets=(DatasetSpec(path, preset="custom"),), strategies=("direct",), temperature=0.7)
+    assert preset_override_note(custom) is None
+    preset = Experiment(datasets=(DatasetSpec(path),), strategies=("direct",), temperature=0.7)
+    assert preset_override_note(preset) is not None
+    assert preset_override_note(Experiment(datasets=(DatasetSpec(path),), strategies=("direct",))) is None

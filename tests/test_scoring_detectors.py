@@ -339,7 +339,8 @@ def test_release_summaries_counts(system: str, expected: tuple[int, ...]) -> Non
 def test_source_index_finds_exactly_what_a_set_of_its_grams_holds() -> None:
     # the index is a sorted int64 array (8 bytes a gram; a frozenset took ~90): its lookups must
     # agree with the plain set it replaced, on hits, misses, both ends and an empty index
-    from booksum_app.scoring.detectors import _gram_keys, words_of
+    from booksum_app.scoring.source_index import gram_keys as _gram_keys
+    from booksum_app.scoring.source_index import words_of
 
     source = " ".join(words(3000, seed=11))
     index = SourceIndex.build(source, lang="en")

@@ -19,6 +19,7 @@ import statistics
 from collections.abc import Sequence
 
 from booksum_app.books.model import Book, Chapter
+from booksum_app.books.webcopy import NOISE, UNIT_CHARS, ZH_NUM, heading_form, zh_number
 
 #: the most counted characters an excluded section of a kind can hold (past it: kept, with a line)
 AUTHOR_NOTE_MAX_CHARS = 3000
@@ -44,6 +45,21 @@ _BACK = re.compile(
     r"后记|後記|后序|後序|后语|後語|跋|附录|附錄|afterword|appendix|notes|epilogue", re.IGNORECASE
 )
 _ORDINAL_KEY = re.compile(r"^([章回节節卷部篇集幕]|chapter|book|part|letter)(\d+)$")
+
+
+_ZH_ORDINAL = re.compile(rf"^第([{ZH_NUM}]+)([{UNIT_CHARS}])")
+
+
+def heading_key(title: str) -> str:
+    """What makes two headings the same chapter: the ordinal and its unit ("第38回" is
+    "第三十八回"), else the title without noise characters, spaces or case."""
+    cleaned = NOISE.sub("", heading_form(title))
+    m = _ZH_ORDINAL.match(cleaned)
+    if m:
+        value = zh_number(m.group(1))
+        if value is not None:
+            return f"{m.group(2)}{value}"
+    return "".join(cleaned.split()).lower()
 
 
 def exclusion_kind(reason: str) -> str:
@@ -94,7 +110,6 @@ def keep_overruled(chapters: Sequence[Chapter]) -> tuple[list[Chapter], list[str
     """The chapters with every exclusion by title or shape alone (``title: ...``, ``front matter
     ...``) that is past its kind's size turned back into narrative, and the notes saying so (the
     HTML and Markdown readers; the text reader weighs its sections the same way)."""
-    from booksum_app.books.text import heading_key
 
     sizes = [c.counted_chars for c in chapters]
     numbered = [i for i, c in enumerate(chapters) if c.narrative and chapter_number(heading_key(c.title))]
@@ -149,7 +164,6 @@ def _sequence_notes(numbers: Sequence[tuple[str, int]]) -> list[str]:
 
 def anomalies(book: Book, *, include_front_matter: bool = False) -> tuple[str, ...]:
     """What looks wrong in a read book, one line each (the reader's own notes first)."""
-    from booksum_app.books.text import heading_key  # text.py reads overruled() from here
 
     notes = list(book.notes)
     numbers = [num for c in book.chapters if c.narrative and (num := chapter_number(heading_key(c.title)))]

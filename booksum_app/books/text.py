@@ -58,9 +58,9 @@ from booksum_app.books.encoding import decode_text
 from booksum_app.books.language import detect_language
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter, Dropped, counted_chars
+from booksum_app.books.plausibility import heading_key
 from booksum_app.books.sections import Section, overrule_titled, without_duplicate_headings
 from booksum_app.books.webcopy import (
-    NOISE,
     PAGE_MARK,
     UNIT_CHARS,
     NumberedHeading,
@@ -143,18 +143,6 @@ def _is_matter_title(line: str) -> bool:
     """A short line naming front or back matter ("后记", "Contents"); a sentence
     ("作者有話說：本章有改動，請刷新。") is text, not a title."""
     return len(line) <= 40 and not _SENTENCE_END.search(line) and classify_title(line) is not None
-
-
-def heading_key(title: str) -> str:
-    """What makes two headings the same chapter: the ordinal and its unit ("第38回" is
-    "第三十八回"), else the title without noise characters, spaces or case."""
-    cleaned = NOISE.sub("", heading_form(title))
-    m = _ZH_ORDINAL.match(cleaned)
-    if m:
-        value = zh_number(m.group(1))
-        if value is not None:
-            return f"{m.group(2)}{value}"
-    return "".join(cleaned.split()).lower()
 
 
 def join_lines(lines: list[str]) -> str:

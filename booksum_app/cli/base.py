@@ -354,9 +354,9 @@ _LLM_OPTIONS = (
     click.option("--concurrency", type=click.IntRange(min=1), default=None,
                  help="Calls in flight at most, per model [default: per provider; hosted APIs and servers: "
                       "adaptive, from 128 up to 512 until one refuses]."),
-    click.option("--timeout", "timeout_s", type=FiniteFloat(min=1, max=MAX_TIMEOUT_S), default=DEFAULT_TIMEOUT_S,
-                 show_default=True,
-                 help="Seconds one attempt at an answer may take in all (connect, wait, read) before it is retried."),
+    click.option("--timeout", "timeout_s", type=float, default=None,  # checked once, in LLMSettings
+                 help="Seconds one attempt at an answer may take in all (connect, wait, read) before it is retried, "
+                      f"at most {MAX_TIMEOUT_S:g} [default: {DEFAULT_TIMEOUT_S:g}]."),
     click.option("--max-cost", type=FiniteFloat(min=0), default=None,
                  help="Stop before spending more than this many USD (per model), retries and wasted replies included."),
     click.option("--reasoning-effort", type=click.Choice(REASONING_EFFORTS), default=None,
@@ -502,16 +502,22 @@ def llm_options(func: F) -> F:
 
 def llm_settings(
     *, base_url: str | None, cache_dir: Path | None, no_cache: bool, concurrency: int | None,
-    timeout_s: float, max_cost: float | None, engine_args: tuple[str, ...] = (),
+    timeout_s: float | None, max_cost: float | None, engine_args: tuple[str, ...] = (),
     reasoning_effort: str | None = None, deployment: str | None = None,
 ) -> LLMSettings:
-    """The library's call settings from the options of :func:`llm_options`."""
+    """The library's call settings from the options of :func:`llm_options`, resolved and checked once,
+    each given value's option kept as its source (``LLMSettings.source_of``)."""
     from booksum_app.llm.registry import LLMSettings
 
+    given = {"timeout_s": timeout_s is not None, "concurrency": concurrency is not None,
+             "max_cost_usd": max_cost is not None}
+    options = {"timeout_s": "--timeout", "concurrency": "--concurrency", "max_cost_usd": "--max-cost"}
     return LLMSettings(cache_dir=cache_dir, use_cache=not no_cache, concurrency=concurrency,
-                       max_cost_usd=max_cost, base_url=base_url, timeout_s=timeout_s,
+                       max_cost_usd=max_cost, base_url=base_url,
+                       timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
                        engine_args=_engine_args(engine_args), reasoning_effort=reasoning_effort,
-                       deployment=deployment.strip() or None if deployment else None)
+                       deployment=deployment.strip() or None if deployment else None,
+                       sources=tuple((name, options[name]) for name, set_ in given.items() if set_))
 
 
 __all__ = [

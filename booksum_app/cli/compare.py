@@ -10,7 +10,6 @@ import click
 
 from booksum_app.cli.base import (
     LLM_OPTION_NAMES,
-    FiniteFloat,
     Heartbeat,
     confirm_plan,
     emit_json,
@@ -68,9 +67,10 @@ if TYPE_CHECKING:
 @click.option("--max-summary-len", type=click.IntRange(min=16), default=None,
               help=f"G [default: {DEFAULT_MAX_SUMMARY_TOKENS}].")
 @click.option("--prompts", default=None, help="Prompt set: paper, simple, or a directory [default: paper].")
-@click.option("--temperature", type=FiniteFloat(min=0, max=2), default=None,
+@click.option("--temperature", type=float, default=None,  # checked in Experiment
               help="Sampling temperature of the summarizers, 0-2 (recorded in each record and signature) "
-                   "[default: 0.5, the paper's; --dataset presets keep their benchmark's].")
+                   "[default: 0.5, the paper's; --dataset presets: their benchmark's, which a given value "
+                   "replaces, signed overrides:temperature].")
 @click.option("--lang", type=click.Choice(LANG_CHOICES), default=None,
               help="Language of the prompts and the sentence splitter; auto: each book's declared language, "
                    "else detected from its text [default: auto].")
@@ -167,6 +167,7 @@ def _experiment(books: tuple[Path, ...], experiment: Path | None, judge_base_url
                 mode_alias: str | None, options: dict[str, Any]) -> tuple[Experiment, LLMSettings]:
     """The grid the options describe, its models resolved (their notes printed), and the call settings."""
     from booksum_app.runners.compare_options import DatasetOptions, experiment_from_options, resolve_grid
+    from booksum_app.runners.datasets import preset_override_note
 
     llm = {k: options.pop(k) for k in LLM_OPTION_NAMES}
     options["judge_mode"] = judge_mode(options.get("judge_mode"), mode_alias, "--judge-mode", "--mode")
@@ -176,6 +177,9 @@ def _experiment(books: tuple[Path, ...], experiment: Path | None, judge_base_url
     exp, auto_jobs = experiment_from_options(experiment, {**options, "books": books}, datasets)
     for note in exp.notes:  # files of a books folder that are not books (README.md, LICENSE, records)
         err_console.print(f"[yellow]note:[/] {esc(note)}", highlight=False)
+    override = preset_override_note(exp)  # the user's --temperature wins over a preset's: said once
+    if override:
+        err_console.print(f"[yellow]note:[/] {esc(override)}", highlight=False)
     grid = resolve_grid(exp, llm_settings(**llm), judge_base_url=judge_base_url, auto_jobs=auto_jobs)
     for spec in grid.specs:  # typos and unknown prices
         print_model_notes(spec)

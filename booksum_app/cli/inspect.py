@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 import click
 
 from booksum_app.cli.base import (
-    FiniteFloat,
     console,
     emit_json,
     err_console,
     handle_errors,
     json_file,
     json_option,
+    llm_settings,
 )
 from booksum_app.cli.book_input import book_from_arg, print_book_warnings
 from booksum_app.config import (
@@ -53,16 +53,16 @@ if TYPE_CHECKING:
 @click.option("--base-url", default=None,
               help="Server to plan for (Ollama reports the model's context; OpenAI-compatible servers) "
                    "[default: OPENAI_BASE_URL / OLLAMA_HOST].")
-@click.option("--timeout", "timeout_s", type=FiniteFloat(min=1, max=MAX_TIMEOUT_S), default=DEFAULT_TIMEOUT_S,
-              show_default=True,
-              help="Seconds to wait for the server's model information.")
+@click.option("--timeout", "timeout_s", type=float, default=None,  # checked once, in LLMSettings
+              help=f"Seconds to wait for the server's model information, at most {MAX_TIMEOUT_S:g} "
+                   f"[default: {DEFAULT_TIMEOUT_S:g}].")
 @handle_errors
 def inspect_command(
     book: Path,
     model: str | None,
     strategies: tuple[str, ...],
     base_url: str | None,
-    timeout_s: float,
+    timeout_s: float | None,
     chunk_size: int,
     max_summary_len: int,
     chapter_aware: bool,
@@ -74,7 +74,6 @@ def inspect_command(
 ) -> None:
     """Show a book's sections, tokens, chunks and what each strategy would cost; calls no LLM
     (- reads BOOK from stdin)."""
-    from booksum_app.llm.registry import LLMSettings
     from booksum_app.runners.inspect import inspect_book
     from booksum_app.runners.run_config import parse_set
 
@@ -90,7 +89,8 @@ def inspect_command(
         prompts=prompts,
         lang=lang,
         options=parse_set(set_options),
-        llm_settings=LLMSettings(base_url=base_url, timeout_s=timeout_s, use_cache=False),
+        llm_settings=llm_settings(base_url=base_url, cache_dir=None, no_cache=True, concurrency=None,
+                                  timeout_s=timeout_s, max_cost=None),
     )
     if json_out is not None:
         if report.model_notice:
@@ -134,6 +134,11 @@ def _render_inspect(report: InspectReport) -> None:
         f"{report.chunk_size} (min {c.min_tokens}, median {c.median_tokens:g}, max {c.max_tokens})"),
         highlight=False,
     )
+    if report.settings:  # each resolved value with where it came from
+        names = {"timeout_s": "timeout {:g} s", "temperature": "temperature {:g}", "context_window": "context {:,}"}
+        console.print(esc("settings: " + ", ".join(
+            f"{names[k].format(v['value'])} ({v['source']})" for k, v in report.settings.items() if k in names)),
+            highlight=False, soft_wrap=True)
     plan_columns = [Col("strategy", 0, "left"), Col("calls", 2), Col("input tokens", 3), Col("output tokens", 4),
                     Col("cost", 1), Col("note", 5, "left", max_width=36, wrap=True)]
     rows = []

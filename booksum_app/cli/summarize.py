@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from booksum_app.cli.base import (
-    FiniteFloat,
     Heartbeat,
     Verbosity,
     call_printer,
@@ -70,7 +69,7 @@ def _strategies_help() -> str:
               help="G: token budget of the final summary.")
 @click.option("--prompts", default="paper", show_default=True,
               help="Prompt set: paper, simple, or a directory of templates.")
-@click.option("--temperature", type=FiniteFloat(min=0, max=2), default=DEFAULT_TEMPERATURE, show_default=True,
+@click.option("--temperature", type=float, default=DEFAULT_TEMPERATURE, show_default=True,  # checked in RunConfig
               help="Sampling temperature of the summary calls, 0-2 (recorded in the record and its signature).")
 @click.option("--lang", type=click.Choice(LANG_CHOICES), default="auto", show_default=True,
               help="Language of the prompts and the sentence splitter; auto: the book's declared language, "

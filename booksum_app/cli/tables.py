@@ -147,7 +147,7 @@ class GridDisplay:
     useful figures, book names are shortened whole, never folded mid-word onto the next line.
     """
 
-    def __init__(self, console: Console, configs_max: int = 0) -> None:
+    def __init__(self, console: Console) -> None:
         self.console = console
         self._label_column = Column(no_wrap=True, overflow="ellipsis", max_width=LABEL_WIDTH)
         columns: list[ProgressColumn] = [

@@ -275,9 +275,13 @@ class BackendBase(ABC):
     - ``call_progress``: where the call in progress is (:class:`CallProgress`), for a backend
       that can see inside it (the embedded model); None by default.
     - ``bounds_own_attempts``: True when ``complete`` itself stops at ``--timeout`` (the built-in
-      HTTP carriers, whose transports free the socket at the deadline) or has no remote peer (an
-      in-process model). False (the default, every plugin): the call layer runs each attempt on
-      a worker thread and gives up on it at the deadline (``llm/door.py``).
+      HTTP carriers, whose transports free the socket at the deadline; a plugin that sends only
+      with ``post_json`` and blocks on nothing else) or has no remote peer (an in-process model):
+      the call layer then calls it on the caller's thread, inside the attempt's deadline. False
+      (the default; a plugin that sends with ``urllib``, ``requests`` or an SDK): each attempt
+      runs on a worker thread that the call layer gives up on at the deadline (``llm/door.py``);
+      while such an attempt is inside ``post_json`` it is not given up on, since ``post_json``
+      stops at the same deadline.
     """
 
     info: ModelInfo

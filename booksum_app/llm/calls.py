@@ -7,7 +7,8 @@
   honouring Retry-After up to ``RETRY_AFTER_MAX_S``; other errors are not retried; then one line;
 - an empty reply is retried; if every attempt is empty the last (uncached) one is returned for the
   strategy to resample; one cut at the limit is not resent (a reasoning model's fails with a line);
-- a bound on calls in flight (``complete`` from any thread, ``submit``, ``complete_many``); batches for vLLM;
+- a bound on calls in flight (``complete`` from any thread, ``submit``, ``complete_many``); vLLM batches
+  (``batches.py``);
 - every paid reply counted, used or not, in the totals, the call's record and every open ``Meter``;
 - an optional cost ceiling checked against each uncached call's worst case, and before each retry;
 - a thread-safe log of :class:`CallRecord` and an ``on_call`` hook for progress displays;
@@ -35,10 +36,11 @@ from tenacity import (
 
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Tally, Usage
+from booksum_app.llm.batches import complete_batch
 from booksum_app.llm.billing import CallRecord, InputRatio, Ledger, Spent, fallback_counter, priced
 from booksum_app.llm.cache import CallMeta, CallStore, Lease
 from booksum_app.llm.context import current_context, ranked
-from booksum_app.llm.door import Door, checked, checked_members, overlong
+from booksum_app.llm.door import Door, checked_members, overlong
 from booksum_app.llm.limiter import PriorityPool, limit_for, limiter_report
 from booksum_app.llm.request_key import OnceMemo, prompt_tokens, request_json, request_key
 from booksum_app.llm.retry_policy import (
@@ -51,6 +53,7 @@ from booksum_app.llm.retry_policy import (
     retry_wait,
     too_long_a_wait,
 )
+from booksum_app.llm.spec import LLMSettings
 from booksum_app.money import usd
 
 
@@ -75,9 +78,15 @@ class Client:
         spec: Any = None,
         notice: str | None = None,
         attempt_timeout_s: float | None = None, secrets: Sequence[str] = (),  # the door's: --timeout, keys
+        settings: LLMSettings | None = None,
     ) -> None:
+        if settings is not None:  # the resolved call settings, whole (get_model): they win over the keywords
+            attempt_timeout_s, max_attempts = settings.timeout_s, settings.max_attempts
+            max_cost_usd = settings.max_cost_usd
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        self.settings = settings
+        self.timeout_s = attempt_timeout_s  # one attempt's bound: the door's and the limiter's
         self.backend = backend
         self.cache = cache
         checked_members(backend)  # a BackendBase (every member read below has a default), numbers in range
@@ -102,7 +111,8 @@ class Client:
         if effort:  # absent otherwise: every other model's keys stay as they were
             self._identity["reasoning_effort"] = str(effort)
         start = self.concurrency if initial_concurrency is None else min(initial_concurrency, self.concurrency)
-        self._limit = limit_for(backend, start=start, cap=self.concurrency, adaptive=adaptive)  # fixed, or adaptive
+        self._limit = limit_for(backend, start=start, cap=self.concurrency, adaptive=adaptive,
+                                deadline_s=self.timeout_s)  # fixed, or adaptive; queues kept under an attempt's bound
         self.limiter_report = functools.partial(limiter_report, self._limit, backend)  # the record's ``limiter``
         backend.expect_callers(self._limit.callers)  # vLLM gathers the callers' calls into batches
         self._lock, self._reserved_usd = threading.Lock(), 0.0
@@ -110,7 +120,7 @@ class Client:
         # room a backend adds to each request's max_tokens (a reasoning model's hidden tokens)
         self._extra_output_tokens = backend.extra_output_tokens
         self._executor: PriorityPool | None = None
-        self._door = Door(backend, name=backend.info.name, timeout_s=attempt_timeout_s, on_late=self._bill_late,
+        self._door = Door(backend, name=backend.info.name, timeout_s=self.timeout_s, on_late=self._bill_late,
                           secrets=secrets)
         self.spec: Any = spec  # the registry's ModelSpec when built by get_model
         self.notice = notice  # one line for the CLI (e.g. fell back to the demo model)
@@ -175,7 +185,7 @@ class Client:
     def complete_many(self, requests: Sequence[Request]) -> list[Completion]:
         """Answer every request concurrently (or as one batch); results in request order."""
         if isinstance(self.backend, BatchBackend):
-            return self._complete_batch(list(requests))
+            return complete_batch(self, list(requests))
         futures = [self.submit(request) for request in requests]
         try:
             return [future.result() for future in futures]
@@ -416,85 +426,6 @@ class Client:
                 "or your connection and rerun: completed calls are cached",
                 retry_after_s=exc.retry_after_s,
             ) from exc
-
-    def _complete_batch(self, requests: list[Request]) -> list[Completion]:
-        keys = [self._key(r) for r in requests]
-        results: list[Completion | None] = [None] * len(requests)
-        todo: list[int] = []  # ours to send in one batch
-        leases: dict[int, Lease] = {}
-        elsewhere: list[int] = []  # in flight in another run (or twice in this batch)
-        for i, key in enumerate(keys):
-            claimed = self.cache.try_claim(key) if self.cache is not None else None
-            if isinstance(claimed, Completion):
-                results[i] = claimed
-                self._ledger.finish(requests[i], claimed, Spent())
-            elif claimed is None and self.cache is not None:
-                elsewhere.append(i)
-            else:
-                todo.append(i)
-                if claimed is not None:
-                    leases[i] = claimed
-        try:
-            if todo:
-                self._send_batch(requests, keys, todo, results, leases)
-        finally:
-            for lease in leases.values():  # not answered: a waiting run takes them over
-                if self.cache is not None:
-                    self.cache.release(lease)
-        for i in elsewhere:  # waits for the other run's answer, or takes the request over
-            results[i] = self.complete(requests[i])
-        return [r for r in results if r is not None]
-
-    def _send_batch(
-        self,
-        requests: list[Request],
-        keys: list[str],
-        todo: list[int],
-        results: list[Completion | None],
-        leases: dict[int, Lease],
-    ) -> None:
-        """Send ``todo`` as one batch; commit every answer, then report each (fills ``results``)."""
-        backend = self.backend
-        if not isinstance(backend, BatchBackend):  # pragma: no cover - guarded by caller
-            raise TypeError("not a batch backend")
-        batch = [requests[i] for i in todo]
-        reserved = 0.0
-        try:
-            for request in batch:
-                reserved += self._reserve(request)
-        except CostLimitExceeded:
-            with self._lock:
-                self._reserved_usd -= reserved
-            raise
-        try:
-            with self._lock:
-                self._batch_in_flight += len(batch)
-            try:
-                completions = [checked(c, name=self.info.name, latency_s=0.0)
-                               for c in self._retrying()(backend.complete_batch, batch)]
-            finally:
-                with self._lock:
-                    self._batch_in_flight -= len(batch)
-        finally:
-            with self._lock:
-                self._reserved_usd -= reserved
-        answered = [self._priced(request, c) for request, c in zip(batch, completions, strict=True)]
-        spents = [Spent(attempts=1) for _ in answered]
-        for request, completion, spent in zip(batch, answered, spents, strict=True):
-            self._ledger.bill(completion, spent, wasted=not completion.text.strip())
-            if not completion.text.strip():
-                self._log_wasted(request, completion)
-        # every answer of the batch is committed before any is reported: an on_call hook
-        # (progress display) that fails, or a kill meanwhile, must not cost the others
-        if self.cache is not None:
-            for i, completion in zip(todo, answered, strict=True):
-                self.cache.put(
-                    keys[i], completion, purpose=requests[i].purpose, lease=leases.pop(i, None),
-                    meta=self._meta(requests[i]),
-                )
-        for i, completion, spent in zip(todo, answered, spents, strict=True):
-            results[i] = completion
-            self._ledger.finish(requests[i], completion, spent)
 
 
 __all__ = ["CallRecord", "Client"]

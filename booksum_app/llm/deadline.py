@@ -47,6 +47,32 @@ def attempt_deadline(seconds: float, *, max_bytes: int | None = None) -> Iterato
         _local.deadline, _local.budget = previous
 
 
+@contextmanager
+def watched_attempt(flag: threading.Event) -> Iterator[None]:
+    """Run the block as an attempt a door watches from another thread: :func:`self_bounded` sets ``flag``
+    while the attempt is inside a transport that stops at the attempt's own deadline."""
+    previous = getattr(_local, "self_bounded", None)
+    _local.self_bounded = flag
+    try:
+        yield
+    finally:
+        _local.self_bounded = previous
+
+
+@contextmanager
+def self_bounded() -> Iterator[None]:
+    """Mark the block as bounded by the attempt's deadline itself (``post_json``'s transport), so the
+    door watching the attempt waits for it to return at that deadline instead of abandoning it."""
+    flag: threading.Event | None = getattr(_local, "self_bounded", None)
+    if flag is not None:
+        flag.set()
+    try:
+        yield
+    finally:
+        if flag is not None:
+            flag.clear()
+
+
 def reply_over_cap() -> bool:
     """Whether the current (or just finished) attempt's reply passed its byte budget."""
     return bool(getattr(_local, "over", False))

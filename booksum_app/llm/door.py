@@ -8,10 +8,14 @@
   written with ``urllib``, whose timeout bounds one read, not a reply) runs on a worker thread
   inside :func:`~booksum_app.llm.deadline.attempt_deadline` (so ``booksum_app.plugin.post_json``
   sees the deadline); at the deadline the door gives up with a :class:`TransientModelError`
-  (retried, then exit 4) and the worker is abandoned. A reply that still arrives later was paid
-  for: it is handed to ``on_late`` (the call layer bills it as a wasted reply). At most
-  :data:`MAX_ABANDONED` abandoned attempts of one backend may still run at once: past that the
-  next attempt fails at once with one line, so threads cannot pile up without bound.
+  (retried, then exit 4) and the worker is abandoned. One exception: an attempt that is inside
+  ``post_json`` at the deadline is bounded by that same deadline (post_json marks it,
+  :func:`~booksum_app.llm.deadline.self_bounded`), so the door waits up to
+  :data:`SELF_BOUND_GRACE_S` for its own timeout error instead of abandoning the thread. A
+  backend that bounds itself is called on the caller's thread, inside the same deadline. A reply
+  that still arrives later was paid for: it is handed to ``on_late`` (the call layer bills it as a
+  wasted reply). At most :data:`MAX_ABANDONED` abandoned attempts of one backend may still run
+  at once: past that the next attempt fails at once with one line, so threads cannot pile up.
 - **Every Completion is checked** (:func:`checked`): a ``str`` or anything else that is not a
   :class:`Completion`, text or a finish reason that is not text, is a :class:`ModelError`;
   usage that is not non-negative integer counts (or all zero: ``Completion``'s default) is
@@ -46,9 +50,12 @@ from booksum_app.errors import (
     server_message,
 )
 from booksum_app.llm.base import MAX_CHARS_PER_TOKEN, Backend, Completion, Request, Usage
-from booksum_app.llm.deadline import attempt_deadline
+from booksum_app.llm.deadline import attempt_deadline, watched_attempt
 
 MAX_ABANDONED = 16  # attempts past their deadline that may still run, per backend
+# an attempt inside post_json stops at the deadline by itself: the door waits this long more for
+# that timeout error before it abandons the thread (it never needs to, unless the plugin also blocks)
+SELF_BOUND_GRACE_S = 2.0
 MAX_ROOM_FACTOR = 4  # an answer of more tokens than this times its room was not cut at max_tokens
 SLACK_CHARS, SLACK_TOKENS = 1024, 256  # on top: a tokenizer other than the model's may count a short answer high
 
@@ -94,6 +101,7 @@ class Door:
         self.backend = backend
         self.name = name
         self.secrets = tuple(secrets)  # the keys the backend was built with, removed from its messages
+        self.deadline_s = timeout_s  # --timeout: every attempt runs inside it (post_json reads it)
         # the door's own bound applies to backends that do not bound their attempts themselves
         guarded = timeout_s is not None and not backend.bounds_own_attempts
         self.timeout_s = timeout_s if guarded else None
@@ -106,9 +114,13 @@ class Door:
         start = time.perf_counter()
         token = ATTEMPTS.begin()
         try:
-            if self.timeout_s is None:
+            if self.timeout_s is None:  # the backend stops at the deadline itself: on this thread, inside it
                 try:
-                    reply = self.backend.complete(request)
+                    if self.deadline_s is None:
+                        reply = self.backend.complete(request)
+                    else:
+                        with attempt_deadline(self.deadline_s):
+                            reply = self.backend.complete(request)
                 except BaseException as exc:
                     raise translated(exc, self.name, self.secrets) from exc
             else:
@@ -130,7 +142,7 @@ class Door:
 
         def work() -> None:
             try:
-                with attempt_deadline(timeout_s):
+                with attempt_deadline(timeout_s), watched_attempt(attempt.self_bounded):
                     attempt.reply = self.backend.complete(request)
             except BaseException as exc:  # noqa: BLE001 -- handed to the caller's thread, or dropped if late
                 attempt.error = exc
@@ -147,7 +159,10 @@ class Door:
 
         worker = threading.Thread(target=context.run, args=(work,), name="booksum-attempt", daemon=True)
         worker.start()
-        if not attempt.done.wait(timeout_s):
+        finished = attempt.done.wait(timeout_s)
+        if not finished and attempt.self_bounded.is_set():  # inside post_json: it stops at this deadline
+            finished = attempt.done.wait(SELF_BOUND_GRACE_S)
+        if not finished:
             with self._lock:
                 if not attempt.done.is_set():
                     attempt.abandoned = True
@@ -174,6 +189,8 @@ class _Attempt:
     error: BaseException | None = None
     abandoned: bool = False
     done: threading.Event = dataclasses.field(default_factory=threading.Event)
+    # set while the attempt is inside a transport bounded by the same deadline (deadline.self_bounded)
+    self_bounded: threading.Event = dataclasses.field(default_factory=threading.Event)
 
 
 def translated(exc: BaseException, name: str, secrets: Sequence[str] = ()) -> BaseException:

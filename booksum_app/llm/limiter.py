@@ -138,14 +138,14 @@ class AdaptiveLimit:
             self._cond.notify_all()
 
 
-def limit_for(backend: Any, *, start: int, cap: int, adaptive: bool) -> AdaptiveLimit:
+def limit_for(backend: Any, *, start: int, cap: int, adaptive: bool, deadline_s: float | None) -> AdaptiveLimit:
     """The call layer's limit for ``backend``: from ``start`` under ``cap``, its queues kept under the
-    backend's timeout. Several replicas (``backend.replicas``): each slow-starts from ``start`` and
-    reads its own latency (``llm/providers/endpoints.py``), so this one starts at their sum and
-    moves only on refusals."""
+    attempt's bound ``deadline_s`` (the resolved ``--timeout``). Several replicas
+    (``backend.replicas``): each slow-starts from ``start`` and reads its own latency
+    (``llm/providers/endpoints.py``), so this one starts at their sum and moves only on refusals."""
     replicas = max(1, int(getattr(backend, "replicas", 1)))
     return AdaptiveLimit(initial=min(cap, start * replicas), maximum=cap, adaptive=adaptive,
-                         deadline_s=getattr(backend, "timeout_s", None), latency=replicas == 1)
+                         deadline_s=deadline_s, latency=replicas == 1)
 
 
 def limiter_report(limit: AdaptiveLimit, backend: Any) -> dict[str, Any]:

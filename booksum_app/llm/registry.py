@@ -150,8 +150,10 @@ def _spec_from(
         defaults = {k: v for k, v in provider_defaults.items() if k != "note"}
         entry = {**defaults, **entry}
     context = int(entry["context_window"])
+    context_source = "config file" if name in table.from_config else "shipped table" if note is None else (
+        f"{defaults_key} defaults")
     if provider == "local" and n_ctx is not None:
-        context = n_ctx
+        context, context_source = n_ctx, "n_ctx setting"
     info = ModelInfo(
         name=name,
         context_window=context,
@@ -172,6 +174,7 @@ def _spec_from(
         note=note,
         base_url=base_url if provider == "openai" else None,
         hosted=provider in BUILTIN and BUILTIN[provider].hosted,
+        context_source=context_source,
     )
 
 
@@ -386,12 +389,10 @@ def get_model(
         concurrency=cap,
         initial_concurrency=start,
         adaptive=adaptive,
-        max_cost_usd=settings.max_cost_usd,
-        max_attempts=settings.max_attempts,
         on_call=on_call,
         spec=spec,
         notice=spec.notice,
-        attempt_timeout_s=settings.timeout_s,  # --timeout, at the door for backends that do not bound themselves
+        settings=settings,  # whole: --timeout at the door and the limiter, retries, the cost ceiling
         secrets=environment_secrets(env),  # the keys of the mapping the backend was built from
     )
     return client

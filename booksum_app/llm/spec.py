@@ -5,11 +5,12 @@ Providers (``llm/providers/``) are built from these two records; the registry fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from booksum_app.config import DEFAULT_TIMEOUT_S
+from booksum_app.config import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
+from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ModelInfo
 
 ModelSource = Literal["explicit", "config", "env", "default"]
@@ -17,6 +18,32 @@ FALLBACK_NOTICE = (
     "using the embedded SmolLM2-135M demo model; pass --model openai:gpt-4o "
     "(and set OPENAI_API_KEY) for real summaries"
 )
+
+# where a resolved value came from: the command line names its option ("--timeout"), else one of these
+DEFAULT_SOURCE = "default"
+
+
+def checked_timeout_s(value: object) -> float:
+    """``--timeout``: seconds one attempt may take, over 0 and at most :data:`MAX_TIMEOUT_S`; the one check of it.
+
+    Raises:
+        ConfigError: not a number in that range (nan and infinities included).
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= MAX_TIMEOUT_S:
+        return float(value)
+    raise ConfigError(f"--timeout {value!r}: give the seconds one attempt may take, over 0 and at most "
+                      f"{MAX_TIMEOUT_S:g}")
+
+
+def checked_temperature(value: object) -> float:
+    """``--temperature``: a sampling temperature from 0 to 2; the one check of it.
+
+    Raises:
+        ConfigError: not a number in that range (nan and infinities included).
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 2:
+        return float(value)
+    raise ConfigError(f"--temperature {value!r}: give a number from 0 to 2")
 
 
 @dataclass(frozen=True)
@@ -41,11 +68,25 @@ class LLMSettings:
     # call cache key in place of the URL (which is not: localhost, 127.0.0.1 and a replica are one model)
     deployment: str | None = None
 
-    def __post_init__(self) -> None:  # the library takes str or Path wherever it takes a path
-        for name in ("cache_dir", "config_path"):
+    # where a value came from, for the values a user sets more than one way: field name -> the option
+    # that set it ("--timeout"); a field not named here holds its default (:meth:`source_of`)
+    sources: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("cache_dir", "config_path"):  # the library takes str or Path wherever it takes a path
             value = getattr(self, name)
             if value is not None and not isinstance(value, Path):
                 object.__setattr__(self, name, Path(value))
+        object.__setattr__(self, "timeout_s", checked_timeout_s(self.timeout_s))  # resolved once, checked once
+
+    def source_of(self, name: str) -> str:
+        """Where the value of field ``name`` came from: the option that set it, else ``"default"``
+        (the field's default value) or ``"given"`` (set by the library's caller)."""
+        recorded = dict(self.sources).get(name)
+        if recorded is not None:
+            return recorded
+        default = next(f.default for f in fields(self) if f.name == name)
+        return DEFAULT_SOURCE if getattr(self, name) == default else "given"
 
 
 @dataclass(frozen=True)
@@ -64,6 +105,9 @@ class ModelSpec:
     server_note: str | None = None  # where the window came from, when the server reported it
     server: str | None = None  # the model's own server (settings.servers, config base_url); "": the provider's API
 
+    # where info.context_window came from: "shipped table", "config file", "<provider> defaults",
+    # "n_ctx setting" or "server" (what the model's server reported)
+    context_source: str = "shipped table"
     hosted: bool = False  # a built-in paid API (its own endpoint, not a server at a base URL): adaptive, priced
     config_warnings: tuple[str, ...] = ()  # unknown keys in the config file
 

@@ -15,8 +15,10 @@ overrides a part of it: its ROUGE-L variant (``--rouge-variant``), its G per len
 (``--bucket-max-tokens``), and for the ``direct`` strategy its decoding (CNNSum: greedy,
 temperature 0; CLongEval: temperature 0.01, top-p 1), its prompts (the ``benchmark`` prompt
 set: CNNSum's ``prompts.json``, whose Prompt-IB is CLongEval's LStSum prompt; ``--prompts``
-overrides) and no artifact removal. What differs from the benchmark is named in each sample's
-ROUGE-L signature (``overrides:...``).
+overrides) and no artifact removal. An option the user set wins over the preset (``--temperature``,
+``--prompts``, ``--regenerate``); a value the user did not set is the preset's. What differs from
+the benchmark is named in each sample's ROUGE-L signature (``overrides:...``) and, for
+``--temperature``, on the terminal.
 
 Length buckets: a ``--bucket-field`` value per line; else the file name: CNNSum's release names
 (``cnnsum_L_16k``, ``cnnsum_XL_32k``, ``cnnsum_XXL_64k`` or ``cnnsum_2XL_64k``,
@@ -341,7 +343,8 @@ def load_samples(exp: Experiment) -> tuple[Sample, ...]:
             raise InputError(f"dataset {path}: cannot read it ({exc.strerror or exc}); check the path") from exc
         read = _cached(spec, (stat.st_mtime_ns, stat.st_size), exp.lang, exp.bucket_max_tokens)
         asked = (*(("prompts",) if exp.prompts != "paper" else ()),  # --prompts: another wording (direct)
-                 *(("decoding",) if exp.regenerate else ()))  # --regenerate: booksum's validity rule
+                 *(("decoding",) if exp.regenerate else ()),  # --regenerate: booksum's validity rule
+                 *(("temperature",) if exp.temperature is not None else ()))  # --temperature: the user's
         if asked:
             read = tuple(dataclasses.replace(s, overrides=(*s.overrides, *asked)) if s.benchmark else s
                          for s in read)
@@ -356,18 +359,31 @@ def load_samples(exp: Experiment) -> tuple[Sample, ...]:
 def sample_run(run: RunConfig, sample: Sample | None) -> RunConfig:
     """The run a (configuration, sample) gets: under a preset, ``direct`` runs the benchmark's protocol.
 
-    Its decoding (temperature, top-p, one call whose answer is scored as returned; ``--regenerate``
-    keeps booksum's validity rule instead), its system message, its prompt set unless ``--prompts``
-    names another, and no artifact removal (the benchmarks score the raw answer). G is the
-    sample's already. Other strategies are not the benchmark's method and keep booksum's settings.
+    Its decoding (temperature unless ``--temperature`` was given, top-p, one call whose answer is
+    scored as returned; ``--regenerate`` keeps booksum's validity rule instead), its system message,
+    its prompt set unless ``--prompts`` names another, and no artifact removal (the benchmarks score
+    the raw answer). G is the sample's already. Other strategies are not the benchmark's method and
+    keep booksum's settings. A value the user set wins and is signed (``overrides:temperature``).
     """
     if sample is None or sample.benchmark is None or run.strategy != "direct":
         return run
     bench = BENCHMARKS[sample.benchmark]
     prompts = bench.prompts if run.prompts == "paper" else run.prompts
     decoding = "validated" if "decoding" in sample.overrides else "once"
-    return dataclasses.replace(run, temperature=bench.temperature, top_p=bench.top_p, clean=False, prompts=prompts,
-                               decoding=decoding, system=bench.system)
+    own = "temperature" not in sample.overrides
+    temperature, source = (bench.temperature, f"{bench.name} preset") if own else (run.temperature, "given")
+    return dataclasses.replace(run, temperature=temperature, temperature_source=source, top_p=bench.top_p,
+                               clean=False, prompts=prompts, decoding=decoding, system=bench.system)
+
+
+def preset_override_note(exp: Experiment) -> str | None:
+    """One line when an option the user set replaces a part of a dataset preset's protocol (``direct``)."""
+    if exp.temperature is None or "direct" not in exp.strategies:
+        return None
+    if not any(d.preset != "custom" for d in exp.datasets):
+        return None
+    return (f"--temperature {exp.temperature:g} replaces the benchmark presets' decoding temperature for direct "
+            "(signed overrides:temperature in each sample's ROUGE-L signature)")
 
 
 def score_sample(sample: Sample, summary: str) -> SampleScore:
@@ -388,6 +404,7 @@ __all__ = [
     "Benchmark",
     "Sample",
     "load_samples",
+    "preset_override_note",
     "read_dataset",
     "sample_run",
     "score_sample",

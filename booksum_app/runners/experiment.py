@@ -48,6 +48,7 @@ from booksum_app.config import (
     suggestion,
 )
 from booksum_app.errors import ConfigError
+from booksum_app.llm.spec import checked_temperature
 from booksum_app.strategies import get_strategy
 from booksum_app.strategies.base import OptionValue
 
@@ -184,8 +185,8 @@ class Experiment:
             DatasetSpec(Path(d)) if isinstance(d, str | os.PathLike) else d for d in self.datasets))
         object.__setattr__(self, "precomputed", tuple(
             parse_precomputed(p) if isinstance(p, str) else p for p in self.precomputed))
-        if self.temperature is not None and not 0 <= self.temperature <= 2:
-            raise ConfigError(f"--temperature {self.temperature}: give a number from 0 to 2")
+        if self.temperature is not None:
+            object.__setattr__(self, "temperature", checked_temperature(self.temperature))
 
     def _check_options(self) -> None:
         """Every option belongs to a strategy of the grid and each of its values parses there."""
@@ -349,6 +350,8 @@ def load_experiment(path: str | os.PathLike[str]) -> dict[str, Any]:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: {key} must be true or false")
             values[key] = value
+        elif key == "temperature":  # checked where every temperature is (llm/spec.py)
+            values["temperature"] = value
         elif key == "datasets":
             values["datasets"] = tuple(DatasetSpec(_rel(Path(p), base)) for p in _strings(value, key, where))
         elif key == "bucket_max_tokens":

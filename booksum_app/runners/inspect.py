@@ -7,7 +7,7 @@ import os
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from booksum_app.books import Book, open_book
@@ -18,6 +18,7 @@ from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.registry import LLMSettings, choose_model, get_model, native_counter, provider_entry
+from booksum_app.llm.spec import ModelSpec
 from booksum_app.runners.plan import CallPlan, plan_strategy
 from booksum_app.runners.run_config import RunConfig
 from booksum_app.strategies import STRATEGIES, get_strategy
@@ -84,6 +85,8 @@ class InspectReport:
     kept_chars: int = 0
     excluded_spans: tuple[ExcludedSpanReport, ...] = ()
     anomalies: tuple[str, ...] = ()  # what looks wrong in the book, one line each
+    # timeout, temperature and context window as resolved, each {"value": ..., "source": ...}
+    settings: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
     @property
     def kept_sections(self) -> tuple[SectionReport, ...]:
@@ -97,21 +100,32 @@ class InspectReport:
 
 def _token_counter(
     model: str | None, settings: LLMSettings, closing: ExitStack
-) -> tuple[ModelInfo, Callable[[str], int], str | None]:
-    """The model's facts and token counter; a client built to count is closed with ``closing``."""
+) -> tuple[ModelInfo, Callable[[str], int], ModelSpec]:
+    """The model's facts, token counter and resolved spec; a client built to count is closed with ``closing``."""
     spec = choose_model(model, settings=settings)
     if spec.info.tokenizer == "native":  # vLLM's tokenizer alone; the embedded model's weights
         counter = native_counter(spec, settings=settings)
         if counter is not None:
-            return spec.info, counter, spec.notice
+            return spec.info, counter, spec
         client = closing.enter_context(get_model(spec, settings=dataclasses.replace(settings, use_cache=False)))
-        return client.info, client.count_tokens, spec.notice
+        return client.info, client.count_tokens, spec
     info = spec.info
     if provider_entry(spec).server_context:  # the context the server reports for the model
         client = get_model(spec, settings=settings)  # asks /api/show, never for a completion
         info = client.info
         client.close()
-    return info, get_tokenizer(info.tokenizer).count, spec.notice
+    return info, get_tokenizer(info.tokenizer).count, spec
+
+
+def setting_sources(settings: LLMSettings, run: RunConfig, spec: ModelSpec, info: ModelInfo
+                    ) -> dict[str, dict[str, object]]:
+    """The resolved values a run is planned with, each with where it came from (``booksum inspect``)."""
+    window_source = spec.context_source if info.context_window == spec.info.context_window else "server"
+    return {
+        "timeout_s": {"value": settings.timeout_s, "source": settings.source_of("timeout_s")},
+        "temperature": {"value": run.temperature, "source": run.temperature_origin},
+        "context_window": {"value": info.context_window, "source": window_source},
+    }
 
 
 def plan_summary(path_or_book: str | os.PathLike[str] | Book, run: RunConfig, *,
@@ -196,7 +210,7 @@ def _report(
     chapter_aware: bool, include_front_matter: bool, runs: Sequence[RunConfig],
 ) -> InspectReport:
     chunk_size, max_summary_tokens = run.chunk_size, run.max_summary_tokens
-    info, count, notice = _token_counter(model, settings, closing)
+    info, count, spec = _token_counter(model, settings, closing)
     if chunk_size + max_summary_tokens > info.context_window:
         raise ConfigError(
             f"--chunk-size {chunk_size} plus a {max_summary_tokens}-token summary does not fit "
@@ -232,7 +246,7 @@ def _report(
         encoding=book.metadata.get("encoding", ""),
         web_residue=book.metadata.get("web_residue", ""),
         model=info.name,
-        model_notice=notice,
+        model_notice=spec.notice,
         tokenizer=info.tokenizer,
         context_window=info.context_window,
         chunk_size=chunk_size,
@@ -244,6 +258,7 @@ def _report(
         kept_chars=accounting.kept_chars,
         excluded_spans=spans,
         anomalies=anomalies(book, include_front_matter=include_front_matter),
+        settings=setting_sources(settings, run, spec, info),
     )
 
 

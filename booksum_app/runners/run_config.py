@@ -29,7 +29,7 @@ from booksum_app.config import (
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ModelInfo
 from booksum_app.llm.providers import catalog  # catalog.BACKENDS per use: tests swap it
-from booksum_app.llm.providers.catalog import BUILTIN
+from booksum_app.llm.spec import checked_temperature
 from booksum_app.prompts import PROMPT_SETS
 from booksum_app.signature import make_signature, rules_version, short_hash
 from booksum_app.strategies import STRATEGIES, Strategy, StrategyConfig, get_strategy, load_prompts
@@ -68,14 +68,16 @@ class RunConfig:
     # decoding, one call and its answer as returned (compare --dataset presets)
     decoding: str = "validated"
     system: str | None = None  # a system message sent with every summary call (a benchmark's)
+    # where ``temperature`` came from when not the caller: a dataset preset ("cnnsum preset"); None: see
+    # :attr:`temperature_origin`
+    temperature_source: str | None = None
 
     def __post_init__(self) -> None:
         if self.decoding not in DECODINGS:
             raise ConfigError(f"decoding {self.decoding!r}: use one of {', '.join(DECODINGS)}")
         impl = get_strategy(self.strategy)  # ConfigError naming the installed ones (or why a plugin failed)
         object.__setattr__(self, "strategy", impl.name)
-        if not (isinstance(self.temperature, int | float) and 0 <= self.temperature <= 2):
-            raise ConfigError(f"--temperature {self.temperature!r}: give a number from 0 to 2")
+        object.__setattr__(self, "temperature", checked_temperature(self.temperature))
         if self.lang not in LANG_CHOICES:
             raise ConfigError(f"--lang {self.lang!r}: use one of {', '.join(LANG_CHOICES)}")
         given = dict(self.options.items() if isinstance(self.options, Mapping) else self.options)
@@ -99,6 +101,13 @@ class RunConfig:
     def option_values(self) -> dict[str, OptionValue]:
         """The strategy's options, every declared one, by name."""
         return dict(self.options.items() if isinstance(self.options, Mapping) else self.options)  # type: ignore[arg-type]
+
+    @property
+    def temperature_origin(self) -> str:
+        """Where ``temperature`` came from: a preset, ``"default"`` (booksum's), or ``"given"`` (an option)."""
+        if self.temperature_source is not None:
+            return self.temperature_source
+        return "default" if self.temperature == DEFAULT_TEMPERATURE else "given"
 
     @property
     def per_chapter(self) -> bool:
@@ -136,11 +145,10 @@ class RunConfig:
                             names=("clean",))
 
     def plugins(self, model_name: str) -> dict[str, str | None]:
-        """``name-version`` of the plugin distributions making this run: the strategy's, the model's backend's."""
-        provider = model_name.partition(":")[0]
-        backend = catalog.BACKENDS.provider(provider).distribution if provider not in BUILTIN and \
-            catalog.BACKENDS.is_provider(provider) else None
-        return {"plugin": _dist_label(STRATEGIES.distribution(self.strategy)), "backend": _dist_label(backend)}
+        """The plugins making this run, the strategy's and the model's backend's: each distribution's
+        ``name-version`` and a hash of its code (a plugin changed without a version bump signs apart)."""
+        return {"plugin": _dist_label(STRATEGIES.distribution(self.strategy)),
+                "plugincode": STRATEGIES.code(self.strategy), **catalog.plugin_fields(model_name)}
 
     def signature(self, info: ModelInfo, bundle: PromptBundle) -> str:
         """The record's signature: what a reader needs to know the summary was made the same way."""
@@ -174,6 +182,7 @@ class RunConfig:
             "chunk_size": self.chunk_size,
             "max_summary_tokens": self.max_summary_tokens,
             "temperature": self.temperature,
+            "temperature_source": self.temperature_origin,
             "compression_temperature": self.compression_temperature,
             "top_p": self.top_p,
             "prompts": self.prompts,

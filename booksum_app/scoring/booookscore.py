@@ -52,6 +52,7 @@ from booksum_app.config import DEFAULT_BATCH_SIZE, JUDGE_MODES, JUDGE_TEMPERATUR
 from booksum_app.errors import ConfigError, InputError, JudgeParseError, PromptError
 from booksum_app.jsonin import parse_json
 from booksum_app.llm.base import ChatModel, Completion, Request
+from booksum_app.llm.providers.catalog import plugin_fields
 from booksum_app.prompts import Template, parse_template
 from booksum_app.scoring.answers import JudgeAnswer, parse_batch_answer, parse_sentence_answer
 from booksum_app.scoring.dispatch import WarmUp, answer_in_order, request_window
@@ -259,7 +260,6 @@ class _Pending:
     book: int
     index: int
     last_answer: str | None = None
-    last_error: str | None = None
 
 
 class BooookScoreJudge:
@@ -303,6 +303,7 @@ class BooookScoreJudge:
         return make_signature(
             "booookscore",
             judge=self.model.info.name,
+            **plugin_fields(self.model.info.name),  # a plugin judge: its package's version and code hash
             prompt=self.prompt.name,
             mode=self.mode,
             batch=self.batch_size if self.mode == "batched" else None,
@@ -438,8 +439,8 @@ class BooookScoreJudge:
         for (item,), completion in self._answers(units, summaries, books, split, attempt):
             try:
                 answer = parse_sentence_answer(completion.text)
-            except JudgeParseError as exc:
-                item.last_answer, item.last_error = completion.text, str(exc)
+            except JudgeParseError:
+                item.last_answer = completion.text
                 still.append(item)
                 continue
             results[(item.book, item.index)] = _judged(item.index, split[item.book][item.index], answer)
@@ -458,15 +459,14 @@ class BooookScoreJudge:
         still: list[_Pending] = []
         for batch, completion in self._answers(batches, summaries, books, split, attempt):
             try:
-                answers, errors = parse_batch_answer(completion.text, len(batch))
-            except JudgeParseError as exc:
-                answers, errors = {}, {n: str(exc) for n in range(1, len(batch) + 1)}
+                answers, _ = parse_batch_answer(completion.text, len(batch))
+            except JudgeParseError:
+                answers = {}
             for n, item in enumerate(batch, start=1):
                 if n in answers:
                     results[(item.book, item.index)] = _judged(item.index, split[item.book][item.index], answers[n])
                 else:
                     item.last_answer = completion.text
-                    item.last_error = errors.get(n, "sentence missing from the answer")
                     still.append(item)
         return still
 

@@ -24,14 +24,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from booksum_app.scoring.detectors import (
-    APPROX_N,
-    COPY_N,
-    SourceIndex,
-    _gram_keys,
-    words_of,
-)
 from booksum_app.scoring.keyset import KeySet
+from booksum_app.scoring.source_index import APPROX_N, COPY_N, SourceIndex, gram_keys, words_of
 
 # jieba's word class (its ``re_han_default``): it segments each maximal run of these characters
 # on its own, so a cut just before such a run changes no word
@@ -50,7 +44,7 @@ def _keys(units: list[str]) -> Any:
     import numpy as np
 
     count = max(0, len(units) - APPROX_N + 1)
-    return np.fromiter(_gram_keys(units, APPROX_N), dtype=np.int64, count=count)
+    return np.fromiter(gram_keys(units, APPROX_N), dtype=np.int64, count=count)
 
 
 def _runs(pieces: list[str], owner: Any, hits: Any) -> list[str]:
@@ -162,7 +156,7 @@ def summary_source_index(source: str, summary: str, *, lang: str) -> SourceIndex
     for run in runs:
         words = words_of(run, lang=lang)
         n_words += len(words)
-        keys += _gram_keys(words, COPY_N)
+        keys += gram_keys(words, COPY_N)
     return SourceIndex(lang=lang, n=COPY_N, n_words=n_words, keys=KeySet(keys), approx_keys=KeySet(matched))
 
 

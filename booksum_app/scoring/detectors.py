@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from booksum_app.chunking import get_tokenizer
 from booksum_app.chunking.sentences import sentence_spans
 from booksum_app.compression.validity import ends_sentence
-from booksum_app.config import LANGUAGES
 from booksum_app.errors import ConfigError, PromptError
 from booksum_app.prompts import DIRECT_TEMPLATES, TEMPLATE_FIELDS, load_template
 from booksum_app.scoring.detector_rules import (
@@ -43,7 +42,6 @@ from booksum_app.scoring.detector_rules import (
     TRACE_EN,
     TRACE_ZH,
 )
-from booksum_app.scoring.keyset import KeySet
 from booksum_app.scoring.ngrams import DEFAULT_LENGTH_TOKENIZER
 from booksum_app.scoring.repeats import (
     checklist_items,
@@ -51,81 +49,28 @@ from booksum_app.scoring.repeats import (
     numbered_items,
     periodic_tail,
 )
-from booksum_app.scoring.words import rouge_words
+from booksum_app.scoring.source_index import (
+    _PROCESS_PROBE,
+    APPROX_N,
+    COPY_N,
+    SourceIndex,
+    approx_units,
+    gram_keys,
+    words_of,
+)
 
-COPY_N = 8  # copying: summary n-grams looked up in the source
 COPY_FLAG_SHARE = 0.2  # flagged when at least this share of the summary's words is copied...
 COPY_MIN_WORDS = 16  # ...and they are at least this many (a short summary may quote a line)...
 COPY_FLAG_SPAN_WORDS = 30  # ...or one copied span is at least this many words long
 ECHO_N = 6  # prompt echo: summary n-grams looked up in the prompt templates
-APPROX_N = 4  # approximate copying: summary 4-grams looked up in the source...
+# approximate copying: summary APPROX_N-grams (source_index.py) looked up in the source...
 APPROX_MAX_GAP = 2  # ...runs of covered words joined across at most this many changed words...
 APPROX_MIN_DENSITY = 0.7  # ...while at least this share of the joined span is covered
 APPROX_SPAN_CHARS_ZH = 45  # Chinese is compared by characters (jieba re-cuts words around a change)
 TOO_SHORT_SHARE = 0.25  # too short: under this share of the requested length
-LANGS = LANGUAGES
 FAILURE_MODES = ("subjective", "copying", "repetition", "echo", "too_short", "cut_off")
 
-_PROCESS_PROBE = ("booksum", "detectors")  # its hash changes with the process's hash seed
 _SPACE = re.compile(r"\s+")
-
-
-def words_of(text: str, *, lang: str) -> list[str]:
-    """The words the copy and echo detectors compare (see module docstring)."""
-    if lang not in LANGS:
-        raise ConfigError(f"no failure detectors for language {lang!r}; use one of {LANGS}")
-    return rouge_words(text, lang=lang)
-
-
-def _gram_keys(words: Sequence[str], n: int) -> list[int]:
-    # hash of the n-gram tuple: 8 bytes a gram instead of a tuple of 8 strings in the set;
-    # zip builds the tuples in C (a third faster than slicing a book's 33K words)
-    return list(map(hash, zip(*(words[i:] for i in range(n)), strict=False)))
-
-
-@dataclass(frozen=True)
-class SourceIndex:
-    """The hashed ``n``-grams of a source text, built once per book and reused per summary.
-
-    Keys are Python ``hash`` values, which differ between processes (string hash
-    randomization): an index unpickled in another process is refused, not silently wrong.
-    They are held as a :class:`~booksum_app.scoring.keyset.KeySet`, 8 bytes a gram (War and
-    Peace: 4.7 MB, where a frozenset took 54).
-    """
-
-    lang: str
-    n: int
-    n_words: int
-    keys: KeySet
-    process_check: int = field(default_factory=lambda: hash(_PROCESS_PROBE))
-    approx_keys: KeySet | None = None  # the source's APPROX_N-grams (copies with words changed)
-
-    @classmethod
-    def build(cls, texts: str | Iterable[str], *, lang: str, n: int = COPY_N) -> SourceIndex:
-        """Index a text (or several, n-grams never crossing from one to the next)."""
-        keys: list[int] = []
-        approx: list[int] = []
-        n_words = 0
-        for text in [texts] if isinstance(texts, str) else texts:
-            words = words_of(text, lang=lang)
-            n_words += len(words)
-            keys += _gram_keys(words, n)
-            if n == COPY_N:
-                approx += _gram_keys(_approx_units(text, words, lang), APPROX_N)
-        return cls(lang=lang, n=n, n_words=n_words, keys=KeySet(keys),
-                   approx_keys=KeySet(approx) if n == COPY_N else None)
-
-    def union(self, other: SourceIndex) -> SourceIndex:
-        """The n-grams of both (the same ``n`` and language)."""
-        if (other.n, other.lang) != (self.n, self.lang):
-            raise ValueError("indexes of different n-gram sizes or languages")
-        approx = (
-            self.approx_keys.union(other.approx_keys)
-            if self.approx_keys is not None and other.approx_keys is not None
-            else None
-        )
-        return SourceIndex(self.lang, self.n, self.n_words + other.n_words, self.keys.union(other.keys),
-                           approx_keys=approx)
 
 
 @dataclass(frozen=True)
@@ -163,7 +108,7 @@ def overlap(words: Sequence[str], index: SourceIndex) -> Overlap:
             "this SourceIndex was built in another Python process (n-gram hashes differ "
             "between processes); build it with SourceIndex.build in the process that uses it"
         )
-    found = index.keys.found(_gram_keys(words, index.n))
+    found = index.keys.found(gram_keys(words, index.n))
     spans: list[tuple[int, int]] = []
     start: int | None = None
     for i, hit in enumerate([*found, False]):
@@ -174,11 +119,6 @@ def overlap(words: Sequence[str], index: SourceIndex) -> Overlap:
             start = None
     longest = max((end - begin for begin, end in spans), default=0)
     return Overlap(len(found), sum(found), longest, tuple(spans))
-
-
-def _approx_units(text: str, words: Sequence[str], lang: str) -> Sequence[str]:
-    # Chinese: characters, since changing one word makes jieba cut its neighbours differently
-    return [ch for ch in text if ch.isalnum()] if lang == "zh" else words
 
 
 def approximate_copy_words(words: Sequence[str], index: SourceIndex) -> int:
@@ -197,7 +137,7 @@ def approximate_copy_words(words: Sequence[str], index: SourceIndex) -> int:
     if index.process_check != hash(_PROCESS_PROBE):
         raise ConfigError("this SourceIndex was built in another Python process; rebuild it here")
     covered = [False] * len(words)
-    for i, hit in enumerate(index.approx_keys.found(_gram_keys(words, APPROX_N))):
+    for i, hit in enumerate(index.approx_keys.found(gram_keys(words, APPROX_N))):
         if hit:
             covered[i:i + APPROX_N] = [True] * APPROX_N
     runs: list[tuple[int, int]] = []  # (start, end) of covered runs
@@ -351,7 +291,7 @@ def _copy_figures(summary: str, words: list[str], source: str | SourceIndex,
             f"source index is for lang={index.lang!r}, n={index.n}; this summary needs "
             f"lang={lang!r}, n={COPY_N}: build it with SourceIndex.build(text, lang={lang!r})"
         )
-    return overlap(words, index), approximate_copy_words(_approx_units(summary, words, lang), index)
+    return overlap(words, index), approximate_copy_words(approx_units(summary, words, lang), index)
 
 
 def detect_failures(

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from booksum_app.errors import ConfigError
+from booksum_app.signature import code_hash
 from booksum_app.strategies.base import Strategy
 
 ENTRY_POINT_GROUP = "booksum.strategies"
@@ -58,6 +59,7 @@ class StrategyRegistry(Mapping[str, Strategy]):
         self._strategies: dict[str, Strategy] | None = None
         self._broken: dict[str, str] = {}
         self._dists: dict[str, tuple[str, str]] = {}
+        self._codes: dict[str, str] = {}
 
     def _load(self) -> dict[str, Strategy]:
         with self._lock:
@@ -80,6 +82,8 @@ class StrategyRegistry(Mapping[str, Strategy]):
                 dist = None if isinstance(source, str) else source.dist
                 if dist is not None and name not in BUILTIN:  # a plugin's package: its version signs its records
                     self._dists[name] = (str(dist.metadata["Name"] or dist.name), str(dist.version))
+                if not isinstance(source, str) and name not in BUILTIN:  # and its code, changed or not its version
+                    self._codes[name] = code_hash(source.module)
             except Exception as exc:  # noqa: BLE001 -- a broken plugin must not break the built-in strategies
                 self._broken[name] = f"{type(exc).__name__}: {exc}"
         return found
@@ -117,10 +121,16 @@ class StrategyRegistry(Mapping[str, Strategy]):
         self._load()
         return self._dists.get(name)
 
+    def code(self, name: str) -> str | None:
+        """A short hash of the code of the plugin that provides ``name`` (``signature.code_hash``); None
+        for booksum's own."""
+        self._load()
+        return self._codes.get(name)
+
     def reload(self) -> None:
-        """Forget what was found (after installing a plugin in the same process; tests)."""
+        """Forget what was found (after installing a plugin in the same process: tests)."""
         with self._lock:
-            self._strategies, self._broken, self._dists = None, {}, {}
+            self._strategies, self._broken, self._dists, self._codes = None, {}, {}, {}
 
 
 STRATEGIES = StrategyRegistry()

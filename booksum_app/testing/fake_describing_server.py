@@ -26,7 +26,8 @@ import socket
 from typing import Any, Self
 
 from booksum_app.llm.providers import server_info
-from booksum_app.testing.fake_server import FakeServer, _Handler
+from booksum_app.testing.fake_handler import _Handler
+from booksum_app.testing.fake_server import FakeServer
 
 
 class _DescribingHandler(_Handler):

@@ -31,7 +31,9 @@ Bodies no answer can be:
 - ``hugebody``: a 200 announcing ``HUGE_BODY_BYTES`` and sending them (past the byte cap).
 
 The server counts what each 200 reply billed (``FakeServer.billed``): what a client must
-account for, to the token.
+account for, to the token. A quirk reaches the server and its handler through two protocols
+(:class:`QuirkServer`, :class:`QuirkHandler`), never the server's module: the server imports
+this one, not the other way round.
 """
 
 from __future__ import annotations
@@ -39,15 +41,50 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from booksum_app.errors import DETAIL_CHARS
+from booksum_app.llm.base import Request
 from booksum_app.testing.fake_prompt_cache import count_tokens
 from booksum_app.testing.fake_wire import anthropic_body, openai_body, parse_anthropic, parse_openai
 
-if TYPE_CHECKING:
-    from booksum_app.testing.fake_server import FakeServer, _Handler
+
+class QuirkServer(Protocol):
+    """What a quirk needs of the fake server (``fake_server.FakeServer``): its replies, its bill, its stop."""
+
+    reply: Callable[[Request], str]
+    drip_s: float
+    _stopping: threading.Event
+
+    def _bill(self, input_tokens: int, output_tokens: int) -> None: ...
+
+    def _completed(self) -> None: ...
+
+
+class QuirkHandler(Protocol):
+    """What a quirk needs of the fake server's request handler: the HTTP handler's own members and its
+    JSON and error replies (``fake_handler._Handler``)."""
+
+    headers: Any
+    wfile: Any
+    connection: Any
+    close_connection: bool
+
+    def send_response(self, code: int, message: str | None = None) -> None: ...
+
+    def send_header(self, keyword: str, value: str) -> None: ...
+
+    def end_headers(self) -> None: ...
+
+    def _leave_once(self) -> None: ...
+
+    def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None: ...
+
+    def _send_error(self, api: str, status: int, kind: str, message: str,
+                    headers: dict[str, str] | None = None) -> None: ...
 
 USAGE_QUIRKS = ("nousage", "hugeusage", "negusage", "cutempty", "reasoning", "reasoningbare",
                 "reasoningnousage")
@@ -62,7 +99,7 @@ HUGE_TOKENS = 10**13
 FAR_RETRY_AFTER_S = 999_999_999
 
 
-def serve_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[str, Any], quirk: str) -> None:
+def serve_quirk(handler: QuirkHandler, fake: QuirkServer, api: str, payload: dict[str, Any], quirk: str) -> None:
     """Answer one request the way ``quirk`` says (``notjson`` and ``echokey`` are the fake server's own
     hostile-proxy faults)."""
     if quirk in ("notjson", "echokey"):
@@ -87,7 +124,7 @@ def serve_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[str
         _transport_quirk(handler, fake, api, payload, quirk)
 
 
-def _usage_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[str, Any], quirk: str) -> None:
+def _usage_quirk(handler: QuirkHandler, fake: QuirkServer, api: str, payload: dict[str, Any], quirk: str) -> None:
     request = parse_openai(payload) if api == "openai" else parse_anthropic(payload)
     prompt_text = (request.system or "") + request.user_text
     n_in = count_tokens(prompt_text)
@@ -123,7 +160,7 @@ def _usage_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[st
     handler._send_json(200, body)
 
 
-def _body_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[str, Any], quirk: str) -> None:
+def _body_quirk(handler: QuirkHandler, fake: QuirkServer, api: str, payload: dict[str, Any], quirk: str) -> None:
     if quirk == "hugetext":
         budget = int(payload.get("max_completion_tokens") or payload.get("max_tokens") or 4096)
         request = parse_openai(payload) if api == "openai" else parse_anthropic(payload)
@@ -156,7 +193,7 @@ def _body_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[str
         pass  # the client stopped reading at its cap
 
 
-def _transport_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dict[str, Any], quirk: str) -> None:
+def _transport_quirk(handler: QuirkHandler, fake: QuirkServer, api: str, payload: dict[str, Any], quirk: str) -> None:
     request = parse_openai(payload) if api == "openai" else parse_anthropic(payload)
     text = fake.reply(request)
     n_in, n_out = count_tokens((request.system or "") + request.user_text), count_tokens(text)
@@ -190,7 +227,7 @@ def _transport_quirk(handler: _Handler, fake: FakeServer, api: str, payload: dic
         pass  # the client gave up: that is what a bounded attempt does
 
 
-def _hostile(handler: _Handler, api: str, fault: str) -> None:
+def _hostile(handler: QuirkHandler, api: str, fault: str) -> None:
     """A misbehaving proxy: a 200 whose body is not JSON, or a 500 quoting the credentials."""
     if fault == "echokey":
         sent = handler.headers.get("authorization") or handler.headers.get("x-api-key") or ""
@@ -208,19 +245,19 @@ def _hostile(handler: _Handler, api: str, fault: str) -> None:
         handler.close_connection = True
 
 
-def _send(handler: _Handler, data: bytes) -> None:
+def _send(handler: QuirkHandler, data: bytes) -> None:
     handler.wfile.write(data)
     handler.wfile.flush()
 
 
-def _drip(handler: _Handler, fake: FakeServer, data: bytes) -> None:
+def _drip(handler: QuirkHandler, fake: QuirkServer, data: bytes) -> None:
     for i in range(len(data)):
         if fake._stopping.wait(fake.drip_s):
             return
         _send(handler, data[i : i + 1])
 
 
-def _raw(handler: _Handler, data: bytes) -> None:
+def _raw(handler: QuirkHandler, data: bytes) -> None:
     handler._leave_once()
     handler.close_connection = True
     try:

@@ -24,6 +24,7 @@ from typing import Any
 
 import anthropic
 
+from booksum_app.config import DEFAULT_TIMEOUT_S
 from booksum_app.errors import MissingAPIKey, TransientModelError, server_message
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
 from booksum_app.llm.deadline import MAX_REPLY_BYTES, SDK_POOL, attempt_deadline, deadline_transport, reply_over_cap
@@ -46,7 +47,7 @@ class AnthropicBackend(BackendBase):
         model_id: str,
         api_key: str | None,
         base_url: str | None = None,
-        timeout_s: float = 600.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         send_sampling: bool | None = None,
     ) -> None:
         if not api_key:

@@ -35,6 +35,7 @@ from booksum_app.config import MAX_PRICE_USD_PER_MTOK, checked_count, checked_re
 from booksum_app.errors import ConfigError, server_message
 from booksum_app.llm.base import Backend, BackendBase
 from booksum_app.llm.door import environment_secrets
+from booksum_app.signature import code_hash
 
 if TYPE_CHECKING:
     from booksum_app.llm.spec import LLMSettings, ModelSpec
@@ -127,6 +128,7 @@ class Provider:
     server_context: bool = False  # the server reports each model's context window (inspect asks it)
     model_defaults: Mapping[str, Any] | None = None  # a plugin's planning defaults for unlisted models
     distribution: tuple[str, str] | None = None  # a plugin's (name, version) from its package metadata
+    code: str | None = None  # a plugin's code hash (signature.code_hash): moves when its code does
     counter: CounterFactory | None = None  # a native tokenizer's counter without the engine (vLLM)
 
 
@@ -139,18 +141,29 @@ BUILTIN: Mapping[str, Provider] = {p.name: p for p in (
 )}
 
 
-def _plugin_provider(name: str, loaded: Any, dist: tuple[str, str] | None) -> Provider:
+def _plugin_provider(name: str, loaded: Any, dist: tuple[str, str] | None, code: str | None = None) -> Provider:
     """A plugin's entry point as a provider: a BackendBase subclass (``from_spec``) or a factory function."""
     if isinstance(loaded, type) and issubclass(loaded, BackendBase):
         defaults = loaded.model_defaults if isinstance(loaded.model_defaults, Mapping) else None
         return Provider(name, loaded.from_spec, loaded.__module__.partition(".")[0], model_defaults=defaults,
-                        distribution=dist)
+                        distribution=dist, code=code)
     if not callable(loaded):
         raise TypeError("it is neither a BackendBase subclass nor a factory function")
     module = sys.modules.get(getattr(loaded, "__module__", "") or "")
     declared = getattr(loaded, "MODEL_DEFAULTS", None) or getattr(module, "MODEL_DEFAULTS", None)
     return Provider(name, loaded, name, model_defaults=declared if isinstance(declared, Mapping) else None,
-                    distribution=dist)
+                    distribution=dist, code=code)
+
+
+def plugin_fields(model_name: str) -> dict[str, str | None]:
+    """What signs the backend plugin serving ``model_name``: ``backend`` (its package ``name-version``)
+    and ``backendcode`` (its code hash); both None for a built-in provider."""
+    provider = model_name.partition(":")[0]
+    if provider in BUILTIN or not BACKENDS.is_provider(provider):
+        return {"backend": None, "backendcode": None}
+    entry = BACKENDS.provider(provider)
+    dist = entry.distribution
+    return {"backend": None if dist is None else f"{dist[0]}-{dist[1]}", "backendcode": entry.code}
 
 
 _PRICES = ("input_usd_per_mtok", "output_usd_per_mtok", "cached_input_usd_per_mtok", "cache_write_usd_per_mtok")
@@ -192,7 +205,8 @@ class BackendRegistry:
                         self._broken[entry.name] = f"{entry.value} cannot replace the built-in {entry.name!r}"
                         continue
                     try:
-                        found[entry.name] = _plugin_provider(entry.name, entry.load(), _distribution(entry))
+                        found[entry.name] = _plugin_provider(entry.name, entry.load(), _distribution(entry),
+                                                             code_hash(entry.module))
                     except Exception as exc:  # noqa: BLE001 -- one broken plugin must not break the rest
                         detail = server_message(str(exc), *environment_secrets())
                         self._broken[entry.name] = f"{type(exc).__name__}: {detail}"
@@ -235,4 +249,4 @@ class BackendRegistry:
 
 BACKENDS = BackendRegistry()
 
-__all__ = ["BACKENDS", "BUILTIN", "ENTRY_POINT_GROUP", "BackendRegistry", "Factory", "Provider"]
+__all__ = ["BACKENDS", "BUILTIN", "ENTRY_POINT_GROUP", "BackendRegistry", "Factory", "Provider", "plugin_fields"]

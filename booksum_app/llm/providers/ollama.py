@@ -38,6 +38,7 @@ try:  # openai >= 3 ships httpx as ``httpx2``; older releases ship ``httpx``
 except ImportError:  # pragma: no cover - depends on the installed openai
     import httpx  # type: ignore[no-redef,import-not-found,unused-ignore]
 
+from booksum_app.config import DEFAULT_TIMEOUT_S
 from booksum_app.errors import (
     ContextTooLong,
     ModelError,
@@ -123,7 +124,7 @@ class OllamaBackend(BackendBase):
         *,
         model_id: str,
         host: str | None = None,
-        timeout_s: float = 600.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         known_context: bool = False,
         count_tokens: Callable[[str], int] | None = None,
         deployment: str | None = None,

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from booksum_app.config import ADAPTIVE_MAX_CONCURRENCY, SERVER_INITIAL_CONCURRENCY
+from booksum_app.config import ADAPTIVE_MAX_CONCURRENCY, DEFAULT_TIMEOUT_S, SERVER_INITIAL_CONCURRENCY
 from booksum_app.errors import MissingAPIKey, RateLimited, TransientModelError, server_message
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
 from booksum_app.llm.controller import LatencyController
@@ -79,7 +79,7 @@ class OpenAIBackend(BackendBase):
         model_id: str,
         api_key: str | None,
         base_url: str | None = None,
-        timeout_s: float = 600.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         reasoning: bool = False,
         reasoning_effort: str | None = None,
         legacy_max_tokens: bool | None = None,

@@ -2,7 +2,8 @@
 
 A plugin that sends with it gets what the built-in carriers get: the attempt's wall-clock
 deadline (``--timeout``, or less when the attempt has less left) on every socket operation, so
-a server that drips its reply is cut and the socket freed; the reply capped at
+a server that drips its reply is cut and the socket freed (the exchange is marked self-bounded:
+the door, ``llm/door.py``, waits for it to stop at that deadline rather than abandon its thread); the reply capped at
 ``deadline.MAX_REPLY_BYTES``; the reply parsed by ``jsonin`` (a proxy's HTML page or a reply
 nested 100,000 deep is one line); and an error status mapped by
 :func:`~booksum_app.llm.http_status.error_for_status`, its text redacted. HTTPS and proxies
@@ -15,6 +16,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from booksum_app.config import DEFAULT_TIMEOUT_S
 from booksum_app.errors import TransientModelError, server_message
 from booksum_app.jsonin import parse_json
 from booksum_app.llm.deadline import (
@@ -24,6 +26,7 @@ from booksum_app.llm.deadline import (
     deadline_transport,
     http_modules,
     reply_over_cap,
+    self_bounded,
     time_left,
 )
 from booksum_app.llm.http_status import error_for_status
@@ -43,7 +46,7 @@ def _shared_client() -> Any:
 
 
 def post_json(
-    url: str, payload: Any, *, headers: Mapping[str, str] | None = None, timeout: float = 600.0,
+    url: str, payload: Any, *, headers: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
     name: str = "the model", secret: str | None = None, key_hint: str = "the API key",
 ) -> Any:
     """POST ``payload`` as JSON to ``url`` and return the reply's parsed JSON.
@@ -69,7 +72,7 @@ def post_json(
     if limit <= 0:
         raise TransientModelError(f"{name}: request timed out")
     _, httpx = http_modules()
-    with attempt_deadline(limit):
+    with attempt_deadline(limit), self_bounded():  # the door need not time this attempt as well
         try:
             response = _shared_client().post(url, json=payload, headers=dict(headers or {}), timeout=limit)
         except httpx.TimeoutException as exc:

@@ -96,18 +96,19 @@ def describe_spec(spec: ModelSpec, *, api_key: str | None, timeout_s: float) -> 
         note = (f"llama-cpp-python's server reports no context: planning for its default --n_ctx of "
                 f"{LLAMA_CPP_PYTHON_N_CTX:,} tokens; started with a larger --n_ctx, set context_window for "
                 "the model under [models] in config.toml")
-        return dataclasses.replace(spec, info=info, server_note=note)
+        return dataclasses.replace(spec, info=info, server_note=note, context_source="llama-cpp-python's default")
     parts = []
+    source = spec.context_source
     if window is not None:
         if not spec.known or window < info.context_window:
-            info = dataclasses.replace(info, context_window=window)
+            info, source = dataclasses.replace(info, context_window=window), "server"
             parts.append(f"context {window:,} tokens")
         else:  # a smaller window set in the config file is kept
             parts.append(f"context {info.context_window:,} tokens from the config file ({window:,} on the server)")
     if report.slots is not None:
         parts.append(f"{report.slots} parallel slot{'s' if report.slots != 1 else ''}")
     note = " and ".join(parts) + ", reported by the server"
-    return dataclasses.replace(spec, info=info, server_slots=report.slots, server_note=note)
+    return dataclasses.replace(spec, info=info, server_slots=report.slots, server_note=note, context_source=source)
 
 
 def forget(base_url: str | None = None) -> None:

@@ -34,6 +34,9 @@ class ChatBackend(BackendBase):
 
     kind = "chat"
     default_concurrency = 4
+    # it sends only with post_json, which stops at the attempt's deadline by itself: booksum may call
+    # it on the caller's thread (inside that deadline) instead of timing it again on a worker thread
+    bounds_own_attempts = True
     model_defaults: ClassVar[Mapping[str, object]] = {
         "context_window": 8192,
         "tokenizer": "cl100k_base",
