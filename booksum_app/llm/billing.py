@@ -146,6 +146,7 @@ class Ledger:
             cached_input_tokens=usage.cached_input_tokens, cache_write_input_tokens=usage.cache_write_input_tokens,
             billed_input_tokens=self.info.billed_input_tokens(usage), wasted_attempts=int(wasted),
             estimated_tokens=0 if completion.usage_reported else usage.input_tokens + usage.output_tokens,
+            think_chars_removed=completion.think_chars_removed,
         )
         spent.tally = spent.tally + item
         with self._lock:

@@ -97,6 +97,26 @@ def cut_empty_error(name: str, completion: Completion) -> ModelError:
     return CutEmpty(completion)
 
 
+class ReasoningOnly(ModelError):
+    """A reply with reasoning and no answer: the model spent its room thinking, so resending is futile."""
+
+
+def reasoning_only_error(name: str, completion: Completion, advice: str) -> ModelError:
+    """The one line for a model that only reasoned (its answer's room spent on reasoning): what to do."""
+    cut = " and was cut at its token limit" if completion.cut_off else ""
+    hidden = f" ({completion.reasoning_tokens:,} tokens)" if completion.reasoning_tokens else ""
+    return ReasoningOnly(
+        f"{name} only reasoned: its reply held {completion.reasoning_chars:,} characters of reasoning{hidden} and no "
+        f"answer{cut}; {advice}"
+    )
+
+
+def thinking_seen_note(name: str, room_tokens: int) -> str:
+    """The run's one line when a model is seen thinking mid-run and its requests get room for it."""
+    return (f"{name} thinks before it answers (seen in its replies): each request from then on asked for "
+            f"{room_tokens:,} more tokens for its reasoning (--thinking off turns it off where the server allows)")
+
+
 def too_long_a_wait(name: str, exc: ModelError) -> ServerAskedToWait | None:
     """A server asking for a wait past RETRY_AFTER_MAX_S: the error to fail with now, else None."""
     wait = getattr(exc, "retry_after_s", None)
@@ -110,6 +130,6 @@ def too_long_a_wait(name: str, exc: ModelError) -> ServerAskedToWait | None:
 
 __all__ = [
     "BACKOFF_INITIAL_S", "BACKOFF_MAX_S", "DEFAULT_MAX_ATTEMPTS", "RETRY_AFTER_MAX_S", "BudgetSpentOnReasoning",
-    "CutEmpty", "EmptyReply", "ServerAskedToWait", "cut_empty_error", "retry_after_seconds", "retry_wait",
-    "too_long_a_wait",
+    "CutEmpty", "EmptyReply", "ReasoningOnly", "ServerAskedToWait", "cut_empty_error", "reasoning_only_error",
+    "retry_after_seconds", "retry_wait", "thinking_seen_note", "too_long_a_wait",
 ]

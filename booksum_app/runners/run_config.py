@@ -142,8 +142,11 @@ class RunConfig:
             catalog.BACKENDS.is_provider(provider) else None
         return {"plugin": _dist_label(STRATEGIES.distribution(self.strategy)), "backend": _dist_label(backend)}
 
-    def signature(self, info: ModelInfo, bundle: PromptBundle) -> str:
-        """The record's signature: what a reader needs to know the summary was made the same way."""
+    def signature(self, info: ModelInfo, bundle: PromptBundle, *, thinking: str = "auto") -> str:
+        """The record's signature: what a reader needs to know the summary was made the same way.
+
+        ``thinking`` is the ``--thinking`` mode the model was sent (``think:off``; absent for auto).
+        """
         sc = self.strategy_config()
         return make_signature(
             self.strategy,
@@ -159,6 +162,7 @@ class RunConfig:
             clean="on" if self.clean else "off",
             cut=rules_version("chunk"),  # where chunks and head/tail truncation end: chunker and splitter rules
             length="truncate" if info.length_policy == "truncate" else None,  # absent: the paper's rule
+            think=thinking if thinking != "auto" else None,  # enable_thinking sent: another model behaviour
             **{k: _sig_value(v) for k, v in self.impl.signature_fields(sc).items()},
             **self.plugins(info.name),
         )

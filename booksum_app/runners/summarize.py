@@ -287,7 +287,8 @@ def _run(
 
     if on_plan is not None or before_run is not None:  # the plan's calls give the progress display its ETA
         planned = plan_strategy(impl.name, chunk_tokens=[c.n_tokens for c in chunks], info=chat.info,
-                                count_tokens=chat.count_tokens, config=config, clean=run.clean)
+                                count_tokens=chat.count_tokens, config=config, clean=run.clean,
+                                reasoning_room_tokens=int(getattr(chat, "reasoning_room_tokens", 0)))
         if on_plan is not None:
             on_plan(planned.calls)
         if before_run is not None:
@@ -308,7 +309,7 @@ def _run(
     return SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,
-        signature=run.signature(chat.info, bundle),
+        signature=run.signature(chat.info, bundle, thinking=str(getattr(chat, "thinking", "auto"))),
         config=run.record_dict(chat.info, bundle),
         book=_book_info(book, chunks, include_front_matter=run.include_front_matter),
         summary=summary,

@@ -7,8 +7,8 @@ with finish reason "length" (``stop_reason: max_tokens``), whatever the reply fu
 Latency (per call and per output token) and faults are configurable: a deterministic
 ``script`` of fault kinds for the next calls, and/or a seeded random ``fault_rate``.
 
-``thinking="tags"|"open"|"parser"`` answers as a thinking model does (``fake_replies.THINKING``
-before every answer, in ``<think>`` tags or in ``message.reasoning_content``).
+``thinking="tags"|"open"|"parser"|"long"`` answers as a thinking model does (``fake_replies.THINK_MODES``);
+``chat_template_kwargs: {"enable_thinking": false}`` turns it off.
 
 ``prompt_caching=True`` reports prompt-cache usage as the providers do
 (:mod:`booksum_app.testing.fake_prompt_cache`: OpenAI's automatic prefix cache, Anthropic's
@@ -44,7 +44,7 @@ from typing import Any, Self
 from booksum_app.jsonin import parse_json_or_none
 from booksum_app.llm.base import Request, Usage
 from booksum_app.testing.fake_prompt_cache import BreakpointCache, PrefixCache, count_tokens, encode
-from booksum_app.testing.fake_replies import THINKING, default_reply, with_thinking
+from booksum_app.testing.fake_replies import THINKING, default_reply, long_thinking, thinking_enabled, with_thinking
 from booksum_app.testing.fake_wire import (
     anthropic_body,
     anthropic_breakpoints,
@@ -155,6 +155,8 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             text = "" if fault == "empty" else fake.reply(request)
         finish = "stop"
+        thinking = fake.thinking if thinking_enabled(payload) else None  # enable_thinking false: no trace
+        text = long_thinking(text, request.user_text) if thinking == "long" else text  # spends max_tokens too
         if fault == "truncated":
             words = text.split()
             text, finish = " ".join(words[: max(1, len(words) // 2)]), "length"
@@ -162,8 +164,8 @@ class _Handler(BaseHTTPRequestHandler):
         if cut:  # as a real server does: it stops generating at max_tokens
             finish = "length"
         prompt_text = (request.system or "") + request.user_text
-        text = with_thinking(text, fake.thinking) if fake.thinking else text
-        n_out = count_tokens(text) + (count_tokens(THINKING) if fake.thinking == "parser" else 0)
+        text = with_thinking(text, thinking) if thinking else text
+        n_out = count_tokens(text) + (count_tokens(THINKING) if thinking == "parser" else 0)
         caching = _Caching(fake, api, payload, prompt_text)  # looked up now, stored when answered
         delay = fake.latency_s + fake.latency_per_token_s * n_out
         if fake.slots is not None:
@@ -177,7 +179,7 @@ class _Handler(BaseHTTPRequestHandler):
         fake._bill(n_in, n_out)
         if api == "openai":
             body = openai_body(payload, text, finish, n_in, n_out, cached=caching.read)
-            if fake.thinking == "parser":  # vllm serve --reasoning-parser: the reasoning beside the content
+            if thinking == "parser":  # vllm serve --reasoning-parser: the reasoning beside the content
                 body["choices"][0]["message"]["reasoning_content"] = THINKING
         else:
             body = anthropic_body(
@@ -305,16 +307,14 @@ class FakeServer:
         fault_rate: float = 0.0,
         fault_kinds: Iterable[str] = RETRYABLE_FAULTS,
         seed: int = 0,
-        retry_after_s: float = 1.0,
-        hang_s: float = 5.0,
-        drip_s: float = 0.2,
+        retry_after_s: float = 1.0, hang_s: float = 5.0, drip_s: float = 0.2,
         rate_limit_in_flight: int | None = None,
         slots: int | None = None,
         prompt_caching: bool = False,
         thinking: str | None = None,
     ) -> None:
-        if thinking is not None and thinking not in ("tags", "open", "parser"):
-            raise ValueError(f"unknown thinking mode {thinking!r}; use tags, open or parser")
+        if thinking is not None and thinking not in ("tags", "open", "parser", "long"):
+            raise ValueError(f"unknown thinking mode {thinking!r}; use tags, open, parser or long")
         self.thinking = thinking  # a thinking model's reasoning in each answer (fake_replies.THINK_MODES)
         self.reply: ReplyFn = reply or default_reply
         self.prompt_caching = prompt_caching  # simulate providers' prompt caches (fake_prompt_cache.py)
