@@ -42,6 +42,7 @@ class CallRecord:
     finish_reason: str
     attempts: int = 1
     model: str = ""
+    think_chars_removed: int = 0  # of the answer's text, characters of reasoning removed (llm/providers/thinking.py)
 
 
 @dataclass
@@ -162,7 +163,7 @@ class Ledger:
             purpose=request.purpose, cache_hit=hit, usage=completion.usage if hit else spent.usage,
             latency_s=completion.latency_s, cost_usd=completion.cost_usd if hit else spent.tally.spent_usd,
             finish_reason=completion.finish_reason, attempts=spent.attempts,
-            model=completion.model or self.info.name,
+            model=completion.model or self.info.name, think_chars_removed=completion.think_chars_removed,
         )
         with self._lock:
             self._totals = self._totals + item

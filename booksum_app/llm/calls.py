@@ -343,6 +343,7 @@ class Client:
             self._limit.acquire(urgent=retry)  # a retry goes before calls not yet started
         try:
             ticket = self._limit.send()  # a 429 meanwhile may have lowered the limit: wait for it
+            room_sent = self._extra_output_tokens
             overloaded: bool | None = None  # a 500 or a timeout says nothing of the quota
             try:
                 completion = self._door.call(request)
@@ -369,8 +370,10 @@ class Client:
         if too_long:  # paid (at most max_tokens), never an answer: not cached, retried like a malformed reply
             raise TransientModelError(f"{self.info.name}: the answer ({len(completion.text):,} characters) is far "
                                       f"longer than its max_tokens ({request.max_tokens:,}) allows")
-        if empty and completion.reasoning_chars and not too_long:  # resending cannot help: one line now
-            raise reasoning_only_error(self.info.name, completion, self.backend.reasoning_advice)
+        if empty and completion.reasoning_chars and not too_long:
+            if self._extra_output_tokens > room_sent:  # sent before the model was seen thinking: resent with room
+                raise EmptyReply(completion)
+            raise reasoning_only_error(self.info.name, completion, self.backend.reasoning_advice)  # one line now
         if empty and completion.cut_off:
             raise cut_empty_error(self.info.name, completion)
         if empty:
