@@ -127,8 +127,12 @@ class Ledger:
 
     @property
     def notes(self) -> list[str]:
+        """One line per anomaly in the replies (missing or absurd usage, reasoning removed from answers)."""
         with self._lock:
-            return list(self._notes)
+            removed = self._totals.think_chars_removed
+            line = (f"{self.info.name}: {removed:,} characters of reasoning (think blocks opening its replies) "
+                    "were removed from the answers' text")
+            return list(self._notes) + ([line] if removed else [])
 
     def note(self, line: str | None) -> None:
         """Keep ``line`` once (the same anomaly on every call is one line)."""

@@ -45,10 +45,8 @@ from booksum_app.llm.retry_policy import (
     DEFAULT_MAX_ATTEMPTS,
     CutEmpty,
     EmptyReply,
-    cut_empty_error,
-    reasoning_only_error,
+    Reasoning,
     retry_wait,
-    thinking_seen_note,
     too_long_a_wait,
 )
 from booksum_app.money import usd
@@ -102,8 +100,7 @@ class Client:
         effort = backend.reasoning_effort
         if effort:  # absent otherwise: every other model's keys stay as they were
             self._identity["reasoning_effort"] = str(effort)
-        if backend.thinking != "auto":  # enable_thinking sent: another request than auto's
-            self._identity["thinking"] = str(backend.thinking)
+        self._identity.update(Reasoning.key_parts(backend))  # --thinking on/off: another request than auto's
         # calls in flight: a fixed cap, or (adaptive) AIMD under it from initial_concurrency, as TCP does
         start = self.concurrency if initial_concurrency is None else min(initial_concurrency, self.concurrency)
         self._limit = AdaptiveLimit(initial=start, maximum=self.concurrency, adaptive=adaptive,
@@ -112,9 +109,8 @@ class Client:
         self._lock = threading.Lock()
         self._reserved_usd = 0.0
         self._batch_in_flight = 0  # a batch backend's calls bypass the limit's send gate
-        # room a backend adds to each request's max_tokens (a reasoning model's hidden tokens);
-        # read per call: a model seen thinking gets room from then on (said once, in the notes)
-        self._room_at_start = backend.extra_output_tokens
+        # room a backend adds to each request's max_tokens (a reasoning model's hidden tokens), read per call
+        self.reasoning = Reasoning(backend, self._ledger.note)
         self._executor: PriorityPool | None = None
         self._door = Door(backend, name=backend.info.name, timeout_s=attempt_timeout_s, on_late=self._bill_late,
                           secrets=secrets)
@@ -233,11 +229,8 @@ class Client:
 
     @property
     def notes(self) -> list[str]:
-        """One line per anomaly in the replies (missing or absurd usage, reasoning removed), for the end of a run."""
-        removed = self._ledger.totals.think_chars_removed
-        line = (f"{self.info.name}: {removed:,} characters of reasoning (think blocks opening its replies) were "
-                "removed from the answers' text" if removed else None)
-        return self._ledger.notes + ([line] if line else [])
+        """One line per anomaly seen in the replies (missing or absurd usage), for the end of a run."""
+        return self._ledger.notes
 
     @property
     def limit(self) -> int:
@@ -290,24 +283,7 @@ class Client:
         if self.max_cost_usd is None:
             return 0.0
         tokens = prompt_tokens(request, self._count, self._prefix_tokens)
-        return self.info.cost_usd(Usage(tokens, request.max_tokens + self._extra_output_tokens))
-
-    @property
-    def _extra_output_tokens(self) -> int:
-        room = self.backend.extra_output_tokens
-        if room > self._room_at_start:
-            self._ledger.note(thinking_seen_note(self.info.name, room))
-        return room
-
-    @property
-    def reasoning_room_tokens(self) -> int:
-        """Tokens each request adds to ``max_tokens`` for hidden reasoning now (what a plan counts per call)."""
-        return self.backend.extra_output_tokens
-
-    @property
-    def thinking(self) -> str:
-        """The ``--thinking`` mode the backend sends ("auto": none), part of the summary's signature."""
-        return self.backend.thinking
+        return self.info.cost_usd(Usage(tokens, request.max_tokens + self.reasoning.tokens))
 
     def _reserve(self, request: Request) -> float:
         """Hold the worst-case cost of a call about to be made, or raise CostLimitExceeded."""
@@ -343,7 +319,7 @@ class Client:
             self._limit.acquire(urgent=retry)  # a retry goes before calls not yet started
         try:
             ticket = self._limit.send()  # a 429 meanwhile may have lowered the limit: wait for it
-            room_sent = self._extra_output_tokens
+            room_sent = self.reasoning.tokens
             overloaded: bool | None = None  # a 500 or a timeout says nothing of the quota
             try:
                 completion = self._door.call(request)
@@ -362,7 +338,7 @@ class Client:
             self._limit.release()  # also between retries: a backoff is not spent holding a slot
         spent.attempts += 1
         completion = self._priced(request, completion)
-        too_long = overlong(completion, request.max_tokens + self._extra_output_tokens, self._count)
+        too_long = overlong(completion, request.max_tokens + self.reasoning.tokens, self._count)
         empty = too_long or not completion.text.strip()
         self._ledger.bill(completion, spent, wasted=empty)
         if empty:
@@ -370,14 +346,8 @@ class Client:
         if too_long:  # paid (at most max_tokens), never an answer: not cached, retried like a malformed reply
             raise TransientModelError(f"{self.info.name}: the answer ({len(completion.text):,} characters) is far "
                                       f"longer than its max_tokens ({request.max_tokens:,}) allows")
-        if empty and completion.reasoning_chars and not too_long:
-            if self._extra_output_tokens > room_sent:  # sent before the model was seen thinking: resent with room
-                raise EmptyReply(completion)
-            raise reasoning_only_error(self.info.name, completion, self.backend.reasoning_advice)  # one line now
-        if empty and completion.cut_off:
-            raise cut_empty_error(self.info.name, completion)
-        if empty:
-            raise EmptyReply(completion)
+        if empty:  # retried, or returned once cut, or (a model that only reasoned) one line now
+            raise self.reasoning.empty_error(completion, sent_tokens=room_sent)
         return completion
 
     def _check_retry_ceiling(self) -> None:
@@ -395,7 +365,7 @@ class Client:
 
     def _priced(self, request: Request, completion: Completion) -> Completion:
         completion, note = priced(
-            self.info, request, completion, count=self._count, extra_output_tokens=self._extra_output_tokens,
+            self.info, request, completion, count=self._count, extra_output_tokens=self.reasoning.tokens,
             count_prompt=lambda r: prompt_tokens(r, self._count, self._prefix_tokens),
         )
         self._ledger.note(note)
@@ -513,9 +483,6 @@ class Client:
             self._ledger.bill(completion, spent, wasted=not completion.text.strip())
             if not completion.text.strip():
                 self._log_wasted(request, completion)
-        for completion in answered:
-            if not completion.text.strip() and completion.reasoning_chars:
-                raise reasoning_only_error(self.info.name, completion, self.backend.reasoning_advice)
         # every answer of the batch is committed before any is reported: an on_call hook
         # (progress display) that fails, or a kill meanwhile, must not cost the others
         if self.cache is not None:
@@ -525,6 +492,7 @@ class Client:
                     meta=self._meta(requests[i]),
                 )
         for i, completion, spent in zip(todo, answered, spents, strict=True):
+            self.reasoning.check(completion)  # kept in the cache; one that only reasoned ends the run
             results[i] = completion
             self._ledger.finish(requests[i], completion, spent)
 
