@@ -140,3 +140,47 @@ def test_a_model_that_only_reasons_stops_within_the_requests_in_flight(
     assert requests <= 2 if concurrency == "1" else requests <= leaves, (requests, leaves)
     line = result.output.split("error: ", 1)[1]
     assert "only reasoned" in line and "--thinking off" in line and "--reasoning-effort medium" in line
+
+
+# ---- each carrier asks for the mode and gives the room ------------------------------------
+
+def test_ollama_is_told_think_false_and_a_thinker_gets_room_in_num_predict() -> None:
+    from booksum_app.llm.base import ModelInfo
+    from booksum_app.llm.providers.ollama import OllamaBackend
+    from booksum_app.testing.fake_ollama import FakeOllama
+
+    info = ModelInfo(name="ollama:qwen3:8b", context_window=40960, tokenizer="estimate")
+    request = Request(prompt="The keeper lit lamps. The river rose. Summarize within 50 words.", max_tokens=300)
+    with FakeOllama(models={"qwen3:8b": 40960}, thinking="long") as fake:
+        answers = []
+        for mode in ("auto", "off"):
+            backend = OllamaBackend(info, model_id="qwen3:8b", host=fake.url, timeout_s=5, thinking=mode)
+            answers.append(backend.complete(request))
+            backend.close()
+        auto, off = (r.payload for r in fake.requests)
+    assert "think" not in auto and auto["options"]["num_predict"] == 300 + THINKING_ROOM["low"]
+    assert answers[0].text.startswith("The keeper lit lamps.") and answers[0].think_chars_removed > 2000
+    assert off["think"] is False and off["options"]["num_predict"] == 300
+    assert answers[1].text.startswith("The keeper lit lamps.") and answers[1].think_chars_removed == 0
+
+
+@pytest.mark.parametrize("mode", ["off", "on", "auto"])
+def test_vllm_offline_passes_chat_template_kwargs_and_the_room(mode: str, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from booksum_app.llm.providers import batcher
+    from booksum_app.llm.registry import get_model
+    from booksum_app.testing import fake_vllm
+
+    module = fake_vllm.install()
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    monkeypatch.setattr(batcher, "QUIET_S", 0.05)
+    settings = LLMSettings(thinking=mode, cache_dir=tmp_path)
+    with get_model("vllm:Qwen/Qwen3-8B", settings=settings) as model:
+        model.complete(Request(prompt="The keeper lit lamps. Summarize it.", max_tokens=200))
+    [engine] = module.engines  # type: ignore[attr-defined]
+    [(_, [params])] = engine.chats
+    expected = None if mode == "auto" else {"enable_thinking": mode == "on"}
+    assert engine.template_kwargs == [expected]
+    assert params.max_tokens == 200 + (0 if mode == "off" else THINKING_ROOM["low"])
