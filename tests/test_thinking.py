@@ -167,6 +167,31 @@ def test_the_mode_is_asked_of_the_server_and_off_is_a_different_request() -> Non
     assert ThinkWatch("Qwen3-8B", mode="off").room_tokens == 0 and ThinkWatch("x", mode="on").room_tokens > 0
 
 
+def test_a_book_quoting_the_tags_is_summarized_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real shape of the finding: a book whose sentences quote the tags, a model that does not think;
+    the summary is as long as the one of the same book with the tags spelled otherwise, nothing removed."""
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    records = {}
+    for name, tag in (("quoted", "</think>"), ("plain", "[end-think]")):
+        book = tmp_path / f"{name}.txt"
+        book.write_text("\n\n".join(f"Chapter {c}\n\n" + " ".join(
+            f"On day {c}-{s} the clerk stamped {tag} on form {s} and filed it." if s % 3 == 0 else
+            f"On day {c}-{s} the keeper lit {s} lamps along the river." for s in range(120)) for c in range(1, 4)),
+            encoding="utf-8")
+        with FakeServer() as server:
+            result = CliRunner().invoke(cli, [
+                "summarize", str(book), "--model", "openai:house-model", "--base-url", server.openai_base_url,
+                "--chunk-size", "512", "--cache-dir", str(tmp_path / f"c-{name}"), "-o", str(tmp_path / name)],
+                catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        records[name] = json.loads((tmp_path / f"{name}.json").read_text("utf-8"))
+    quoted, plain = records["quoted"], records["plain"]
+    assert quoted["totals"]["think_chars_removed"] == 0 and "</think>" in quoted["summary"]
+    # the same extractive length within the tags' token difference (the finding: a 30-word fragment)
+    assert len(quoted["summary"].split()) >= 0.8 * len(plain["summary"].split()) > 150
+    assert not quoted["summary"].startswith(" on form")  # no answer begins where a quoted tag was
+
+
 # ---- every carrier ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", ["tags", "open", "parser"])
