@@ -184,3 +184,29 @@ def test_vllm_offline_passes_chat_template_kwargs_and_the_room(mode: str, tmp_pa
     expected = None if mode == "auto" else {"enable_thinking": mode == "on"}
     assert engine.template_kwargs == [expected]
     assert params.max_tokens == 200 + (0 if mode == "off" else THINKING_ROOM["low"])
+
+
+def test_compare_does_not_reuse_a_thinking_record_for_thinking_off(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A finished record is reused only under the --thinking it was made with; the plan agrees with the run."""
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    book = _book(tmp_path)
+    with FakeServer(thinking="long") as server:
+        def compare(*extra: str) -> tuple[int, str]:
+            before = server.call_count
+            result = CliRunner().invoke(cli, [
+                "compare", str(book), "--strategies", "hier", "--models", "openai:qwen3-8b", "--chunk-sizes", "512",
+                "--base-url", server.openai_base_url, "--cache-dir", str(tmp_path / "c"), "--out",
+                str(tmp_path / "out"), "--no-judge", "--yes", *extra], catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+            return server.call_count - before, result.output
+
+        first, _ = compare()
+        again, _ = compare()
+        off, _ = compare("--thinking", "off")
+        sent = [r.payload for r in server.requests[first:]]
+    assert first > 10 and again == 0 and off == first
+    assert all(p.get("chat_template_kwargs") == {"enable_thinking": False} for p in sent)
+    records = [json.loads(p.read_text("utf-8")) for p in (tmp_path / "out").rglob("*.json")]
+    signatures = [r["signature"] for r in records if r.get("kind") == "booksum.summary"]
+    assert len(signatures) == 1 and "|think:off|" in signatures[0]

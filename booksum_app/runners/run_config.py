@@ -196,7 +196,7 @@ class RunConfig:
             **self.impl.record_fields(sc),
         }
 
-    def job_key(self, *, book_sha256: str, chunk_size: int | None) -> str:
+    def job_key(self, *, book_sha256: str, chunk_size: int | None, thinking: str = "auto") -> str:
         """What a finished compare record must match to be reused: these fields, the prompts, the book bytes.
 
         ``chunk_size`` is the grid's (None for a strategy that reads the whole text). The
@@ -218,6 +218,8 @@ class RunConfig:
             fields.update(temperature=self.temperature, top_p=self.top_p)
         if self.decoding != "validated" or self.system is not None:
             fields.update(decoding=self.decoding, system=self.system)
+        if thinking != "auto":  # --thinking on/off: the model was asked another thing
+            fields.update(thinking=thinking)
         return short_hash(json.dumps(fields, sort_keys=True, default=str), 16)
 
 
