@@ -210,3 +210,26 @@ def test_compare_does_not_reuse_a_thinking_record_for_thinking_off(tmp_path: Pat
     records = [json.loads(p.read_text("utf-8")) for p in (tmp_path / "out").rglob("*.json")]
     signatures = [r["signature"] for r in records if r.get("kind") == "booksum.summary"]
     assert len(signatures) == 1 and "|think:off|" in signatures[0]
+
+
+def test_the_judge_is_told_thinking_off_and_its_signature_says_so(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    summaries = tmp_path / "summaries.json"
+    summaries.write_text(json.dumps({"book-a": " ".join(
+        f"The keeper lit {i} lamps along the river on day {i}." for i in range(8))}), encoding="utf-8")
+    signatures = {}
+    with FakeServer(thinking="long") as server:
+        for mode in ("auto", "off"):
+            before = server.call_count
+            result = CliRunner().invoke(cli, [
+                "score", str(summaries), "--judge", "openai:qwen3-8b", "--base-url", server.openai_base_url,
+                "--cache-dir", str(tmp_path / "c"), "--json", str(tmp_path / f"{mode}.json"), "--thinking", mode,
+                "--yes"], catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+            sent = [r.payload for r in server.requests[before:]]
+            assert sent and all(("chat_template_kwargs" in p) is (mode == "off") for p in sent)
+            signatures[mode] = json.loads((tmp_path / f"{mode}.json").read_text("utf-8"))
+    text = json.dumps(signatures)
+    assert MARKER not in text and text.count("|think:off|") >= 1
+    assert "|think:" not in json.dumps(signatures["auto"])

@@ -157,6 +157,18 @@ class Reasoning:
             raise reasoning_only_error(self.backend.info.name, completion, self.backend.reasoning_advice)
 
 
+def thinking_mode(model: object) -> str:
+    """The ``--thinking`` mode ``model`` (a client, or a wrapper of one) sends; "auto" for anything else."""
+    backend = getattr(model, "backend", None)
+    return str(backend.thinking) if isinstance(backend, BackendBase) else "auto"
+
+
+def reasoning_room_tokens(model: object) -> int:
+    """The room each request of ``model`` (a client, or a wrapper of one) gets for reasoning now: a plan counts it."""
+    backend = getattr(model, "backend", None)
+    return int(backend.extra_output_tokens) if isinstance(backend, BackendBase) else 0
+
+
 def thinking_seen_note(name: str, room_tokens: int) -> str:
     """The run's one line when a model is seen thinking mid-run and its requests get room for it."""
     return (f"{name} thinks before it answers (seen in its replies): each request from then on asked for "

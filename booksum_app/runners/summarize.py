@@ -46,7 +46,8 @@ from booksum_app.llm.context import default_context
 from booksum_app.llm.door import environment_secrets
 from booksum_app.llm.meter import Meter, metering
 from booksum_app.llm.registry import LLMSettings, ModelSpec, choose_model, get_model
-from booksum_app.llm.retry_policy import Reasoning
+from booksum_app.llm.retry_policy import reasoning_room_tokens as room
+from booksum_app.llm.retry_policy import thinking_mode
 from booksum_app.runners.chapters import chapter_summaries
 from booksum_app.runners.notes import cut_answers_note
 from booksum_app.runners.plan import CallPlan, plan_strategy
@@ -288,7 +289,7 @@ def _run(
 
     if on_plan is not None or before_run is not None:  # the plan's calls give the progress display its ETA
         planned = plan_strategy(impl.name, chunk_tokens=[c.n_tokens for c in chunks], info=chat.info, config=config,
-                                count_tokens=chat.count_tokens, clean=run.clean, reasoning_room_tokens=_room(chat))
+                                count_tokens=chat.count_tokens, clean=run.clean, reasoning_room_tokens=room(chat))
         if on_plan is not None:
             on_plan(planned.calls)
         if before_run is not None:
@@ -309,7 +310,7 @@ def _run(
     return SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,
-        signature=run.signature(chat.info, bundle, thinking=_thinking(chat)),
+        signature=run.signature(chat.info, bundle, thinking=thinking_mode(chat)),
         config=run.record_dict(chat.info, bundle),
         book=_book_info(book, chunks, include_front_matter=run.include_front_matter),
         summary=summary,
@@ -323,18 +324,6 @@ def _run(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         extra=extra,
     )
-
-
-def _room(chat: ChatModel) -> int:
-    """The reasoning room each of ``chat``'s requests gets (a Client's; 0 for anything else): a plan counts it."""
-    reasoning = getattr(chat, "reasoning", None)
-    return reasoning.tokens if isinstance(reasoning, Reasoning) else 0
-
-
-def _thinking(chat: ChatModel) -> str:
-    """The ``--thinking`` mode ``chat`` sends ("auto" for anything but a Client): part of the signature."""
-    reasoning = getattr(chat, "reasoning", None)
-    return reasoning.mode if isinstance(reasoning, Reasoning) else "auto"
 
 
 def cut_note(record: SummaryRecord) -> str | None:

@@ -52,6 +52,7 @@ from booksum_app.config import DEFAULT_BATCH_SIZE, JUDGE_MODES, JUDGE_TEMPERATUR
 from booksum_app.errors import ConfigError, InputError, JudgeParseError, PromptError
 from booksum_app.jsonin import parse_json
 from booksum_app.llm.base import ChatModel, Completion, Request
+from booksum_app.llm.retry_policy import thinking_mode
 from booksum_app.prompts import Template, parse_template
 from booksum_app.scoring.answers import JudgeAnswer, parse_batch_answer, parse_sentence_answer
 from booksum_app.scoring.dispatch import WarmUp, answer_in_order, request_window
@@ -309,6 +310,7 @@ class BooookScoreJudge:
             split="+".join(names),
             splitv=rules_version("split"),
             temp=_number(self.temperature),
+            think=None if (mode := thinking_mode(self.model)) == "auto" else mode,  # --thinking sent to the judge
         )
 
     def judge(self, summaries: Mapping[str, str]) -> list[SummaryJudgement]:
