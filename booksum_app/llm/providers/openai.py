@@ -111,8 +111,9 @@ class OpenAIBackend(BackendBase):
         # the call layer counts this room in each call's worst-case cost
         self._reasoning_room = REASONING_ROOM[self.reasoning_effort] if self.reasoning_effort else 0
         # a model that thinks in its text (Qwen3, R1 on a server): its evidence, mode and room
-        self.thinking = thinking
-        self._watch = None if reasoning else ThinkWatch(model_id, mode=thinking, effort=reasoning_effort)
+        # the mode is sent (and keys the cache) only where it can be: a compatible server at a base URL
+        self.thinking = thinking if base_url and not reasoning else "auto"
+        self._watch = None if reasoning else ThinkWatch(model_id, mode=self.thinking, effort=reasoning_effort)
         # compatible servers get ``max_tokens``; api.openai.com gets ``max_completion_tokens``
         self.legacy_max_tokens = (
             base_url is not None if legacy_max_tokens is None else legacy_max_tokens
@@ -174,7 +175,7 @@ class OpenAIBackend(BackendBase):
         body = chat_body(
             request, model_id=self.model_id, legacy_max_tokens=self.legacy_max_tokens, reasoning=self.reasoning,
             reasoning_effort=self.reasoning_effort, reasoning_room=self._reasoning_room, thinking_room=thinking_room,
-            template_kwargs=watch.chat_template_kwargs() if watch is not None and self.base_url else None,
+            template_kwargs=watch.chat_template_kwargs() if watch is not None else None,
         )
         start = time.perf_counter()
         shared = request.shared_prefix and len(self._endpoints) > 1  # prefix affinity among replicas
