@@ -22,6 +22,7 @@ LENGTH_POLICIES = ("regenerate", "truncate")  # an answer past its limit: the pa
 DEFAULT_TIMEOUT_S = 300.0  # per attempt of a hosted-API call; long prompts answer well within it
 MAX_TIMEOUT_S = 86_400.0  # a day: past that a "timeout" is a typo (1e300 overflowed a deadline)
 REASONING_EFFORTS = ("minimal", "low", "medium", "high")  # OpenAI's reasoning_effort values
+THINKING_MODES = ("auto", "on", "off")  # --thinking: as the model does, ask it to think, ask it not to
 HEARTBEAT_S = 30.0  # a progress line at least this often on stderr when it is not a terminal
 JUDGE_TEMPERATURE = 0.0  # scoring should be as repeatable as the provider allows
 

@@ -21,6 +21,14 @@ came from outside. Whatever a backend does, booksum's call layer bounds each att
 ``--timeout`` (a backend that ignores it is given up on and its late reply billed as wasted),
 checks every :class:`Completion`, and turns any exception into one redacted line (exit 4).
 
+A backend for a model that thinks in its text (Qwen3, R1 distills) reads its answers through
+:func:`split_thinking` (or a :class:`ThinkWatch`, which remembers whether the model was seen
+thinking, says how much room its reasoning gets, and what ``--thinking on|off`` sends as
+``chat_template_kwargs``): only a block that opens the reply is reasoning, never a tag quoted
+inside an answer. It sets ``Completion.think_chars_removed`` (:attr:`Split.removed_chars`) and
+``reasoning_chars``: a reply with reasoning and no text ends the call with one line instead of
+being resent.
+
 A **strategy** derives from :class:`StrategyBase`, declares its :class:`Option` values (set with
 ``--set NAME=VALUE``; read with ``self.option(config, NAME)``), may ship templates in
 ``templates_dir`` and writes ``plan`` (upper bounds, no call) and ``run``. Every summary it asks
@@ -55,6 +63,7 @@ from booksum_app.llm.base import BackendBase, ChatModel, Completion, ModelInfo, 
 from booksum_app.llm.deadline import MAX_REPLY_BYTES
 from booksum_app.llm.http_status import error_for_status
 from booksum_app.llm.providers.plugin_http import post_json
+from booksum_app.llm.providers.thinking import Split, ThinkWatch, split_thinking
 from booksum_app.llm.registry import LLMSettings, ModelSpec
 from booksum_app.strategies.base import (
     Option,
@@ -93,12 +102,14 @@ __all__ = [
     "RateLimited",
     "Request",
     "Sampling",
+    "Split",
     "StrategyBase",
     "StrategyConfig",
     "StrategyJob",
     "StrategyPlan",
     "StrategyResult",
     "SummaryNode",
+    "ThinkWatch",
     "TransientModelError",
     "Usage",
     "error_for_status",
@@ -109,5 +120,6 @@ __all__ = [
     "regenerator",
     "server_message",
     "split_sentences",
+    "split_thinking",
     "words_for_tokens",
 ]

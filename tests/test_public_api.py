@@ -86,3 +86,42 @@ def test_library_score_takes_the_cli_settings_and_gives_the_cli_numbers(tmp_path
     assert not caught, [str(w.message) for w in caught]
     without = booksum_app.score(summaries)  # no judge named: everything but BooookScore, no model chosen
     assert without.booookscore is None and without.totals.calls == 0
+
+
+PLUGIN_THINKING = {"Split", "ThinkWatch", "split_thinking"}
+
+
+def test_the_plugin_surface_exports_the_think_split_and_a_thinking_plugin_gets_the_rules() -> None:
+    """A backend written from ``booksum_app.plugin`` alone: its reasoning is removed, counted, and a reply
+    that only reasoned ends the call with one line instead of being resent."""
+    import pytest
+
+    from booksum_app import plugin
+    from booksum_app.llm.calls import Client
+    from booksum_app.llm.retry_policy import ReasoningOnly
+
+    assert PLUGIN_THINKING <= set(plugin.__all__)
+
+    class Thinker(plugin.BackendBase):
+        replies = ("<think>plan the answer</think>The keeper lit the lamps.", "<think>still planning")
+
+        def __init__(self) -> None:
+            super().__init__(plugin.ModelInfo(name="thinker:q", context_window=8192, tokenizer="estimate"))
+            self.watch, self.sent = plugin.ThinkWatch("q"), 0
+
+        def complete(self, request: plugin.Request) -> plugin.Completion:
+            text = self.replies[min(self.sent, 1)]
+            self.sent += 1
+            split = self.watch.split(text, cut=self.sent > 1)
+            return plugin.Completion(split.visible, "length" if self.sent > 1 else "stop", plugin.Usage(10, 20),
+                                     think_chars_removed=split.removed_chars, reasoning_chars=len(split.reasoning))
+
+    backend = Thinker()
+    with Client(backend, max_attempts=6) as client:
+        answer = client.complete(plugin.Request(prompt="Summarize.", max_tokens=50))
+        assert answer.text == "The keeper lit the lamps."
+        assert answer.think_chars_removed == len("<think>plan the answer</think>")
+        with pytest.raises(ReasoningOnly, match="only reasoned"):
+            client.complete(plugin.Request(prompt="Again.", max_tokens=50))
+    assert backend.sent == 2 and backend.watch.seen
+    assert plugin.split_thinking("He quoted </think> here.") == plugin.Split("He quoted </think> here.", "")

@@ -22,7 +22,7 @@ from booksum_app.cli import cli
 from booksum_app.llm.base import Request
 from booksum_app.llm.providers import batcher
 from booksum_app.llm.providers.ollama import OllamaBackend
-from booksum_app.llm.providers.thinking import split_thinking
+from booksum_app.llm.providers.thinking import THINKING_ROOM, Split, ThinkWatch, known_to_think, split_thinking
 from booksum_app.llm.registry import LLMSettings
 from booksum_app.runners.score import score_texts
 from booksum_app.testing import fake_vllm
@@ -74,25 +74,122 @@ def test_a_closed_block_leaves_only_the_answer(answer: str, reasoning: str, open
 
 
 @given(reasoning=ANSWER_WORDS, open_tag=st.sampled_from(["<think>", "<THINK>", "< think>"]))
-def test_an_unclosed_block_is_no_answer_at_all(reasoning: str, open_tag: str) -> None:
-    """Cut at max_tokens while thinking: nothing visible, so the call layer sees an empty cut answer."""
-    split = split_thinking(f"{open_tag}\n{reasoning}")
-    assert split.visible == "" and split.reasoning == reasoning.strip()
+def test_an_unclosed_block_cut_at_the_limit_is_no_answer_at_all(reasoning: str, open_tag: str) -> None:
+    """Cut at max_tokens while thinking: nothing visible, so the call layer sees a model that only reasoned."""
+    text = f"{open_tag}\n{reasoning}"
+    split = split_thinking(text, cut=True)
+    assert split.visible == "" and split.reasoning == reasoning.strip() and split.removed_chars == len(text)
+    assert split_thinking(text, thinks=True).visible == ""
+
+
+@given(answer=ANSWER_WORDS)
+def test_an_answer_opening_with_a_quoted_tag_is_kept_when_nothing_says_it_thinks(answer: str) -> None:
+    text = f"<think> is the tag the narrator quotes. {answer}"
+    assert split_thinking(text) == Split(text, "")
 
 
 @given(answer=ANSWER_WORDS, reasoning=ANSWER_WORDS)
-def test_a_block_the_template_opened_is_cut_at_its_close(answer: str, reasoning: str) -> None:
-    assert split_thinking(f"{reasoning}</think>\n\n{answer}").visible == answer.lstrip()
+def test_a_block_the_template_opened_is_cut_at_its_close_for_a_model_that_thinks(answer: str, reasoning: str) -> None:
+    text = f"{reasoning}</think>\n\n{answer}"
+    split = split_thinking(text, thinks=True)
+    assert split.visible == answer.lstrip() and split.removed_chars == len(text) - len(split.visible)
+    assert split_thinking(text) == Split(text, "")  # a model not known to think: a quoted tag, kept
 
 
 @given(answer=ANSWER_WORDS)
 def test_text_without_a_block_is_kept_whole(answer: str) -> None:
-    assert split_thinking(answer).visible == answer and split_thinking(answer).reasoning == ""
+    assert split_thinking(answer) == Split(answer, "")
 
 
-def test_a_think_tag_quoted_inside_an_answer_is_kept() -> None:
-    text = "The note said <think> twice, then the keeper slept."
-    assert split_thinking(text).visible == text
+QUOTED = st.sampled_from(["<think>", "</think>", "</THINK>", "< /think >", "<think></think>", "</think><think>"])
+
+
+@given(words=st.lists(ANSWER_WORDS, min_size=2, max_size=8), tags=st.lists(QUOTED, min_size=1, max_size=4),
+       data=st.data())
+@example(words=["The keeper wrote", "on the wall."], tags=["</think>"], data=None)
+def test_answers_quoting_tags_anywhere_after_their_start_lose_no_text(words: list[str], tags: list[str],
+                                                                     data: st.DataObject | None) -> None:
+    """A tag quoted at any position but the reply's first character: the answer, whole, every character."""
+    pieces = list(words)
+    for tag in tags:
+        at = data.draw(st.integers(1, len(pieces))) if data is not None else 1
+        pieces.insert(at, tag)
+    text = " ".join(pieces)
+    if not text.strip() or _starts_with_tag(text):
+        return
+    assert split_thinking(text) == Split(text, "")
+    assert split_thinking(text, cut=True) == Split(text, "")
+
+
+def _starts_with_tag(text: str) -> bool:
+    return text.lstrip().lower().startswith(("<think", "< think"))
+
+
+@given(answer=ANSWER_WORDS, reasoning=ANSWER_WORDS, quoted=QUOTED)
+def test_a_leading_block_is_stripped_and_counted_and_a_tag_quoted_after_it_kept(
+        answer: str, reasoning: str, quoted: str) -> None:
+    text = f"<think>{reasoning}</think>\n\nThe note read {quoted} twice. {answer}"
+    split = split_thinking(text)
+    assert split.visible == f"The note read {quoted} twice. {answer}"
+    assert split.removed_chars == len(text) - len(split.visible) > len(reasoning)
+
+
+def test_a_model_seen_opening_its_blocks_keeps_a_later_bare_close() -> None:
+    """Once the model writes its own <think>, a </think> with no opener is quoted, even for Qwen3."""
+    watch = ThinkWatch("Qwen/Qwen3-8B")
+    assert watch.known and watch.room_tokens == THINKING_ROOM["low"]
+    assert watch.split("<think>plan</think>The answer.").visible == "The answer."
+    text = "He wrote </think> on the wall. Then he left."
+    assert watch.split(text).visible == text
+
+
+def test_a_model_not_known_to_think_is_seen_thinking_and_gets_room_from_then_on() -> None:
+    watch = ThinkWatch("my-model")
+    assert not watch.thinks and watch.room_tokens == 0
+    assert watch.split("plain answer </think> quoted").removed_chars == 0 and not watch.seen
+    watch.split("", separated="the server's reasoning_content")
+    assert watch.seen and watch.room_tokens == THINKING_ROOM["low"]
+
+
+@pytest.mark.parametrize(("model", "thinks"), [
+    ("Qwen/Qwen3-8B", True), ("openai:qwen3-32b", True), ("qwq-32b", True), ("deepseek-ai/DeepSeek-R1", True),
+    ("deepseek-r1-distill-qwen-7b", True), ("Qwen/Qwen3-235B-A22B-Thinking-2507", True),
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507", False), ("Qwen/Qwen3-Coder-30B-A3B-Instruct", False),
+    ("gpt-4o", False), ("llama3.1:8b", False), ("mistral-large", False)])
+def test_models_known_to_think(model: str, thinks: bool) -> None:
+    assert known_to_think(model) is thinks
+
+
+def test_the_mode_is_asked_of_the_server_and_off_is_a_different_request() -> None:
+    assert ThinkWatch("x", mode="off").chat_template_kwargs() == {"enable_thinking": False}
+    assert ThinkWatch("x", mode="on").chat_template_kwargs() == {"enable_thinking": True}
+    assert ThinkWatch("Qwen3-8B").chat_template_kwargs() is None
+    assert ThinkWatch("Qwen3-8B", mode="off").room_tokens == 0 and ThinkWatch("x", mode="on").room_tokens > 0
+
+
+def test_a_book_quoting_the_tags_is_summarized_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real shape of the finding: a book whose sentences quote the tags, a model that does not think;
+    the summary is as long as the one of the same book with the tags spelled otherwise, nothing removed."""
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    records = {}
+    for name, tag in (("quoted", "</think>"), ("plain", "[end-think]")):
+        book = tmp_path / f"{name}.txt"
+        book.write_text("\n\n".join(f"Chapter {c}\n\n" + " ".join(
+            f"On day {c}-{s} the clerk stamped {tag} on form {s} and filed it." if s % 3 == 0 else
+            f"On day {c}-{s} the keeper lit {s} lamps along the river." for s in range(120)) for c in range(1, 4)),
+            encoding="utf-8")
+        with FakeServer() as server:
+            result = CliRunner().invoke(cli, [
+                "summarize", str(book), "--model", "openai:house-model", "--base-url", server.openai_base_url,
+                "--chunk-size", "512", "--cache-dir", str(tmp_path / f"c-{name}"), "-o", str(tmp_path / name)],
+                catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        records[name] = json.loads((tmp_path / f"{name}.json").read_text("utf-8"))
+    quoted, plain = records["quoted"], records["plain"]
+    assert quoted["totals"]["think_chars_removed"] == 0 and "</think>" in quoted["summary"]
+    # the same extractive length within the tags' token difference (the finding: a 30-word fragment)
+    assert len(quoted["summary"].split()) >= 0.8 * len(plain["summary"].split()) > 150
+    assert not quoted["summary"].startswith(" on form")  # no answer begins where a quoted tag was
 
 
 # ---- every carrier ------------------------------------------------------------------------

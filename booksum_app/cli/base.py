@@ -26,6 +26,7 @@ from booksum_app.config import (
     HEARTBEAT_S,
     MAX_TIMEOUT_S,
     REASONING_EFFORTS,
+    THINKING_MODES,
 )
 from booksum_app.errors import BooksumError, redact, server_message
 from booksum_app.jsonin import parse_json_or_none
@@ -361,7 +362,12 @@ _LLM_OPTIONS = (
                  help="Stop before spending more than this many USD (per model), retries and wasted replies included."),
     click.option("--reasoning-effort", type=click.Choice(REASONING_EFFORTS), default=None,
                  help="Reasoning models (o1, o3, o4, gpt-5): how much hidden reasoning to ask for; each level "
-                      "reserves room for its hidden tokens, which are billed [default: low]."),
+                      "reserves room for its hidden tokens, which are billed [default: low]. Models that think in "
+                      "their text (Qwen3, R1): the room their reasoning gets (1,024/2,048/4,096/8,192 tokens)."),
+    click.option("--thinking", type=click.Choice(THINKING_MODES), default="auto", show_default=True,
+                 help="Models that think before answering (Qwen3, R1 distills): auto leaves it to the model; on/off "
+                      "ask the server to think or not (chat_template_kwargs enable_thinking, Ollama's think). A "
+                      "model known or seen to think gets room for its reasoning (sized by --reasoning-effort)."),
     click.option("--deployment", default=None, metavar="NAME",
                  help="Name the weights behind --base-url when two servers serve different weights under one "
                       "model name: the call cache keys answers by model and deployment, not by URL."),
@@ -370,8 +376,9 @@ _LLM_OPTIONS = (
 )
 
 
+# the parameters :data:`_LLM_OPTIONS` add, as :func:`llm_settings` takes them
 LLM_OPTION_NAMES = ("base_url", "cache_dir", "no_cache", "concurrency", "timeout_s", "max_cost", "reasoning_effort",
-                    "engine_args")  # the parameters :data:`_LLM_OPTIONS` add, as :func:`llm_settings` takes them
+                    "engine_args", "thinking")
 
 
 def judge_mode(value: str | None, alias: str | None, name: str, alias_name: str) -> str | None:
@@ -503,7 +510,7 @@ def llm_options(func: F) -> F:
 def llm_settings(
     *, base_url: str | None, cache_dir: Path | None, no_cache: bool, concurrency: int | None,
     timeout_s: float | None, max_cost: float | None, engine_args: tuple[str, ...] = (),
-    reasoning_effort: str | None = None, deployment: str | None = None,
+    reasoning_effort: str | None = None, deployment: str | None = None, thinking: str = "auto",
 ) -> LLMSettings:
     """The library's call settings from the options of :func:`llm_options`, resolved and checked once,
     each given value's option kept as its source (``LLMSettings.source_of``)."""
@@ -516,7 +523,7 @@ def llm_settings(
                        max_cost_usd=max_cost, base_url=base_url,
                        timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
                        engine_args=_engine_args(engine_args), reasoning_effort=reasoning_effort,
-                       deployment=deployment.strip() or None if deployment else None,
+                       deployment=deployment.strip() or None if deployment else None, thinking=thinking,
                        sources=tuple((name, options[name]) for name, set_ in given.items() if set_))
 
 

@@ -71,6 +71,8 @@ class Tally:
     wasted_attempts: int = 0
     # tokens counted with the tokenizer because the server's reply said none (or nonsense)
     estimated_tokens: int = 0
+    # characters of reasoning (<think> blocks) removed from replies' text (llm/providers/thinking.py)
+    think_chars_removed: int = 0
 
     @classmethod
     def of_call(cls, info: ModelInfo, usage: Usage, *, cache_hit: bool, spent_usd: float) -> Tally:
@@ -158,6 +160,11 @@ class Completion:
     cache_hit: bool = False  # replayed from booksum's call cache: no tokens paid this time
     usage_reported: bool = True  # False: the reply carried no usage; ``usage`` is zero or an estimate
     reasoning_tokens: int = 0  # of usage.output_tokens, hidden reasoning the answer does not show
+    # characters of the reply's text removed as reasoning (a leading <think> block), tags included
+    think_chars_removed: int = 0
+    # characters of reasoning the reply carried outside ``text`` (removed from it, or a field the
+    # server separated): a reply with reasoning and no text is a model that only reasoned
+    reasoning_chars: int = 0
 
     @property
     def cut_off(self) -> bool:
@@ -270,6 +277,10 @@ class BackendBase(ABC):
       reasoning model's hidden tokens); the cost ceiling counts it.
     - ``reasoning_effort``: a setting that changes the answer without changing the request;
       part of the cache key when set.
+    - ``thinking``: the ``--thinking`` mode sent to the model ("auto": nothing is sent); part of
+      the cache key when not "auto" (a request that turns thinking off is another request).
+    - ``reasoning_advice``: what a failure says to do when the model spent its answer's room on
+      reasoning (the option that applies to this model).
     - ``expect_callers``: told how many callers may be waiting for a slot (a backend that
       gathers calls into batches waits for them); ignored by default.
     - ``call_progress``: where the call in progress is (:class:`CallProgress`), for a backend
@@ -290,6 +301,8 @@ class BackendBase(ABC):
     base_url: str | None = None
     extra_output_tokens: int = 0
     reasoning_effort: str | None = None
+    thinking: str = "auto"
+    reasoning_advice: str = "give it more room (raise the summary length) or turn its reasoning off"
     bounds_own_attempts: bool = False
     # a plugin's planning defaults (context_window, tokenizer, prices, note) for models that
     # neither booksum's table nor the user's config lists; None: 8192 tokens, estimated, unpriced

@@ -98,6 +98,7 @@ def _send_batch(
                 meta=client._meta(requests[i]),
             )
     for i, completion, spent in zip(todo, answered, spents, strict=True):
+        client.reasoning.check(completion)  # kept in the cache; one that only reasoned ends the run
         results[i] = completion
         client._ledger.finish(requests[i], completion, spent)
 

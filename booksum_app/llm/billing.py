@@ -42,6 +42,7 @@ class CallRecord:
     finish_reason: str
     attempts: int = 1
     model: str = ""
+    think_chars_removed: int = 0  # of the answer's text, characters of reasoning removed (llm/providers/thinking.py)
 
 
 @dataclass
@@ -126,8 +127,12 @@ class Ledger:
 
     @property
     def notes(self) -> list[str]:
+        """One line per anomaly in the replies (missing or absurd usage, reasoning removed from answers)."""
         with self._lock:
-            return list(self._notes)
+            removed = self._totals.think_chars_removed
+            line = (f"{self.info.name}: {removed:,} characters of reasoning (think blocks opening its replies) "
+                    "were removed from the answers' text")
+            return list(self._notes) + ([line] if removed else [])
 
     def note(self, line: str | None) -> None:
         """Keep ``line`` once (the same anomaly on every call is one line)."""
@@ -146,6 +151,7 @@ class Ledger:
             cached_input_tokens=usage.cached_input_tokens, cache_write_input_tokens=usage.cache_write_input_tokens,
             billed_input_tokens=self.info.billed_input_tokens(usage), wasted_attempts=int(wasted),
             estimated_tokens=0 if completion.usage_reported else usage.input_tokens + usage.output_tokens,
+            think_chars_removed=completion.think_chars_removed,
         )
         spent.tally = spent.tally + item
         with self._lock:
@@ -161,7 +167,7 @@ class Ledger:
             purpose=request.purpose, cache_hit=hit, usage=completion.usage if hit else spent.usage,
             latency_s=completion.latency_s, cost_usd=completion.cost_usd if hit else spent.tally.spent_usd,
             finish_reason=completion.finish_reason, attempts=spent.attempts,
-            model=completion.model or self.info.name,
+            model=completion.model or self.info.name, think_chars_removed=completion.think_chars_removed,
         )
         with self._lock:
             self._totals = self._totals + item

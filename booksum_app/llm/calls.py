@@ -49,7 +49,7 @@ from booksum_app.llm.retry_policy import (
     DEFAULT_MAX_ATTEMPTS,
     CutEmpty,
     EmptyReply,
-    cut_empty_error,
+    Reasoning,
     retry_wait,
     too_long_a_wait,
 )
@@ -110,6 +110,7 @@ class Client:
         effort = backend.reasoning_effort
         if effort:  # absent otherwise: every other model's keys stay as they were
             self._identity["reasoning_effort"] = str(effort)
+        self._identity.update(Reasoning.key_parts(backend))  # --thinking on/off: another request than auto's
         start = self.concurrency if initial_concurrency is None else min(initial_concurrency, self.concurrency)
         self._limit = limit_for(backend, start=start, cap=self.concurrency, adaptive=adaptive,
                                 deadline_s=self.timeout_s)  # fixed, or adaptive; queues kept under an attempt's bound
@@ -117,8 +118,8 @@ class Client:
         backend.expect_callers(self._limit.callers)  # vLLM gathers the callers' calls into batches
         self._lock, self._reserved_usd = threading.Lock(), 0.0
         self._batch_in_flight = 0  # a batch backend's calls bypass the limit's send gate
-        # room a backend adds to each request's max_tokens (a reasoning model's hidden tokens)
-        self._extra_output_tokens = backend.extra_output_tokens
+        # room a backend adds to each request's max_tokens (a reasoning model's hidden tokens), read per call
+        self.reasoning = Reasoning(backend, self._ledger.note)
         self._executor: PriorityPool | None = None
         self._door = Door(backend, name=backend.info.name, timeout_s=self.timeout_s, on_late=self._bill_late,
                           secrets=secrets)
@@ -291,7 +292,7 @@ class Client:
         if self.max_cost_usd is None:
             return 0.0
         tokens = math.ceil(prompt_tokens(request, self._count, self._prefix_tokens) * self._input_ratio.factor)
-        return self.info.cost_usd(Usage(tokens, request.max_tokens + self._extra_output_tokens))
+        return self.info.cost_usd(Usage(tokens, request.max_tokens + self.reasoning.tokens))
 
     def _reserve(self, request: Request) -> float:
         """Hold the worst-case cost of a call about to be made, or raise CostLimitExceeded."""
@@ -327,6 +328,7 @@ class Client:
             self._limit.acquire(urgent=retry)  # a retry goes before calls not yet started
         try:
             ticket = self._limit.send()  # a 429 meanwhile may have lowered the limit: wait for it
+            room_sent = self.reasoning.tokens
             overloaded: bool | None = None  # a 500 or a timeout says nothing of the quota
             try:
                 completion = self._door.call(request)
@@ -345,7 +347,7 @@ class Client:
             self._limit.release()  # also between retries: a backoff is not spent holding a slot
         spent.attempts += 1
         completion = self._priced(request, completion)
-        too_long = overlong(completion, request.max_tokens + self._extra_output_tokens, self._count)
+        too_long = overlong(completion, request.max_tokens + self.reasoning.tokens, self._count)
         empty = too_long or not completion.text.strip()
         self._ledger.bill(completion, spent, wasted=empty)
         if empty:
@@ -353,10 +355,8 @@ class Client:
         if too_long:  # paid (at most max_tokens), never an answer: not cached, retried like a malformed reply
             raise TransientModelError(f"{self.info.name}: the answer ({len(completion.text):,} characters) is far "
                                       f"longer than its max_tokens ({request.max_tokens:,}) allows")
-        if empty and completion.cut_off:
-            raise cut_empty_error(self.info.name, completion)
-        if empty:
-            raise EmptyReply(completion)
+        if empty:  # retried, or returned once cut, or (a model that only reasoned) one line now
+            raise self.reasoning.empty_error(completion, sent_tokens=room_sent)
         return completion
 
     def _check_retry_ceiling(self) -> None:
@@ -374,7 +374,7 @@ class Client:
 
     def _priced(self, request: Request, completion: Completion) -> Completion:
         completion, note = priced(
-            self.info, request, completion, count=self._count, extra_output_tokens=self._extra_output_tokens,
+            self.info, request, completion, count=self._count, extra_output_tokens=self.reasoning.tokens,
             count_prompt=lambda r: prompt_tokens(r, self._count, self._prefix_tokens),
         )
         self._ledger.note(note)

@@ -244,6 +244,8 @@ def checked(reply: Any, *, name: str, latency_s: float) -> Completion:
         cache_hit=False,  # only booksum's cache replays answers
         usage_reported=bool(reply.usage_reported is True and counts),
         reasoning_tokens=min(reasoning, usage.output_tokens) if counts else 0,
+        think_chars_removed=reply.think_chars_removed if _is_count(reply.think_chars_removed) else 0,
+        reasoning_chars=reply.reasoning_chars if _is_count(reply.reasoning_chars) else 0,
     )
 
 

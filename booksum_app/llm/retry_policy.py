@@ -17,7 +17,7 @@ from typing import Any
 from tenacity import RetryCallState, wait_random_exponential
 
 from booksum_app.errors import ModelError, TransientModelError
-from booksum_app.llm.base import Completion
+from booksum_app.llm.base import BackendBase, Completion
 
 DEFAULT_MAX_ATTEMPTS = 6
 BACKOFF_INITIAL_S = 1.0
@@ -97,6 +97,84 @@ def cut_empty_error(name: str, completion: Completion) -> ModelError:
     return CutEmpty(completion)
 
 
+class ReasoningOnly(ModelError):
+    """A reply with reasoning and no answer: the model spent its room thinking, so resending is futile."""
+
+
+def reasoning_only_error(name: str, completion: Completion, advice: str) -> ModelError:
+    """The one line for a model that only reasoned (its answer's room spent on reasoning): what to do."""
+    cut = " and was cut at its token limit" if completion.cut_off else ""
+    hidden = f" ({completion.reasoning_tokens:,} tokens)" if completion.reasoning_tokens else ""
+    return ReasoningOnly(
+        f"{name} only reasoned: its reply held {completion.reasoning_chars:,} characters of reasoning{hidden} and no "
+        f"answer{cut}; {advice}"
+    )
+
+
+class Reasoning:
+    """A backend's hidden reasoning as the call layer sees it: the room each request gets, read per call,
+    the ``--thinking`` mode, and what an answer without text means.
+
+    A thinking model seen mid-run gets room from then on (the backend's ``extra_output_tokens``
+    grows): ``note`` is told once.
+    """
+
+    def __init__(self, backend: BackendBase, note: Callable[[str | None], None]) -> None:
+        self.backend, self._note = backend, note
+        self._at_start = backend.extra_output_tokens
+
+    @staticmethod
+    def key_parts(backend: BackendBase) -> dict[str, str]:
+        """What the call cache key adds: the ``--thinking`` mode when one is sent (absent for auto)."""
+        return {} if backend.thinking == "auto" else {"thinking": str(backend.thinking)}
+
+    @property
+    def mode(self) -> str:
+        """The ``--thinking`` mode the backend sends ("auto": none), part of the summary's signature."""
+        return self.backend.thinking
+
+    @property
+    def tokens(self) -> int:
+        """The room now (what a plan counts per call, and the cost ceiling per request)."""
+        room = self.backend.extra_output_tokens
+        if room > self._at_start:
+            self._note(thinking_seen_note(self.backend.info.name, room))
+        return room
+
+    def empty_error(self, completion: Completion, *, sent_tokens: int) -> ModelError:
+        """The error for a reply with no answer: a model that only reasoned (:class:`ReasoningOnly`, or
+        :class:`EmptyReply` when the request went out with less room than the model has now), one cut at
+        the limit (:func:`cut_empty_error`), else :class:`EmptyReply` (retried)."""
+        if completion.reasoning_chars:
+            if self.tokens > sent_tokens:  # sent before the model was seen thinking: resent with room
+                return EmptyReply(completion)
+            return reasoning_only_error(self.backend.info.name, completion, self.backend.reasoning_advice)
+        return cut_empty_error(self.backend.info.name, completion) if completion.cut_off else EmptyReply(completion)
+
+    def check(self, completion: Completion) -> None:
+        """Raise :class:`ReasoningOnly` for a reply with reasoning and no answer (a batch's)."""
+        if not completion.text.strip() and completion.reasoning_chars:
+            raise reasoning_only_error(self.backend.info.name, completion, self.backend.reasoning_advice)
+
+
+def thinking_mode(model: object) -> str:
+    """The ``--thinking`` mode ``model`` (a client, or a wrapper of one) sends; "auto" for anything else."""
+    backend = getattr(model, "backend", None)
+    return str(backend.thinking) if isinstance(backend, BackendBase) else "auto"
+
+
+def reasoning_room_tokens(model: object) -> int:
+    """The room each request of ``model`` (a client, or a wrapper of one) gets for reasoning now: a plan counts it."""
+    backend = getattr(model, "backend", None)
+    return int(backend.extra_output_tokens) if isinstance(backend, BackendBase) else 0
+
+
+def thinking_seen_note(name: str, room_tokens: int) -> str:
+    """The run's one line when a model is seen thinking mid-run and its requests get room for it."""
+    return (f"{name} thinks before it answers (seen in its replies): each request from then on asked for "
+            f"{room_tokens:,} more tokens for its reasoning (--thinking off turns it off where the server allows)")
+
+
 def too_long_a_wait(name: str, exc: ModelError) -> ServerAskedToWait | None:
     """A server asking for a wait past RETRY_AFTER_MAX_S: the error to fail with now, else None."""
     wait = getattr(exc, "retry_after_s", None)
@@ -109,7 +187,20 @@ def too_long_a_wait(name: str, exc: ModelError) -> ServerAskedToWait | None:
 
 
 __all__ = [
-    "BACKOFF_INITIAL_S", "BACKOFF_MAX_S", "DEFAULT_MAX_ATTEMPTS", "RETRY_AFTER_MAX_S", "BudgetSpentOnReasoning",
-    "CutEmpty", "EmptyReply", "ServerAskedToWait", "cut_empty_error", "retry_after_seconds", "retry_wait",
+    "BACKOFF_INITIAL_S",
+    "BACKOFF_MAX_S",
+    "DEFAULT_MAX_ATTEMPTS",
+    "RETRY_AFTER_MAX_S",
+    "BudgetSpentOnReasoning",
+    "CutEmpty",
+    "EmptyReply",
+    "Reasoning",
+    "ReasoningOnly",
+    "ServerAskedToWait",
+    "cut_empty_error",
+    "reasoning_only_error",
+    "retry_after_seconds",
+    "retry_wait",
+    "thinking_seen_note",
     "too_long_a_wait",
 ]

@@ -63,6 +63,7 @@ class LLMSettings:
     length_policy: str | None = None  # "regenerate"/"truncate"; None: the model's own (models.json, config)
     config_path: Path | None = None  # None: BOOKSUM_CONFIG, else the user config dir
     reasoning_effort: str | None = None  # reasoning models: minimal/low/medium/high; None: low
+    thinking: str = "auto"  # --thinking: "auto" (as the model does), "on", "off" (llm/providers/thinking.py)
     servers: tuple[tuple[str, str], ...] = ()  # model string -> its own server over base_url (llm/model_names.py)
     # the weights behind a server, when two serve different weights under one name: part of the
     # call cache key in place of the URL (which is not: localhost, 127.0.0.1 and a replica are one model)

@@ -282,7 +282,8 @@ class _GridRun:
         sample = self.samples.get(ctx.key)  # None for a book (names are checked apart by load_samples)
         run = sample_run(run_config(config, self.exp.for_job(
             config, max_summary_tokens=sample.max_new_tokens if sample else None), ctx.lang), sample)
-        return sample, run, run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size)
+        return sample, run, run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size,
+                                        thinking=self.settings.thinking)
 
     def _scores_key(self, key: str) -> str:
         judge = self.judge.info.name if self.judge is not None and self.exp.use_judge else None

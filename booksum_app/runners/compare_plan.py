@@ -32,6 +32,7 @@ from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_TEMPERATURE
 from booksum_app.errors import BookFormatError, BooksumError
 from booksum_app.files import file_sha256
 from booksum_app.llm.base import ModelInfo
+from booksum_app.llm.providers.thinking import planned_room_tokens
 from booksum_app.llm.registry import LLMSettings, choose_judge, choose_model
 from booksum_app.llm.startup import check_ready
 from booksum_app.runners.compare_scores import read_scores, scores_key, scores_path
@@ -209,8 +210,12 @@ class _SummaryPlanner:
     """
 
     def __init__(self, exp: Experiment, infos: dict[str | None, ModelInfo],
-                 counters: dict[str | None, Callable[[str], int]], memo: ChunkMemo, judge: str | None = None) -> None:
+                 counters: dict[str | None, Callable[[str], int]], memo: ChunkMemo, judge: str | None = None,
+                 settings: LLMSettings | None = None) -> None:
         self.exp, self.infos, self.counters, self.memo = exp, infos, counters, memo
+        self.thinking = settings.thinking if settings is not None else "auto"  # part of a record's reuse key
+        self.rooms = {m: planned_room_tokens(info.name, thinking=self.thinking, effort=settings.reasoning_effort)
+                      if settings is not None else 0 for m, info in infos.items()}  # a thinking model's room
         self.judge = judge  # the judge's model name when one judges: stored scores under it are not judged again
         # the same counters as tokenizers: the named one itself where there is one, so its cuts are shared
         self.tokenizers = {m: get_tokenizer(info.tokenizer) if info.tokenizer != "native" else
@@ -234,10 +239,10 @@ class _SummaryPlanner:
         for config in self.grid:
             run = sample_run(run_config(config, exp.for_job(
                 config, max_summary_tokens=sample.max_new_tokens if sample else None), ctx.lang), sample)
-            finished = finished_record(record_path(exp.out, config, ctx.path),
-                                       run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size))
+            job = run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size, thinking=self.thinking)
+            finished = finished_record(record_path(exp.out, config, ctx.path), job)
             if finished is not None:
-                key = scores_key(run.job_key(book_sha256=ctx.sha256, chunk_size=config.chunk_size), judge=self.judge,
+                key = scores_key(job, judge=self.judge,
                                  mode=exp.judge_mode, batch_size=exp.batch_size)
                 if sample is not None or read_scores(scores_path(exp.out, config.slug, ctx.path), key) is None:
                     self.written.append(finished.summary)  # judged by this run (from the cache, if there)
@@ -289,7 +294,8 @@ class _SummaryPlanner:
                 cuts[(model, size)] = tuple(spans)
             plan = plan_strategy(config.strategy, chunk_tokens=chunks[(model, size)], info=self.infos[model],
                                  count_tokens=self.counters[model], config=run.strategy_config(), clean=run.clean,
-                                 chapter_chunks=cuts[(model, size)] if run.per_chapter else None)
+                                 chapter_chunks=cuts[(model, size)] if run.per_chapter else None,
+                                 reasoning_room_tokens=self.rooms[model])
             t = self.totals[config]
             t[0] = int(t[0]) + 1
             t[1] = int(t[1]) + plan.calls
@@ -312,7 +318,8 @@ def plan_grid(exp: Experiment, settings: LLMSettings | None = None, *, chunk_mem
     counters = {m: token_counter(info, settings, m) for m, info in infos.items()}
     judging = needs_judge(exp, settings)
     judge = choose_model(judge_string(exp, settings), settings=settings).info.name if judging else None
-    planner = _SummaryPlanner(exp, infos, counters, chunk_memo if chunk_memo is not None else ChunkMemo(), judge)
+    planner = _SummaryPlanner(exp, infos, counters, chunk_memo if chunk_memo is not None else ChunkMemo(), judge,
+                              settings=settings)
     samples = {s.key: s for s in load_samples(exp)}  # benchmark datasets: samples play the part of books
     contexts = itertools.chain((open_context(p, exp) for p in exp.books),
                                (BookContext(s.path, s.book, s.lang, s.sha256) for s in samples.values()))

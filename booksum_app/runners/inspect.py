@@ -17,6 +17,7 @@ from booksum_app.chunking import CallableTokenizer, chunk_book, get_tokenizer
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ModelInfo
+from booksum_app.llm.providers.thinking import planned_room_tokens
 from booksum_app.llm.registry import LLMSettings, choose_model, get_model, native_counter, provider_entry
 from booksum_app.llm.spec import ModelSpec
 from booksum_app.runners.plan import CallPlan, plan_strategy
@@ -144,9 +145,10 @@ def plan_summary(path_or_book: str | os.PathLike[str] | Book, run: RunConfig, *,
         info, count, _ = _token_counter(run.model, settings, closing)
         chunks = chunk_book(book, chunk_size=run.chunk_size, tokenizer=CallableTokenizer(f"model:{info.name}", count),
                             chapter_aware=run.chapter_aware, include_front_matter=run.include_front_matter)
+        room = planned_room_tokens(info.name, thinking=settings.thinking, effort=settings.reasoning_effort)
         plan = plan_strategy(run.strategy, chunk_tokens=[c.n_tokens for c in chunks], info=info, count_tokens=count,
                              config=run.strategy_config(), clean=run.clean,
-                             chapter_chunks=chunks if run.per_chapter else None)
+                             chapter_chunks=chunks if run.per_chapter else None, reasoning_room_tokens=room)
     return plan, info.name
 
 

@@ -89,11 +89,15 @@ def plan_strategy(
     config: StrategyConfig,
     clean: bool = True,
     chapter_chunks: Sequence[Chunk | ChunkSpan] | None = None,
+    reasoning_room_tokens: int = 0,
 ) -> CallPlan:
     """Upper bounds on calls, tokens and cost of ``strategy`` over chunks of these sizes.
 
     ``chapter_chunks``: the (chapter-aware) chunks themselves when the run also summarizes each
     chapter (``--chapters``), whose extra merge calls are then planned too.
+    ``reasoning_room_tokens`` is the room each request adds to ``max_tokens`` for a thinking
+    model's reasoning (``llm/providers/thinking.py``): every call may spend it, so it is counted
+    and priced as output.
 
     Raises:
         ConfigError: no such strategy installed.
@@ -119,5 +123,6 @@ def plan_strategy(
         calls += 1
         input_tokens += g + clean_overhead
         output_tokens += g
+    output_tokens += calls * max(0, reasoning_room_tokens)
     cost = info.cost_usd(Usage(input_tokens=input_tokens, output_tokens=output_tokens))
     return CallPlan(strategy, calls, input_tokens, output_tokens, cost, plan.levels, plan.truncated_tokens)

@@ -150,8 +150,11 @@ class RunConfig:
         return {"plugin": _dist_label(STRATEGIES.distribution(self.strategy)),
                 "plugincode": STRATEGIES.code(self.strategy), **catalog.plugin_fields(model_name)}
 
-    def signature(self, info: ModelInfo, bundle: PromptBundle) -> str:
-        """The record's signature: what a reader needs to know the summary was made the same way."""
+    def signature(self, info: ModelInfo, bundle: PromptBundle, *, thinking: str = "auto") -> str:
+        """The record's signature: what a reader needs to know the summary was made the same way.
+
+        ``thinking`` is the ``--thinking`` mode the model was sent (``think:off``; absent for auto).
+        """
         sc = self.strategy_config()
         return make_signature(
             self.strategy,
@@ -167,6 +170,7 @@ class RunConfig:
             clean="on" if self.clean else "off",
             cut=rules_version("chunk"),  # where chunks and head/tail truncation end: chunker and splitter rules
             length="truncate" if info.length_policy == "truncate" else None,  # absent: the paper's rule
+            think=thinking if thinking != "auto" else None,  # enable_thinking sent: another model behaviour
             **{k: _sig_value(v) for k, v in self.impl.signature_fields(sc).items()},
             **self.plugins(info.name),
         )
@@ -201,7 +205,7 @@ class RunConfig:
             **self.impl.record_fields(sc),
         }
 
-    def job_key(self, *, book_sha256: str, chunk_size: int | None) -> str:
+    def job_key(self, *, book_sha256: str, chunk_size: int | None, thinking: str = "auto") -> str:
         """What a finished compare record must match to be reused: these fields, the prompts, the book bytes.
 
         ``chunk_size`` is the grid's (None for a strategy that reads the whole text). The
@@ -223,6 +227,8 @@ class RunConfig:
             fields.update(temperature=self.temperature, top_p=self.top_p)
         if self.decoding != "validated" or self.system is not None:
             fields.update(decoding=self.decoding, system=self.system)
+        if thinking != "auto":  # --thinking on/off: the model was asked another thing
+            fields.update(thinking=thinking)
         return short_hash(json.dumps(fields, sort_keys=True, default=str), 16)
 
 

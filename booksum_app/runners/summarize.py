@@ -48,6 +48,8 @@ from booksum_app.llm.context import default_context
 from booksum_app.llm.door import environment_secrets
 from booksum_app.llm.meter import Meter, metering
 from booksum_app.llm.registry import LLMSettings, ModelSpec, choose_model, get_model
+from booksum_app.llm.retry_policy import reasoning_room_tokens as room
+from booksum_app.llm.retry_policy import thinking_mode
 from booksum_app.llm.run_client import run_client
 from booksum_app.llm.startup import check_ready
 from booksum_app.runners.chapters import chapter_summaries
@@ -293,7 +295,7 @@ def _run(
     if on_plan is not None or before_run is not None:  # the plan's calls give the progress display its ETA
         planned = plan_strategy(impl.name, chunk_tokens=[c.n_tokens for c in chunks], info=chat.info,
                                 count_tokens=chat.count_tokens, config=config, clean=run.clean,
-                                chapter_chunks=chunks if run.per_chapter else None)
+                                chapter_chunks=chunks if run.per_chapter else None, reasoning_room_tokens=room(chat))
         if on_plan is not None:
             on_plan(planned.calls, planned.input_tokens, planned.output_tokens)
         if before_run is not None:
@@ -312,7 +314,7 @@ def _run(
     return SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,
-        signature=run.signature(chat.info, bundle),
+        signature=run.signature(chat.info, bundle, thinking=thinking_mode(chat)),
         config=run.record_dict(chat.info, bundle),
         book=_book_info(book, chunks, include_front_matter=run.include_front_matter),
         summary=summary,

@@ -53,6 +53,7 @@ from booksum_app.errors import ConfigError, InputError, JudgeParseError, PromptE
 from booksum_app.jsonin import parse_json
 from booksum_app.llm.base import ChatModel, Completion, Request
 from booksum_app.llm.providers.catalog import plugin_fields
+from booksum_app.llm.retry_policy import thinking_mode
 from booksum_app.prompts import Template, parse_template
 from booksum_app.scoring.answers import JudgeAnswer, parse_batch_answer, parse_sentence_answer
 from booksum_app.scoring.dispatch import WarmUp, answer_in_order, request_window
@@ -310,6 +311,7 @@ class BooookScoreJudge:
             split="+".join(names),
             splitv=rules_version("split"),
             temp=_number(self.temperature),
+            think=None if (mode := thinking_mode(self.model)) == "auto" else mode,  # --thinking sent to the judge
         )
 
     def judge(self, summaries: Mapping[str, str]) -> list[SummaryJudgement]:

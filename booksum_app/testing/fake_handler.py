@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from booksum_app.jsonin import parse_json_or_none
 from booksum_app.testing.fake_prompt_cache import BreakpointCache, PrefixCache, count_tokens, encode
-from booksum_app.testing.fake_replies import THINKING, with_thinking
+from booksum_app.testing.fake_replies import THINKING, long_thinking, thinking_enabled, with_thinking
 from booksum_app.testing.fake_wire import (
     anthropic_body,
     anthropic_breakpoints,
@@ -140,6 +140,8 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             text = "" if fault == "empty" else fake.reply(request)
         finish = "stop"
+        thinking = fake.thinking if thinking_enabled(payload) else None  # enable_thinking false: no trace
+        text = long_thinking(text, request.user_text) if thinking == "long" else text  # spends max_tokens too
         if fault == "truncated":
             words = text.split()
             text, finish = " ".join(words[: max(1, len(words) // 2)]), "length"
@@ -147,8 +149,8 @@ class _Handler(BaseHTTPRequestHandler):
         if cut:  # as a real server does: it stops generating at max_tokens
             finish = "length"
         prompt_text = (request.system or "") + request.user_text
-        text = with_thinking(text, fake.thinking) if fake.thinking else text
-        n_out = count_tokens(text) + (count_tokens(THINKING) if fake.thinking == "parser" else 0)
+        text = with_thinking(text, thinking) if thinking else text
+        n_out = count_tokens(text) + (count_tokens(THINKING) if thinking == "parser" else 0)
         caching = _Caching(fake, api, payload, prompt_text)  # looked up now, stored when answered
         delay = fake.latency_s + fake.latency_per_token_s * n_out
         if fake.slots is not None:
@@ -162,7 +164,7 @@ class _Handler(BaseHTTPRequestHandler):
         fake._bill(n_in, n_out)
         if api == "openai":
             body = openai_body(payload, text, finish, n_in, n_out, cached=caching.read)
-            if fake.thinking == "parser":  # vllm serve --reasoning-parser: the reasoning beside the content
+            if thinking == "parser":  # vllm serve --reasoning-parser: the reasoning beside the content
                 body["choices"][0]["message"]["reasoning_content"] = THINKING
         else:
             body = anthropic_body(

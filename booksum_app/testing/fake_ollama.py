@@ -31,7 +31,7 @@ from typing import Any, Self, cast
 from booksum_app.chunking import ReversibleTokenizer, get_tokenizer
 from booksum_app.jsonin import parse_json_or_none
 from booksum_app.llm.base import Request
-from booksum_app.testing.fake_replies import THINKING, default_reply, with_thinking
+from booksum_app.testing.fake_replies import THINKING, default_reply, long_thinking, thinking_enabled, with_thinking
 
 FAULTS = ("500", "notjson", "drop", "drip", "nousage", "deepjson", "hugebody")
 DEEP_LEVELS = 100_000
@@ -197,7 +197,8 @@ class FakeOllama:
         host: address to bind.
         port: port to bind (0: any free port).
         thinking: answer as a thinking model: ``"field"`` (``message.thinking``, as with
-            ``think``), ``"tags"`` (``<think>`` in the content), None (no reasoning).
+            ``think``), ``"tags"`` (``<think>`` in the content), ``"long"`` (a 600-800 token ``<think>``
+            trace within ``num_predict``), None (no reasoning); ``think: false`` turns it off.
         """
         self.thinking = thinking
         self.models = dict(models or {"llama3.1:8b": 131072})
@@ -311,9 +312,10 @@ class FakeOllama:
         seen = self._tok.decode(kept) if len(kept) < len(ids) else text
         start = time.perf_counter()
         answer = self.reply(Request(prompt=seen, max_tokens=num_predict))
-        if self.thinking == "tags":
-            answer = with_thinking(answer, "tags")
-        hidden = len(self._tok.encode(THINKING)) if self.thinking == "field" else 0
+        thinking = self.thinking if thinking_enabled(payload) else None  # "think": false turns it off
+        if thinking in ("tags", "long"):
+            answer = with_thinking(answer, "tags") if thinking == "tags" else long_thinking(answer, seen)
+        hidden = len(self._tok.encode(THINKING)) if thinking == "field" else 0
         out_ids = self._tok.encode(answer)
         done_reason = "stop"
         if len(out_ids) > num_predict:
@@ -331,7 +333,7 @@ class FakeOllama:
                 )
             )
         message = {"role": "assistant", "content": answer}
-        if self.thinking == "field":
+        if thinking == "field":
             message["thinking"] = THINKING
         return {
             "model": model,

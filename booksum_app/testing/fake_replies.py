@@ -10,8 +10,10 @@ at a sentence end. The same prompt always gives the same reply.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
+from typing import Any
 
 from booksum_app.llm.base import Request
 
@@ -113,8 +115,23 @@ def _shorten(sentence: str, *, words_limit: int | None, max_tokens: int) -> str:
 THINKING = "Okay, the user wants this handled. THINKING-MARKER: let me reason about it step by step first."
 # how a carrier sends it: "tags" (<think>...</think> before the answer, no reasoning parser),
 # "open" (the chat template opened the block: the answer starts inside it, only </think> shows),
-# "parser" (a server's reasoning parser: message.reasoning_content), "field" (Ollama: message.thinking)
-THINK_MODES = ("tags", "open", "parser", "field")
+# "parser" (a server's reasoning parser: message.reasoning_content), "field" (Ollama: message.thinking),
+# "long" (Qwen3 or an R1 distill at its real length: a <think> trace of 600-800 tokens before every
+# answer, paid out of the request's max_tokens like the answer, so a request without room for it is
+# cut while the model still reasons)
+THINK_MODES = ("tags", "open", "parser", "field", "long")
+_TRACE_STEPS = (
+    "Okay, the user wants this handled, so let me read the text again from the start.",
+    "First I should work out who the main characters are and what each of them wants.",
+    "Wait, I need to check whether the order of events in the passage is really the order I assumed.",
+    "Let me list the events one by one and see which of them matter for the rest of the story.",
+    "Hmm, the narrator might be unreliable here, so I should keep to what the text actually says.",
+    "The instructions ask for a limited number of words, so I have to choose what to keep.",
+    "Maybe the setting matters more than I thought; I will mention it once and move on.",
+    "I should not invent anything that is not in the passage, and I should keep the names right.",
+    "So the structure could be: who, where, what happens, and how it ends for now.",
+    "Let me double-check the last part, because the ending of the passage changes the picture.",
+)
 
 
 def with_thinking(answer: str, mode: str) -> str:
@@ -124,3 +141,28 @@ def with_thinking(answer: str, mode: str) -> str:
     if mode == "open":
         return f"{THINKING}\n</think>\n\n{answer}"
     return answer
+
+
+def long_trace(prompt: str) -> str:
+    """A thinking model's reasoning about ``prompt``: 600-800 tokens (cl100k), the length fixed by the prompt."""
+    from booksum_app.testing.fake_prompt_cache import count_tokens
+
+    target = 600 + int(hashlib.sha256(prompt.encode("utf-8")).hexdigest(), 16) % 201
+    steps = [f"{THINKING}"]
+    while count_tokens(" ".join(steps)) < target:
+        steps.append(_TRACE_STEPS[len(steps) % len(_TRACE_STEPS)])
+    return " ".join(steps)
+
+
+def long_thinking(answer: str, prompt: str) -> str:
+    """``answer`` after a ``<think>`` trace of 600-800 tokens, as Qwen3 without a reasoning parser writes it."""
+    return f"<think>\n{long_trace(prompt)}\n</think>\n\n{answer}"
+
+
+def thinking_enabled(payload: dict[str, Any]) -> bool:
+    """Whether a request leaves thinking on: ``chat_template_kwargs.enable_thinking`` false (vLLM, SGLang,
+    llama.cpp's server) or Ollama's ``think: false`` turns it off, as Qwen3's chat template does."""
+    kwargs = payload.get("chat_template_kwargs")
+    if isinstance(kwargs, dict) and kwargs.get("enable_thinking") is False:
+        return False
+    return payload.get("think") is not False

@@ -7,8 +7,8 @@ with finish reason "length" (``stop_reason: max_tokens``), whatever the reply fu
 Latency (per call and per output token) and faults are configurable: a deterministic
 ``script`` of fault kinds for the next calls, and/or a seeded random ``fault_rate``.
 
-``thinking="tags"|"open"|"parser"`` answers as a thinking model does (``fake_replies.THINKING``
-before every answer, in ``<think>`` tags or in ``message.reasoning_content``).
+``thinking="tags"|"open"|"parser"|"long"`` answers as a thinking model does (``fake_replies.THINK_MODES``);
+``chat_template_kwargs: {"enable_thinking": false}`` turns it off.
 
 ``prompt_caching=True`` reports prompt-cache usage as the providers do
 (:mod:`booksum_app.testing.fake_prompt_cache`: OpenAI's automatic prefix cache, Anthropic's
@@ -82,17 +82,15 @@ class FakeServer:
         fault_rate: float = 0.0,
         fault_kinds: Iterable[str] = RETRYABLE_FAULTS,
         seed: int = 0,
-        retry_after_s: float = 1.0,
-        hang_s: float = 5.0,
-        drip_s: float = 0.2,
+        retry_after_s: float = 1.0, hang_s: float = 5.0, drip_s: float = 0.2,
         rate_limit_in_flight: int | None = None,
         slots: int | None = None,
         prompt_caching: bool = False,
         thinking: str | None = None,
         usage_ratio: float = 1.0,  # reported (billed) prompt tokens: this times its count (a tokenizer counting more)
     ) -> None:
-        if thinking is not None and thinking not in ("tags", "open", "parser"):
-            raise ValueError(f"unknown thinking mode {thinking!r}; use tags, open or parser")
+        if thinking is not None and thinking not in ("tags", "open", "parser", "long"):
+            raise ValueError(f"unknown thinking mode {thinking!r}; use tags, open, parser or long")
         self.thinking = thinking  # a thinking model's reasoning in each answer (fake_replies.THINK_MODES)
         self.reply: ReplyFn = reply or default_reply
         self.prompt_caching = prompt_caching  # simulate providers' prompt caches (fake_prompt_cache.py)

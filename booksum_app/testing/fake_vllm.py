@@ -158,6 +158,7 @@ class LLM:
     legacy_errors: bool = False
     chats: list[tuple[list[Conversation], list[SamplingParams]]] = field(default_factory=list)
     batch_sizes: list[int] = field(default_factory=list)
+    template_kwargs: list[dict[str, Any] | None] = field(default_factory=list)  # each chat's chat_template_kwargs
     concurrent_calls: int = 0  # chat calls that overlapped another (the real engine is not thread-safe)
 
     def __post_init__(self) -> None:
@@ -192,6 +193,7 @@ class LLM:
             self.concurrent_calls += 1
             self._busy.acquire()
         try:
+            self.template_kwargs.append(chat_template_kwargs)
             return self._chat(messages, sampling_params, add_generation_prompt)
         finally:
             self._busy.release()

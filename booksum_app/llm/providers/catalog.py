@@ -68,7 +68,7 @@ def _openai(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> B
                          base_url=spec.base_url, timeout_s=settings.timeout_s, reasoning=spec.reasoning,
                          reasoning_effort=settings.reasoning_effort, transport=transport,
                          max_in_flight_per_endpoint=int(limit) if limit else None, deployment=settings.deployment,
-                         concurrency=settings.concurrency)
+                         concurrency=settings.concurrency, thinking=settings.thinking)
 
 
 def _anthropic(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
@@ -83,7 +83,8 @@ def _ollama(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> B
     from booksum_app.llm.providers.ollama import OllamaBackend
 
     return OllamaBackend(spec.info, model_id=spec.model_id, host=settings.base_url or env.get("OLLAMA_HOST") or None,
-                         timeout_s=settings.timeout_s, known_context=spec.known, deployment=settings.deployment)
+                         timeout_s=settings.timeout_s, known_context=spec.known, deployment=settings.deployment,
+                         thinking=settings.thinking, reasoning_effort=settings.reasoning_effort)
 
 
 def _vllm_engine_args(settings: LLMSettings, env: Mapping[str, str]) -> dict[str, Any]:
@@ -98,7 +99,8 @@ def _vllm_engine_args(settings: LLMSettings, env: Mapping[str, str]) -> dict[str
 def _vllm(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
     from booksum_app.llm.providers.vllm import VLLMBackend
 
-    return VLLMBackend(spec.info, model_id=spec.model_id, known_context=spec.known, **_vllm_engine_args(settings, env))
+    return VLLMBackend(spec.info, model_id=spec.model_id, known_context=spec.known, thinking=settings.thinking,
+                       reasoning_effort=settings.reasoning_effort, **_vllm_engine_args(settings, env))
 
 
 def _vllm_counter(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Callable[[str], int]:

@@ -21,7 +21,7 @@ from booksum_app.files import available_cores
 from booksum_app.llm.base import FINISH_LOOP, BackendBase, CallProgress, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.providers.local_progress import TokenWatch
 from booksum_app.llm.providers.local_weights import INSTALL_HINT, bundled_weights, fast_weights, open_llama
-from booksum_app.llm.providers.thinking import hidden_share, split_thinking
+from booksum_app.llm.providers.thinking import ThinkWatch, hidden_share
 
 DEFAULT_N_CTX = 8192  # SmolLM2's context window
 # recent llama.cpp states kept for prefix reuse, LRU; llama-cpp-python counts only the KV part
@@ -84,6 +84,17 @@ class LocalBackend(BackendBase):
         self.info = dataclasses.replace(info, context_window=n_ctx)
         # the weights' file name: part of the call cache identity (a different GGUF, a different answer)
         self.base_url = self.model_path.name
+        self._think = ThinkWatch(self.model_path.name)  # a thinking GGUF (Qwen3, R1 distills): its evidence and room
+
+    @property  # a thinking model's room grows once it is seen thinking
+    def extra_output_tokens(self) -> int:  # type: ignore[override]
+        """Room added to each request's max_tokens for a thinking model's reasoning."""
+        return self._think.room_tokens
+
+    @property
+    def reasoning_advice(self) -> str:  # type: ignore[override]
+        """What to do when the model spent its room on reasoning."""
+        return self._think.advice(can_turn_off=False)  # llama.cpp's embedded chat template is not told
 
     def close(self) -> None:
         """Free the model (llama.cpp context and weights)."""
@@ -130,7 +141,9 @@ class LocalBackend(BackendBase):
 
                 result = self._llm.create_completion(
                     prompt=prompt,
-                    max_tokens=request.max_tokens,
+                    max_tokens=request.max_tokens + self._think.fitted_room(
+                        prompt_tokens=len(prompt), max_tokens=request.max_tokens,
+                        context_window=self.info.context_window),
                     temperature=request.temperature,
                     top_p=request.top_p,
                     stop=[*request.stop, *(s for s in template_stops if s)],
@@ -149,13 +162,16 @@ class LocalBackend(BackendBase):
         latency = time.perf_counter() - start
         choice = result["choices"][0]
         usage = result.get("usage") or {}
-        split = split_thinking((choice.get("text") or "").strip())  # a thinking GGUF (Qwen3, R1 distills)
+        finish = FINISH_LOOP if watch is not None and watch.fired else (choice.get("finish_reason") or "stop")
+        split = self._think.split((choice.get("text") or "").strip(), cut=finish == "length")
         output_tokens = int(usage.get("completion_tokens", 0))
         hidden = hidden_share(output_tokens, reasoning=split.reasoning, visible=split.visible) if split.reasoning else 0
         return Completion(
             text=split.visible,
             reasoning_tokens=hidden,
-            finish_reason=FINISH_LOOP if watch is not None and watch.fired else (choice.get("finish_reason") or "stop"),
+            think_chars_removed=split.removed_chars,
+            reasoning_chars=len(split.reasoning),
+            finish_reason=finish,
             usage=Usage(
                 input_tokens=int(usage.get("prompt_tokens", 0)),
                 output_tokens=output_tokens,

@@ -11,7 +11,9 @@ A prompt that cannot fit is refused with :class:`ContextTooLong` before it is se
 
 A thinking model's reasoning (``message.thinking`` when the server separates it, else a
 ``<think>`` block in the content; ``llm/providers/thinking.py``) is left out of the answer and
-counted as hidden tokens; ``think`` is left at the server's default. Each request carries
+counted as hidden tokens; ``think`` is left at the server's default under ``--thinking auto`` and
+sent as ``true``/``false`` under ``on``/``off``. A model known or seen to think gets room for its
+reasoning on top of ``num_predict`` (``ThinkWatch``). Each request carries
 ``options.seed`` derived from the request (``request_seed``): a rerun samples the same answers.
 
 Token counts come from the reply's ``prompt_eval_count`` / ``eval_count``. The server
@@ -50,7 +52,7 @@ from booksum_app.jsonin import parse_json
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.deadline import HTTPX_POOL, MAX_REPLY_BYTES, attempt_deadline, deadline_transport, reply_over_cap
 from booksum_app.llm.http_status import error_detail, error_for_status
-from booksum_app.llm.providers.thinking import hidden_share, reasoning_field, split_thinking
+from booksum_app.llm.providers.thinking import ThinkWatch, hidden_share, reasoning_field
 from booksum_app.llm.request_key import request_seed
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -128,8 +130,12 @@ class OllamaBackend(BackendBase):
         known_context: bool = False,
         count_tokens: Callable[[str], int] | None = None,
         deployment: str | None = None,
+        thinking: str = "auto",
+        reasoning_effort: str | None = None,
     ) -> None:
         self.model_id = model_id
+        self.thinking = thinking
+        self._think = ThinkWatch(model_id, mode=thinking, effort=reasoning_effort)
         self.host = normalize_host(host)
         self.base_url = self.host
         self.deployment = deployment
@@ -153,20 +159,30 @@ class OllamaBackend(BackendBase):
         self.context_length = info.context_window
         self.info = info
 
+    @property  # a thinking model's room grows once it is seen thinking
+    def extra_output_tokens(self) -> int:  # type: ignore[override]
+        """Room added to each request's ``num_predict`` for a thinking model's reasoning."""
+        return self._think.room_tokens
+
+    @property
+    def reasoning_advice(self) -> str:  # type: ignore[override]
+        """What to do when the model spent its room on reasoning."""
+        return self._think.advice()
+
     def count_tokens(self, text: str) -> int:
         """A conservative token count (Ollama has no tokenize endpoint)."""
         return self._count(text)
 
     def complete(self, request: Request) -> Completion:
         """Send one non-streaming chat request; translate failures into booksum errors."""
-        num_ctx = self._num_ctx_for(request)
+        num_ctx, room = self._num_ctx_for(request, self._think.room_tokens)
         messages: list[dict[str, str]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
         messages.append({"role": "user", "content": request.user_text})
         options: dict[str, Any] = {
             "num_ctx": num_ctx,
-            "num_predict": request.max_tokens,
+            "num_predict": request.max_tokens + room,
             "temperature": request.temperature,
             "top_p": request.top_p,
         }
@@ -179,6 +195,8 @@ class OllamaBackend(BackendBase):
             "stream": False,
             "options": options,
         }
+        if self._think.mode != "auto":
+            payload["think"] = self._think.mode == "on"
         start = time.perf_counter()
         data = self._post("/api/chat", payload)
         latency = time.perf_counter() - start
@@ -195,12 +213,15 @@ class OllamaBackend(BackendBase):
         # layer then counts the call with the tokenizer
         reported = all(_is_count(data.get(k)) for k in ("prompt_eval_count", "eval_count"))
         # a thinking model: its reasoning in message.thinking (``think``), or in <think> tags
-        split = split_thinking(content)
-        reasoning = reasoning_field(message) or split.reasoning
+        separated = reasoning_field(message)
+        split = self._think.split(content, separated=separated, cut=done_reason == "length")
+        reasoning = separated or split.reasoning
         hidden = hidden_share(usage.output_tokens, reasoning=reasoning, visible=split.visible) if reasoning else 0
         return Completion(
             text=split.visible,
             reasoning_tokens=hidden if reported else 0,
+            think_chars_removed=split.removed_chars,
+            reasoning_chars=len(separated) + len(split.reasoning),
             finish_reason=done_reason if isinstance(done_reason, str) and done_reason else "stop",
             usage=usage if reported else Usage(),
             model=str(data.get("model") or self.model_id),
@@ -219,18 +240,20 @@ class OllamaBackend(BackendBase):
 
     # ---- internals ---------------------------------------------------------------------
 
-    def _num_ctx_for(self, request: Request) -> int:
+    def _num_ctx_for(self, request: Request, room: int = 0) -> tuple[int, int]:
+        """The context to ask for, and the reasoning room that fits in the model's own (the room may shrink)."""
         prompt_tokens = self.count_tokens((request.system or "") + "\n" + request.user_text)
+        room = min(room, max(0, self.context_length - prompt_tokens - request.max_tokens))
         if prompt_tokens + request.max_tokens > self.context_length:
             raise ContextTooLong(
                 f"{self._name}: about {prompt_tokens} prompt tokens + {request.max_tokens} output "
                 f"tokens do not fit the model's {self.context_length}-token context; use smaller "
                 "chunks or a model with a longer context"
             )
-        wanted = fit_num_ctx(prompt_tokens, request.max_tokens, self.context_length)
+        wanted = fit_num_ctx(prompt_tokens, request.max_tokens + room, self.context_length)
         with self._lock:
             self._num_ctx = max(self._num_ctx, wanted)
-            return self._num_ctx
+            return self._num_ctx, room
 
     def _show(self) -> dict[str, Any]:
         try:

@@ -27,6 +27,11 @@ request gets ``REASONING_ROOM[effort]`` tokens on top of the answer's budget (th
 and ``--max-cost`` count that room), and ``reasoning_effort`` (default ``low``: a summary
 needs little deliberation, and each hidden token is billed as output).
 
+Models that think in their text (Qwen3, R1 distills on a server; ``llm/providers/thinking.py``)
+get ``THINKING_ROOM[effort]`` tokens on top of ``max_tokens`` once known (by name, ``--thinking
+on``) or seen thinking, fitted to the context window, and compatible servers are sent
+``chat_template_kwargs: {"enable_thinking": ...}`` under ``--thinking on|off``.
+
 ``timeout_s`` bounds one attempt in wall-clock time, and ``deadline.MAX_REPLY_BYTES`` its reply,
 whichever carrier: the lean client's watchdog and read cap, the SDK's transport
 (``deadline.deadline_transport``). An error status is ``http_status.error_for_status``'s.
@@ -51,6 +56,7 @@ from booksum_app.llm.http_status import error_for_status
 from booksum_app.llm.providers.endpoints import PROBE_TIMEOUT_S, Balancer, Endpoint, http_probe
 from booksum_app.llm.providers.http_json import HttpFailure, JsonPoster, is_plain_http
 from booksum_app.llm.providers.openai_wire import chat_body, completion_from_reply
+from booksum_app.llm.providers.thinking import ThinkWatch
 from booksum_app.llm.providers.wire import sdk_error_body
 
 if TYPE_CHECKING:  # the SDK (about 1 s to import) loads only when a URL needs it: plain http:// does not
@@ -87,6 +93,7 @@ class OpenAIBackend(BackendBase):
         max_in_flight_per_endpoint: int | None = None,
         concurrency: int | None = None,
         deployment: str | None = None,
+        thinking: str = "auto",
     ) -> None:
         if not api_key:
             if base_url is None:
@@ -105,7 +112,11 @@ class OpenAIBackend(BackendBase):
         if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_ROOM:
             raise ValueError(f"unknown reasoning effort {self.reasoning_effort!r}")
         # the call layer counts this room in each call's worst-case cost
-        self.extra_output_tokens = REASONING_ROOM[self.reasoning_effort] if self.reasoning_effort else 0
+        self._reasoning_room = REASONING_ROOM[self.reasoning_effort] if self.reasoning_effort else 0
+        # a model that thinks in its text (Qwen3, R1 on a server): its evidence, mode and room
+        # the mode is sent (and keys the cache) only where it can be: a compatible server at a base URL
+        self.thinking = thinking if base_url and not reasoning else "auto"
+        self._watch = None if reasoning else ThinkWatch(model_id, mode=self.thinking, effort=reasoning_effort)
         # compatible servers get ``max_tokens``; api.openai.com gets ``max_completion_tokens``
         self.legacy_max_tokens = (
             base_url is not None if legacy_max_tokens is None else legacy_max_tokens
@@ -147,6 +158,18 @@ class OpenAIBackend(BackendBase):
             return None  # api.openai.com: the keys every earlier run wrote
         return f"server:{self.deployment}" if self.deployment else "server"
 
+    @property  # a thinking model's room grows once it is seen thinking
+    def extra_output_tokens(self) -> int:  # type: ignore[override]
+        """Room added to each request's max_tokens: a reasoning model's, or a thinking model's."""
+        return self._watch.room_tokens if self._watch is not None else self._reasoning_room
+
+    @property
+    def reasoning_advice(self) -> str:  # type: ignore[override]
+        """What to do when the model spent its room on reasoning: the option that applies to it."""
+        if self._watch is not None:
+            return self._watch.advice()
+        return "lower --reasoning-effort or raise the summary length"
+
     @property
     def replicas(self) -> int:
         """Base URLs serving the model: past one, each has its own limit (the call layer's reads no latency)."""
@@ -163,9 +186,15 @@ class OpenAIBackend(BackendBase):
 
     def complete(self, request: Request) -> Completion:
         """Send one chat completion; translate failures into booksum errors."""
+        watch, thinking_room = self._watch, 0
+        if watch is not None and watch.room_tokens:
+            thinking_room = watch.fitted_room(
+                prompt_tokens=self.count_tokens((request.system or "") + request.user_text),
+                max_tokens=request.max_tokens, context_window=self.info.context_window)
         body = chat_body(
             request, model_id=self.model_id, legacy_max_tokens=self.legacy_max_tokens, reasoning=self.reasoning,
-            reasoning_effort=self.reasoning_effort, reasoning_room=self.extra_output_tokens,
+            reasoning_effort=self.reasoning_effort, reasoning_room=self._reasoning_room, thinking_room=thinking_room,
+            template_kwargs=watch.chat_template_kwargs() if watch is not None else None,
         )
         start = time.perf_counter()
         shared = request.shared_prefix and len(self._endpoints) > 1  # prefix affinity among replicas
@@ -178,7 +207,7 @@ class OpenAIBackend(BackendBase):
                 raw = endpoint.sender.send(body)
             completion = completion_from_reply(
                 raw, name=self.info.name, model_id=self.model_id,
-                latency_s=time.perf_counter() - start, secret=self._secret,
+                latency_s=time.perf_counter() - start, secret=self._secret, watch=watch,
             )
             failed = False
             return completion

@@ -15,7 +15,7 @@ from typing import Any
 
 from booksum_app.errors import TransientModelError
 from booksum_app.llm.base import Completion, Request, Usage
-from booksum_app.llm.providers.thinking import hidden_share, reasoning_field, split_thinking
+from booksum_app.llm.providers.thinking import ThinkWatch, hidden_share, reasoning_field, split_thinking
 from booksum_app.llm.providers.wire import (
     gateway_error,
     json_object,
@@ -28,7 +28,8 @@ from booksum_app.llm.request_key import request_seed
 
 def chat_body(
     request: Request, *, model_id: str, legacy_max_tokens: bool, reasoning: bool,
-    reasoning_effort: str | None = None, reasoning_room: int = 0,
+    reasoning_effort: str | None = None, reasoning_room: int = 0, thinking_room: int = 0,
+    template_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON body of one chat completion request.
 
@@ -36,7 +37,10 @@ def chat_body(
     reasoning model get ``max_completion_tokens``. Reasoning models get no temperature /
     top_p, which they reject; their hidden reasoning is paid out of ``max_completion_tokens``,
     so they get ``reasoning_room`` tokens on top of the answer's budget, and
-    ``reasoning_effort`` when one is set.
+    ``reasoning_effort`` when one is set. A model that thinks in its text (Qwen3, R1) gets
+    ``thinking_room`` tokens on top of ``max_tokens`` for its reasoning, and ``template_kwargs``
+    (``chat_template_kwargs: {"enable_thinking": false}`` under ``--thinking off``), which vLLM,
+    SGLang and llama.cpp's server pass to the chat template.
     """
     messages: list[dict[str, str]] = []
     if request.system:
@@ -48,7 +52,9 @@ def chat_body(
         if reasoning_effort:
             body["reasoning_effort"] = reasoning_effort
     else:
-        body["max_tokens" if legacy_max_tokens else "max_completion_tokens"] = request.max_tokens
+        body["max_tokens" if legacy_max_tokens else "max_completion_tokens"] = request.max_tokens + thinking_room
+    if template_kwargs:
+        body["chat_template_kwargs"] = dict(template_kwargs)
     if not reasoning:
         body["temperature"] = request.temperature
         body["top_p"] = request.top_p
@@ -59,8 +65,13 @@ def chat_body(
     return body
 
 
-def completion_from_reply(body: bytes, *, name: str, model_id: str, latency_s: float, secret: str | None) -> Completion:
-    """The completion in a 2xx reply's body, or :class:`TransientModelError` if it is not one."""
+def completion_from_reply(body: bytes, *, name: str, model_id: str, latency_s: float, secret: str | None,
+                          watch: ThinkWatch | None = None) -> Completion:
+    """The completion in a 2xx reply's body, or :class:`TransientModelError` if it is not one.
+
+    ``watch`` (the backend's evidence that its model thinks) decides what of the text is reasoning
+    (``llm/providers/thinking.py``); without one only a block that opens the reply is.
+    """
     reply = json_object(body, name)
     choices = reply.get("choices")
     if choices is None and "error" in reply:  # some gateways answer 200 with an error object
@@ -82,8 +93,11 @@ def completion_from_reply(body: bytes, *, name: str, model_id: str, latency_s: f
         raise malformed(name, "the finish reason is not text")
     usage, reported = reported_usage(reply.get("usage"), name, _usage)
     # a thinking model's reasoning: in a field the server's reasoning parser filled, or in the text
-    split = split_thinking(content or "")
-    reasoning = reasoning_field(message) or split.reasoning
+    separated = reasoning_field(message)
+    cut = finish_reason == "length"
+    split = (watch.split(content or "", separated=separated, cut=cut) if watch is not None
+             else split_thinking(content or "", cut=cut))
+    reasoning = separated or split.reasoning
     hidden = _reasoning_tokens(reply.get("usage")) if reported else 0
     if reasoning and not hidden and reported:
         hidden = hidden_share(usage.output_tokens, reasoning=reasoning, visible=split.visible)
@@ -95,6 +109,8 @@ def completion_from_reply(body: bytes, *, name: str, model_id: str, latency_s: f
         latency_s=latency_s,
         usage_reported=reported,
         reasoning_tokens=hidden,
+        think_chars_removed=split.removed_chars,
+        reasoning_chars=len(separated) + len(split.reasoning),
     )
 
 

@@ -50,7 +50,7 @@ from booksum_app.errors import (
 )
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.providers.batcher import Gatherer
-from booksum_app.llm.providers.thinking import split_thinking
+from booksum_app.llm.providers.thinking import ThinkWatch
 from booksum_app.llm.request_key import request_seed
 
 DATA_PARALLEL_REFUSED = (
@@ -204,8 +204,12 @@ class VLLMBackend(BackendBase):
         model_id: str,
         tensor_parallel_size: int = 1,
         known_context: bool = True,
+        thinking: str = "auto",
+        reasoning_effort: str | None = None,
         **engine_kwargs: Any,
     ) -> None:
+        self.thinking = thinking
+        self._think = ThinkWatch(model_id, mode=thinking, effort=reasoning_effort)  # Qwen3, R1: room and evidence
         vllm = _import_vllm()
         data_parallel = engine_kwargs.get("data_parallel_size", 1)
         if not isinstance(data_parallel, int) or isinstance(data_parallel, bool) or data_parallel != 1:
@@ -240,6 +244,16 @@ class VLLMBackend(BackendBase):
         self._gatherer: Gatherer[Request, Completion] = Gatherer(
             self._send, split_on=(ContextTooLong, _RequestRejected), name="booksum-vllm"
         )
+
+    @property  # a thinking model's room grows once it is seen thinking
+    def extra_output_tokens(self) -> int:  # type: ignore[override]
+        """Room added to each request's max_tokens for a thinking model's reasoning."""
+        return self._think.room_tokens
+
+    @property
+    def reasoning_advice(self) -> str:  # type: ignore[override]
+        """What to do when the model spent its room on reasoning."""
+        return self._think.advice()
 
     @property
     def batch_sizes(self) -> list[int]:
@@ -276,7 +290,9 @@ class VLLMBackend(BackendBase):
         params = [self._sampling_params(r) for r in requests]
         start = time.perf_counter()
         try:
-            outputs = self._llm.chat(conversations, sampling_params=params, use_tqdm=False)
+            template = self._think.chat_template_kwargs()  # --thinking on|off: enable_thinking for the template
+            extra: dict[str, Any] = {"chat_template_kwargs": template} if template is not None else {}
+            outputs = self._llm.chat(conversations, sampling_params=params, use_tqdm=False, **extra)
         except ValueError as exc:
             message = str(exc)
             if self._too_long(exc, requests):
@@ -314,16 +330,24 @@ class VLLMBackend(BackendBase):
         return self._vllm.SamplingParams(
             temperature=request.temperature,
             top_p=request.top_p,
-            max_tokens=request.max_tokens,
+            max_tokens=request.max_tokens + self._room(request),
             stop=list(request.stop) or None,
             seed=request_seed(request) if request.temperature > 0 else None,
             **self.sampling_defaults,
         )
 
+    def _room(self, request: Request) -> int:
+        """A thinking model's reasoning room for ``request``, fitted to the context window."""
+        if not self._think.room_tokens:
+            return 0
+        prompt_tokens = self.count_tokens((request.system or "") + request.user_text)
+        return self._think.fitted_room(prompt_tokens=prompt_tokens, max_tokens=request.max_tokens,
+                                       context_window=self.info.context_window)
+
     def _completion(self, output: Any, latency_s: float) -> Completion:
         best = output.outputs[0]
         finish = best.finish_reason or "stop"
-        split = split_thinking(best.text or "")
+        split = self._think.split(best.text or "", cut=finish == "length")
         output_tokens = len(best.token_ids or ())
         hidden = self.count_tokens(split.reasoning) if split.reasoning else 0
         return Completion(
@@ -340,6 +364,8 @@ class VLLMBackend(BackendBase):
             model=self.info.name,
             latency_s=latency_s,
             reasoning_tokens=min(hidden, output_tokens),
+            think_chars_removed=split.removed_chars,
+            reasoning_chars=len(split.reasoning),
         )
 
 
