@@ -77,7 +77,8 @@ def test_a_smaller_window_in_the_config_file_is_kept(tmp_path: Path) -> None:
 def test_replicas_give_their_smallest_window_and_their_slots_together(tmp_path: Path) -> None:
     with DescribingServer(props_n_ctx=8192, slots=4) as a, DescribingServer(props_n_ctx=4096, slots=2) as b:
         report = server_info.describe(f"{a.openai_base_url},{b.openai_base_url}", "m")
-        assert report == server_info.ServerReport(context_window=4096, slots=6)
+        # both load the same GGUF: one identity; a replica that says nothing leaves the weights unknown
+        assert report == server_info.ServerReport(context_window=4096, slots=6, identity="model.gguf")
         with FakeServer() as silent:  # one replica that says nothing: its slots are unknown
             mixed = server_info.describe(f"{a.openai_base_url},{silent.openai_base_url}", "m")
             assert mixed == server_info.ServerReport(context_window=8192, slots=None)

@@ -158,6 +158,7 @@ class Completion:
     cache_hit: bool = False  # replayed from booksum's call cache: no tokens paid this time
     usage_reported: bool = True  # False: the reply carried no usage; ``usage`` is zero or an estimate
     reasoning_tokens: int = 0  # of usage.output_tokens, hidden reasoning the answer does not show
+    server: str | None = None  # a replayed answer's server URL(s), as the cache stored them (llm/origin.py)
 
     @property
     def cut_off(self) -> bool:
@@ -241,6 +242,9 @@ class BackendBase(ABC):
       ``base_url``. A backend whose answers do not depend on the URL that reached the model
       (an OpenAI-compatible server, Ollama) names the deployment instead, so another spelling
       of the host, another port or an added replica replays the same answers.
+    - ``server_identity``: the weights the server reports serving (vLLM's ``root``, llama.cpp's
+      ``model_path``, Ollama's digest); keys the cache in place of the model name alone, and is
+      stored with each answer. ``deployment``: the user's ``--deployment`` name, for the record.
     - ``count_tokens``: counts with the tokenizer ``info.tokenizer`` names. Override it only for
       ``tokenizer="native"`` (the model's own tokenizer): a named tokenizer is what ``inspect``
       and compare's plan count with, so the run counts with it too.
@@ -261,6 +265,8 @@ class BackendBase(ABC):
     kind: str = ""
     default_concurrency: int = FIXED_CONCURRENCY
     base_url: str | None = None
+    server_identity: str | None = None
+    deployment: str | None = None
     extra_output_tokens: int = 0
     reasoning_effort: str | None = None
     bounds_own_attempts: bool = False

@@ -25,15 +25,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Self
 
-from tenacity import (
-    Retrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-)
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Tally, Usage
-from booksum_app.llm.billing import CallRecord, Ledger, Spent, fallback_counter, priced
+from booksum_app.llm.billing import CallRecord, Ledger, Origins, Spent, fallback_counter, priced
 from booksum_app.llm.cache import CallMeta, CallStore, Lease
 from booksum_app.llm.context import current_context, ranked
 from booksum_app.llm.door import Door, checked, overlong
@@ -82,7 +78,7 @@ class Client:
             raise TypeError(f"{type(backend).__name__} is not a backend: derive it from booksum_app.plugin.BackendBase")
         self.concurrency = max(1, int(concurrency if concurrency is not None else backend.default_concurrency))
         self.max_cost_usd, self.max_attempts = max_cost_usd, max_attempts
-        self._ledger = Ledger(backend.info, on_call)
+        self._ledger = Ledger(backend.info, on_call, Origins.of(backend))  # and the servers it calls
         self._sleep = sleep
         self._wait = retry_wait(backoff_initial_s, backoff_max_s)
         # a named tokenizer is what inspect and compare's plan count with: the run counts with it too
@@ -216,6 +212,8 @@ class Client:
         """A copy of the log of finished calls, in finishing order."""
         return self._ledger.records
 
+    servers = property(lambda self: self._ledger.origins.record(), doc="The run record's servers (llm/origin.py).")
+
     @property
     def n_calls(self) -> int:
         """Calls answered (cached or not)."""
@@ -270,7 +268,7 @@ class Client:
     def _meta(self, request: Request) -> CallMeta:
         """What the call log keeps: the request as sent, the model string, the caller's run and book."""
         context = current_context()
-        return CallMeta(request_json(request), self.info.name, context.run, context.book)
+        return CallMeta(request_json(request), self.info.name, context.run, context.book, *self._ledger.origins.stamp())
 
     def _pool(self) -> PriorityPool:
         with self._lock:

@@ -63,6 +63,7 @@ class ModelSpec:
     server_slots: int | None = None  # requests the server serves at once, as it reports (llm/providers/server_info.py)
     server_note: str | None = None  # where the window came from, when the server reported it
     server: str | None = None  # the model's own server (settings.servers, config base_url); "": the provider's API
+    server_identity: str | None = None  # the weights the server reports serving (server_info.py): keys its answers
 
     hosted: bool = False  # a built-in paid API (its own endpoint, not a server at a base URL): adaptive, priced
     config_warnings: tuple[str, ...] = ()  # unknown keys in the config file

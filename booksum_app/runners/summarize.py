@@ -303,8 +303,8 @@ def _run(
     with metering() as meter, _spent_on_failure(meter):
         result, extra, summary, calls, cleaning = summarize_with(chat, on_progress)
     notes = list(getattr(chat, "notes", ()))  # a Client's anomalies (replies with no or absurd usage)
-    if notes:
-        extra["call_notes"] = notes
+    # and the server(s) it called, their identity, the deployment and the answers replayed from others
+    extra.update((k, v) for k, v in (("call_notes", notes), ("servers", getattr(chat, "servers", None))) if v)
     return SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,

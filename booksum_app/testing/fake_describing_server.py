@@ -5,6 +5,9 @@
 - ``props_n_ctx=N``: ``GET /props`` answers as llama-server does,
   ``default_generation_settings.n_ctx`` = N (the context of one slot) and ``total_slots``
   (``slots``, which the fake server serves at once, queueing the rest without a 429);
+- ``root="/models/x"`` (with ``max_model_len``): each card's ``root``, the weights behind the
+  served name (the model's own name by default, as ``vllm serve`` without ``--served-model-name``);
+  ``model_path="x.gguf"``: ``/props``' ``model_path``;
 - ``llama_cpp_python="ALIAS"``: ``GET /v1/models`` answers as llama-cpp-python's server does
   (``{"id": ALIAS, "object": "model", "owned_by": "me", "permissions": []}``, no context), and
   there is no ``/props``;
@@ -39,13 +42,13 @@ class _DescribingHandler(_Handler):
             card = {"id": fake.llama_cpp_python, "object": "model", "owned_by": "me", "permissions": []}
             self._send_json(200, {"object": "list", "data": [card]})
         elif path in ("/v1/models", "/models") and fake.max_model_len is not None:
-            cards = [{"id": model, "object": "model", "owned_by": "vllm", "root": model, "parent": None,
+            cards = [{"id": model, "object": "model", "owned_by": "vllm", "root": fake.root or model, "parent": None,
                       "max_model_len": length} for model, length in fake.max_model_len.items()]
             self._send_json(200, {"object": "list", "data": cards})
         elif path == "/props" and fake.props_n_ctx is not None:
             self._send_json(200, {
                 "default_generation_settings": {"n_ctx": fake.props_n_ctx, "params": {"temperature": 0.8}},
-                "total_slots": fake.total_slots, "model_path": "model.gguf", "chat_template": "",
+                "total_slots": fake.total_slots, "model_path": fake.model_path, "chat_template": "",
             })
         else:
             self._send_json(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
@@ -69,13 +72,15 @@ class DescribingServer(FakeServer):
 
     def __init__(
         self, *, max_model_len: dict[str, int] | None = None, props_n_ctx: int | None = None,
-        llama_cpp_python: str | None = None, **kwargs: Any
+        llama_cpp_python: str | None = None, root: str | None = None, model_path: str = "model.gguf",
+        **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self._httpd.RequestHandlerClass = _DescribingHandler
         self.max_model_len = max_model_len
         self.props_n_ctx = props_n_ctx
         self.llama_cpp_python = llama_cpp_python
+        self.root, self.model_path = root, model_path
         self.total_slots = int(kwargs.get("slots") or 1)
         self.wasted_count = 0
 

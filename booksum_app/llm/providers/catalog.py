@@ -66,7 +66,8 @@ def _openai(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> B
     return OpenAIBackend(spec.info, model_id=spec.model_id, api_key=env.get("OPENAI_API_KEY") or None,
                          base_url=spec.base_url, timeout_s=settings.timeout_s, reasoning=spec.reasoning,
                          reasoning_effort=settings.reasoning_effort, transport=transport,
-                         max_in_flight_per_endpoint=int(limit) if limit else None, deployment=settings.deployment)
+                         max_in_flight_per_endpoint=int(limit) if limit else None, deployment=settings.deployment,
+                         server_identity=spec.server_identity)
 
 
 def _anthropic(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:

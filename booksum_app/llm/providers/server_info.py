@@ -50,6 +50,7 @@ class ServerReport:
     context_window: int | None = None  # tokens one request may use, prompt + answer
     slots: int | None = None  # requests served at once (the rest queue)
     server: str | None = None  # the server recognised by what it lists, when it reports no context
+    identity: str | None = None  # the weights it serves: vLLM's card ``root``, llama-server's ``model_path``
 
 
 _remembered: dict[tuple[str, str], tuple[float, ServerReport | None]] = {}
@@ -71,10 +72,13 @@ def describe(
     windows = [r.context_window for r in reports if r is not None and r.context_window is not None]
     slots = [r.slots for r in reports if r is not None and r.slots is not None]
     servers = {r.server for r in reports if r is not None and r.server is not None}
+    # replicas serving different weights under one name: every identity, so none matches one alone
+    identities = [r.identity for r in reports if r is not None and r.identity is not None]
     report = ServerReport(
         context_window=min(windows) if windows else None,
         slots=sum(slots) if slots and len(slots) == len(urls) else None,
         server=servers.pop() if len(servers) == 1 else None,
+        identity=" | ".join(sorted(set(identities))) if identities and len(identities) == len(urls) else None,
     )
     return None if report == ServerReport() else report
 
@@ -87,6 +91,7 @@ def describe_spec(spec: ModelSpec, *, api_key: str | None, timeout_s: float) -> 
     report = describe(spec.base_url, spec.model_id, api_key=api_key, timeout_s=min(timeout_s, PROBE_TIMEOUT_S))
     if report is None:
         return spec
+    spec = dataclasses.replace(spec, server_identity=report.identity)
     info = spec.info
     window = report.context_window
     if window is None and report.server == LLAMA_CPP_PYTHON:
@@ -130,12 +135,13 @@ def _remembered_report(url: str, model_id: str, api_key: str | None, timeout_s: 
 
 
 def _probe(url: str, model_id: str, api_key: str | None, timeout_s: float) -> ServerReport | None:
-    window = None
+    window = identity = None
     listing = _get_json(f"{url}/models", api_key, timeout_s)
     cards = [c for c in listing.get("data", ()) if isinstance(c, dict)] if isinstance(listing, dict) else []
     for card in cards:
         if card.get("id") == model_id:
             window = _positive(card.get("max_model_len"), MAX_CONTEXT)
+            identity = _name(card.get("root"))  # vLLM: the weights' path or hub id behind the served name
     # llama-cpp-python serves any model name with its one model: recognised by its cards' shape
     server = LLAMA_CPP_PYTHON if cards and all(_llama_cpp_python_card(c) for c in cards) else None
     root = url.removesuffix("/v1")
@@ -146,13 +152,21 @@ def _probe(url: str, model_id: str, api_key: str | None, timeout_s: float) -> Se
         settings = props.get("default_generation_settings")
         if window is None and isinstance(settings, dict):
             window = _positive(settings.get("n_ctx"), MAX_CONTEXT)
-    if window is None and slots is None and server is None:
+        identity = identity or _name(props.get("model_path"))  # llama-server: the GGUF it loaded
+    if window is None and slots is None and server is None and identity is None:
         return None
-    return ServerReport(context_window=window, slots=slots, server=server)
+    return ServerReport(context_window=window, slots=slots, server=server, identity=identity)
 
 
 def _llama_cpp_python_card(card: dict[str, Any]) -> bool:
     return card.get("owned_by") == "me" and card.get("permissions") == [] and "max_model_len" not in card
+
+
+def _name(value: Any) -> str | None:
+    """A reported name (a path, a hub id, a digest) fit to key answers by, or None."""
+    if isinstance(value, str) and 0 < len(value.strip()) <= 1024 and value.isprintable():
+        return value.strip()
+    return None
 
 
 def _positive(value: Any, most: int) -> int | None:
