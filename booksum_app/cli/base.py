@@ -394,11 +394,13 @@ def stdin_is_terminal() -> bool:
     return sys.stdin.isatty()
 
 
-def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str, live: Progress | None = None) -> None:
+def confirm_plan(cost_usd: float | None, *, max_plan_cost: float, yes: bool, what: str,
+                 live: Progress | None = None) -> None:
     """The one rule of every paid command (summarize, score, compare): a plan whose upper-bound cost
     is above ``--max-plan-cost`` runs only with ``--yes``, or after a yes at the terminal; with
-    nobody to ask (stdin is not a terminal) it is refused, exit 2. ``live``: a progress display
-    to pause while asking.
+    nobody to ask (stdin is not a terminal) it is refused, exit 2. ``cost_usd`` None: a paid
+    model with no known price, asked about like one above the threshold. ``live``: a progress
+    display to pause while asking.
 
     Raises:
         ConfigError: above the threshold, no --yes, not a terminal.
@@ -410,8 +412,9 @@ def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str,
         return
     if live is not None:
         live.stop()
-    ask_or_decline(f"{what} could cost up to {usd(cost_usd)} (above --max-plan-cost {usd(max_plan_cost)}). "
-                   "Run it?", declined="declined: nothing was spent")
+    cost = (f"could cost up to {usd(cost_usd)} (above --max-plan-cost {usd(max_plan_cost)})" if cost_usd is not None
+            else "has no known price (booksum's model table has none for its model)")
+    ask_or_decline(f"{what} {cost}. Run it?", declined="declined: nothing was spent")
     if live is not None:
         live.start()
 

@@ -190,6 +190,9 @@ class ModelInfo:
     # at its last sentence end at once, for models that run past word limits whatever they
     # are asked (the embedded SmolLM2-135M)
     length_policy: str = "regenerate"
+    # False: a paid API's model with no price in booksum's table or the config file: its plans say
+    # "cost unknown" (never $0) and --max-cost refuses it
+    price_known: bool = True
 
     @property
     def cached_price(self) -> float:
