@@ -288,6 +288,9 @@ class FiniteFloat(click.FloatRange):
         return number
 
 
+CONTEXT_WINDOW_HELP = ("Context window of a model on an OpenAI-compatible server (--base-url), in tokens: over what "
+                       "the server reports and the config file says (e.g. the --n_ctx a llama.cpp server was started "
+                       "with).")
 _LLM_OPTIONS = (
     click.option("--base-url", default=None,
                  help="OpenAI-compatible server URL (vllm serve, Ollama, a proxy) [default: OPENAI_BASE_URL]."),
@@ -308,13 +311,16 @@ _LLM_OPTIONS = (
     click.option("--deployment", default=None, metavar="NAME",
                  help="Name the weights behind --base-url when two servers serve different weights under one "
                       "model name: the call cache keys answers by model and deployment, not by URL."),
+    click.option("--context-window", type=click.IntRange(min=256), default=None, metavar="TOKENS",
+                 help=CONTEXT_WINDOW_HELP),
     click.option("--engine-arg", "engine_args", multiple=True, metavar="KEY=VALUE",
                  help="vLLM engine argument for vllm: models, e.g. tensor_parallel_size=2 (repeatable)."),
 )
 
 
+# the parameters :data:`_LLM_OPTIONS` add, as :func:`llm_settings` takes them
 LLM_OPTION_NAMES = ("base_url", "cache_dir", "no_cache", "concurrency", "timeout_s", "max_cost", "reasoning_effort",
-                    "engine_args")  # the parameters :data:`_LLM_OPTIONS` add, as :func:`llm_settings` takes them
+                    "engine_args", "deployment", "context_window")
 
 
 def judge_mode(value: str | None, alias: str | None, name: str, alias_name: str) -> str | None:
@@ -443,7 +449,7 @@ def llm_options(func: F) -> F:
 def llm_settings(
     *, base_url: str | None, cache_dir: Path | None, no_cache: bool, concurrency: int | None,
     timeout_s: float, max_cost: float | None, engine_args: tuple[str, ...] = (),
-    reasoning_effort: str | None = None, deployment: str | None = None,
+    reasoning_effort: str | None = None, deployment: str | None = None, context_window: int | None = None,
 ) -> LLMSettings:
     """The library's call settings from the options of :func:`llm_options`."""
     from booksum_app.llm.registry import LLMSettings
@@ -451,10 +457,11 @@ def llm_settings(
     return LLMSettings(cache_dir=cache_dir, use_cache=not no_cache, concurrency=concurrency,
                        max_cost_usd=max_cost, base_url=base_url, timeout_s=timeout_s,
                        engine_args=_engine_args(engine_args), reasoning_effort=reasoning_effort,
-                       deployment=deployment.strip() or None if deployment else None)
+                       deployment=deployment.strip() or None if deployment else None, context_window=context_window)
 
 
 __all__ = [
+    "CONTEXT_WINDOW_HELP",
     "EXIT_CODES",
     "LLM_OPTION_NAMES",
     "Heartbeat",

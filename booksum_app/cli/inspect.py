@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from booksum_app.cli.base import (
+    CONTEXT_WINDOW_HELP,
     FiniteFloat,
     console,
     emit_json,
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 @click.option("--timeout", "timeout_s", type=FiniteFloat(min=1, max=MAX_TIMEOUT_S), default=DEFAULT_TIMEOUT_S,
               show_default=True,
               help="Seconds to wait for the server's model information.")
+@click.option("--context-window", type=click.IntRange(min=256), default=None, metavar="TOKENS",
+              help=CONTEXT_WINDOW_HELP)
 @handle_errors
 def inspect_command(
     book: Path,
@@ -61,6 +64,7 @@ def inspect_command(
     chapter_aware: bool,
     include_front_matter: bool,
     json_out: Path | None,
+    context_window: int | None,
 ) -> None:
     """Show a book's sections, tokens, chunks and what each strategy would cost; calls no LLM
     (- reads BOOK from stdin)."""
@@ -76,7 +80,8 @@ def inspect_command(
         max_summary_tokens=max_summary_len,
         chapter_aware=chapter_aware,
         include_front_matter=include_front_matter,
-        llm_settings=LLMSettings(base_url=base_url, timeout_s=timeout_s, use_cache=False),
+        llm_settings=LLMSettings(base_url=base_url, timeout_s=timeout_s, use_cache=False,
+                                 context_window=context_window),
     )
     if json_out is not None:
         if report.model_notice:

@@ -135,8 +135,9 @@ def _spec_from(
         entry = {**defaults, **entry}
     hosted = provider in BUILTIN and BUILTIN[provider].hosted
     context = int(entry["context_window"])
+    source = "assumed" if note is not None else "config" if name in table.from_config else "table"
     if provider == "local" and n_ctx is not None:
-        context = n_ctx
+        context, source = n_ctx, "option"
     info = ModelInfo(
         name=name,
         context_window=context,
@@ -159,6 +160,7 @@ def _spec_from(
         note=note,
         base_url=base_url if provider == "openai" else None,
         hosted=hosted,
+        context_source=source,
     )
 
 
@@ -206,6 +208,10 @@ def choose_model(
         from booksum_app.llm.providers.server_info import describe_spec
 
         spec = describe_spec(spec, api_key=env.get("OPENAI_API_KEY") or None, timeout_s=settings.timeout_s)
+    if settings.context_window is not None and spec.base_url is not None:  # --context-window: the user's word
+        spec = dataclasses.replace(spec, info=dataclasses.replace(spec.info, context_window=settings.context_window),
+                                   context_source="option",
+                                   server_note=f"context {settings.context_window:,} tokens from --context-window")
     if settings.length_policy is not None:
         if settings.length_policy not in LENGTH_POLICIES:
             raise ConfigError(f"length policy {settings.length_policy!r}; use one of {LENGTH_POLICIES}")

@@ -40,6 +40,9 @@ class LLMSettings:
     # the weights behind a server, when two serve different weights under one name: part of the
     # call cache key in place of the URL (which is not: localhost, 127.0.0.1 and a replica are one model)
     deployment: str | None = None
+    # the context window of a model on an OpenAI-compatible server (--context-window), over what the server
+    # reports and the config file says; None: the server's, the config file's, or booksum's assumption
+    context_window: int | None = None
 
     def __post_init__(self) -> None:  # the library takes str or Path wherever it takes a path
         for name in ("cache_dir", "config_path"):
@@ -64,6 +67,9 @@ class ModelSpec:
     server_note: str | None = None  # where the window came from, when the server reported it
     server: str | None = None  # the model's own server (settings.servers, config base_url); "": the provider's API
     server_identity: str | None = None  # the weights the server reports serving (server_info.py): keys its answers
+    # where info.context_window came from: "option" (--context-window, --n-ctx), "config" (config.toml),
+    # "server" (the server reported it), "table" (booksum's model table), "assumed" (a provider's default)
+    context_source: str = "table"
 
     hosted: bool = False  # a built-in paid API (its own endpoint, not a server at a base URL): adaptive, priced
     config_warnings: tuple[str, ...] = ()  # unknown keys in the config file

@@ -10,7 +10,8 @@
   ``model_path="x.gguf"``: ``/props``' ``model_path``;
 - ``llama_cpp_python="ALIAS"``: ``GET /v1/models`` answers as llama-cpp-python's server does
   (``{"id": ALIAS, "object": "model", "owned_by": "me", "permissions": []}``, no context), and
-  there is no ``/props``;
+  there is no ``/props``; with ``n_ctx=N`` its ``POST /v1/completions`` refuses a prompt of N
+  tokens or more (a word counts as one) with the 400 llama-cpp-python sends, naming N;
 - ``wasted_count``: generations finished for a client that had already hung up (its timeout
   passed while the request waited for a slot), which a server that queues without a bound
   still computes.
@@ -28,6 +29,7 @@ import select
 import socket
 from typing import Any, Self
 
+from booksum_app.jsonin import parse_json_or_none
 from booksum_app.llm.providers import server_info
 from booksum_app.testing.fake_server import FakeServer, _Handler
 
@@ -53,6 +55,28 @@ class _DescribingHandler(_Handler):
         else:
             self._send_json(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
 
+    def do_POST(self) -> None:
+        fake: DescribingServer = self.server.fake
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path not in ("/v1/completions", "/completions") or fake.llama_cpp_python is None:
+            super().do_POST()
+            return
+        length = int(self.headers.get("content-length") or 0)
+        payload = parse_json_or_none(self.rfile.read(length) if length else b"{}")
+        prompt = payload.get("prompt", "") if isinstance(payload, dict) else ""
+        tokens = len(str(prompt).split())
+        with fake._lock:
+            fake.completion_probes += 1
+        if fake.n_ctx is not None and tokens >= fake.n_ctx:  # llama_cpp/server/errors.py, context_length_exceeded
+            message = (f"This model's maximum context length is {fake.n_ctx} tokens, however you requested "
+                       f"{tokens + 1} tokens ({tokens} in your prompt; 1 for the completion). Please reduce your "
+                       "prompt; or completion length.")
+            self._send_json(400, {"error": {"message": message, "type": "invalid_request_error", "param": "messages",
+                                            "code": "context_length_exceeded"}})
+            return
+        self._send_json(200, {"object": "text_completion", "choices": [{"text": "a", "index": 0,
+                                                                         "finish_reason": "length"}]})
+
     def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         if status == 200 and self.command == "POST" and self._client_gone():
             self.server.fake.count_wasted()  # a generation nobody waits for
@@ -73,7 +97,7 @@ class DescribingServer(FakeServer):
     def __init__(
         self, *, max_model_len: dict[str, int] | None = None, props_n_ctx: int | None = None,
         llama_cpp_python: str | None = None, root: str | None = None, model_path: str = "model.gguf",
-        **kwargs: Any
+        n_ctx: int | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self._httpd.RequestHandlerClass = _DescribingHandler
@@ -81,6 +105,8 @@ class DescribingServer(FakeServer):
         self.props_n_ctx = props_n_ctx
         self.llama_cpp_python = llama_cpp_python
         self.root, self.model_path = root, model_path
+        self.n_ctx = n_ctx  # llama-cpp-python's --n_ctx, named only when refusing a longer prompt
+        self.completion_probes = 0
         self.total_slots = int(kwargs.get("slots") or 1)
         self.wasted_count = 0
 

@@ -7,12 +7,15 @@
   ``-np`` slots), and ``total_slots``; it serves that many requests at once and queues the rest
   without a 429, so more in flight only wait, and past the client's timeout are generated for
   nobody.
-- llama-cpp-python's server (``python -m llama_cpp.server``) lists its models at
-  ``GET /v1/models`` as ``{"id": ALIAS, "object": "model", "owned_by": "me", "permissions": []}``
-  (llama_cpp/server/app.py, ``get_models``) and has no ``/props``: it says nothing of its
-  context, which is ``--n_ctx`` (2,048 by default, llama_cpp/server/settings.py). It is
-  recognised by that card, and planned for its default context unless the config file gives
-  the model's ``context_window``, instead of the 8,192 assumed for a server that says nothing.
+- llama-cpp-python's server (``python -m llama_cpp.server``, ``booksum serve-local``) lists its
+  models at ``GET /v1/models`` as ``{"id": ALIAS, "object": "model", "owned_by": "me",
+  "permissions": []}`` (llama_cpp/server/app.py, ``get_models``; the alias is the GGUF's path
+  unless ``--model_alias`` renames it) and has no ``/props``. Its window (``--n_ctx``, 2,048 by
+  default) is named only by its answer to a prompt longer than the window, a 400 whose message
+  reads "This model's maximum context length is N tokens" (llama_cpp/server/errors.py): the
+  server tokenizes the prompt and refuses it before evaluating anything. So booksum sends it
+  one prompt of :data:`OVERLONG_PROBE_TOKENS` tokens (``max_tokens`` 1) and reads N; when even
+  that fails, it plans for the server's default ``--n_ctx`` and says so.
 
 Asked once per server and model for :data:`REMEMBER_S` (a command resolves its models several
 times), with a short timeout. Any failure (no such route, not JSON, a refused connection, a
@@ -23,8 +26,11 @@ for a server that does not describe itself, and never stops for it.
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 import threading
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,6 +47,11 @@ MAX_CONTEXT = 100_000_000
 MAX_SLOTS = 65_536
 LLAMA_CPP_PYTHON = "llama-cpp-python"
 LLAMA_CPP_PYTHON_N_CTX = 2048  # its server's default --n_ctx (llama_cpp/server/settings.py)
+# a probe prompt longer than any window a llama-cpp-python server holds: 2 MiB, tokenized and
+# refused in 1.7 s by the bundled SmolLM2 on 2 cores; a server with a larger window would evaluate it
+OVERLONG_PROBE_TOKENS = 1 << 20
+OVERLONG_TIMEOUT_S = 30.0
+_WINDOW_IN_ERROR = re.compile(r"maximum context length is (\d+) tokens")
 
 
 @dataclass(frozen=True)
@@ -98,21 +109,23 @@ def describe_spec(spec: ModelSpec, *, api_key: str | None, timeout_s: float) -> 
         if spec.known:  # the config file's context_window: the user knows its --n_ctx
             return spec
         info = dataclasses.replace(info, context_window=LLAMA_CPP_PYTHON_N_CTX)
-        note = (f"llama-cpp-python's server reports no context: planning for its default --n_ctx of "
-                f"{LLAMA_CPP_PYTHON_N_CTX:,} tokens; started with a larger --n_ctx, set context_window for "
-                "the model under [models] in config.toml")
-        return dataclasses.replace(spec, info=info, server_note=note)
+        note = (f"llama-cpp-python's server did not name its context: planning for its default --n_ctx of "
+                f"{LLAMA_CPP_PYTHON_N_CTX:,} tokens; started with a larger --n_ctx, pass --context-window N "
+                "(or set context_window for the model under [models] in config.toml)")
+        return dataclasses.replace(spec, info=info, server_note=note, context_source="assumed")
     parts = []
+    source = spec.context_source
     if window is not None:
         if not spec.known or window < info.context_window:
-            info = dataclasses.replace(info, context_window=window)
-            parts.append(f"context {window:,} tokens")
+            info, source = dataclasses.replace(info, context_window=window), "server"
+            how = " (named in its answer to an over-long prompt)" if report.server == LLAMA_CPP_PYTHON else ""
+            parts.append(f"context {window:,} tokens{how}")
         else:  # a smaller window set in the config file is kept
             parts.append(f"context {info.context_window:,} tokens from the config file ({window:,} on the server)")
     if report.slots is not None:
         parts.append(f"{report.slots} parallel slot{'s' if report.slots != 1 else ''}")
     note = " and ".join(parts) + ", reported by the server"
-    return dataclasses.replace(spec, info=info, server_slots=report.slots, server_note=note)
+    return dataclasses.replace(spec, info=info, server_slots=report.slots, server_note=note, context_source=source)
 
 
 def forget(base_url: str | None = None) -> None:
@@ -144,6 +157,10 @@ def _probe(url: str, model_id: str, api_key: str | None, timeout_s: float) -> Se
             identity = _name(card.get("root"))  # vLLM: the weights' path or hub id behind the served name
     # llama-cpp-python serves any model name with its one model: recognised by its cards' shape
     server = LLAMA_CPP_PYTHON if cards and all(_llama_cpp_python_card(c) for c in cards) else None
+    if server is not None:  # its window only in the error it answers an over-long prompt with
+        window = _overlong_window(url, model_id, api_key, timeout_s)
+        paths = [str(c.get("id")) for c in cards if str(c.get("id", "")).endswith(".gguf")]
+        identity = _name(paths[0]) if len(paths) == 1 else None  # the alias is the GGUF's path by default
     root = url.removesuffix("/v1")
     props = _get_json(f"{root}/props", api_key, timeout_s)
     slots = None
@@ -156,6 +173,24 @@ def _probe(url: str, model_id: str, api_key: str | None, timeout_s: float) -> Se
     if window is None and slots is None and server is None and identity is None:
         return None
     return ServerReport(context_window=window, slots=slots, server=server, identity=identity)
+
+
+def _overlong_window(url: str, model_id: str, api_key: str | None, timeout_s: float) -> int | None:
+    """The window llama-cpp-python's server names when refusing a prompt longer than any window it can hold."""
+    body = json.dumps({"model": model_id, "prompt": " a" * OVERLONG_PROBE_TOKENS, "max_tokens": 1}).encode()
+    headers = {"User-Agent": "booksum", "Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    try:
+        request = urllib.request.Request(f"{url}/completions", data=body, headers=headers, method="POST")
+        with urllib.request.urlopen(request, timeout=max(timeout_s, OVERLONG_TIMEOUT_S)):
+            return None  # answered: not the server it looked like
+    except urllib.error.HTTPError as exc:
+        text = exc.read(MAX_BODY_BYTES).decode("utf-8", "replace")
+    except Exception:  # noqa: BLE001 - no answer: the window stays unknown
+        return None
+    match = _WINDOW_IN_ERROR.search(text)
+    return _positive(int(match.group(1)), MAX_CONTEXT) if match and len(match.group(1)) < 10 else None
 
 
 def _llama_cpp_python_card(card: dict[str, Any]) -> bool:
