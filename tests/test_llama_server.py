@@ -122,6 +122,7 @@ def test_one_server_reads_its_window_and_summarizes_at_the_default_chunk_size(
     assert "context 8,192 tokens (named in its answer to an over-long prompt)" in output
     assert record["config"]["chunk_size"] == 2048  # type: ignore[index]
     assert record["config"]["context_window"] == N_CTX  # type: ignore[index]
+    assert record["extra"]["context_source"] == "server"  # type: ignore[index]
     servers_seen = record["extra"]["servers"]  # type: ignore[index]
     assert servers_seen["urls"] == [url] and str(servers_seen["identity"]).endswith(".gguf")
     assert str(record["summary"]).strip()
@@ -135,6 +136,7 @@ def test_two_servers_share_the_calls_and_the_window_can_be_given(
     output, record = _summarize(tmp_path, both, "--context-window", "4096")
     assert "context 4,096 tokens from --context-window" in output
     assert record["config"]["context_window"] == 4096  # type: ignore[index]
+    assert record["extra"]["context_source"] == "option"  # type: ignore[index]
     assert record["extra"]["servers"]["urls"] == list(servers)  # type: ignore[index]
     shown = CliRunner().invoke(cli, ["inspect", str(_book(tmp_path)), "-m", "openai:smollm2", "--base-url", both,
                                      "--json", "-"], catch_exceptions=False)

@@ -302,9 +302,7 @@ def _run(
     # the run's money is what the client billed while it ran (retries, wasted replies), not what the strategy says
     with metering() as meter, _spent_on_failure(meter):
         result, extra, summary, calls, cleaning = summarize_with(chat, on_progress)
-    notes = list(getattr(chat, "notes", ()))  # a Client's anomalies (replies with no or absurd usage)
-    # and the server(s) it called, their identity, the deployment and the answers replayed from others
-    extra.update((k, v) for k, v in (("call_notes", notes), ("servers", getattr(chat, "servers", None))) if v)
+    extra.update(_client_facts(chat))
     return SummaryRecord(
         strategy=impl.name,
         model=chat.info.name,
@@ -322,6 +320,15 @@ def _run(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         extra=extra,
     )
+
+
+def _client_facts(chat: ChatModel) -> dict[str, Any]:
+    """What the record keeps of the client: its anomalies (replies with no or absurd usage), the
+    server(s) it called with their identity, the deployment and the answers replayed from others,
+    and where the model's context window came from."""
+    facts = {"call_notes": list(getattr(chat, "notes", ())), "servers": getattr(chat, "servers", None),
+             "context_source": getattr(getattr(chat, "spec", None), "context_source", None)}
+    return {k: v for k, v in facts.items() if v}
 
 
 def cut_note(record: SummaryRecord) -> str | None:
