@@ -26,6 +26,8 @@ from test_llm_local import needs_local_model
 from booksum_app.cli import cli
 from booksum_app.llm.providers import server_info
 from booksum_app.llm.providers.serve_local import server_installed
+from booksum_app.llm.registry import LLMSettings
+from booksum_app.runners.score import ScoreSettings, run_score
 
 N_CTX = 8192
 START_S = 120.0
@@ -50,7 +52,7 @@ def _start(cache_dir: Path, n_ctx: int) -> tuple[subprocess.Popen[bytes], str]:
     with log.open("wb") as sink:  # a file, not a pipe nobody reads (a full pipe would stall the server)
         process = subprocess.Popen(
             [sys.executable, "-m", "booksum_app", "serve-local", "--port", str(port), "--n-ctx", str(n_ctx),
-             "--threads", "2", "--cache-dir", str(cache_dir)],
+             "--threads", "1", "--cache-dir", str(cache_dir)],  # two servers on 2 cores: no spinning pair
             env=env, stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + START_S
@@ -146,13 +148,15 @@ def test_two_servers_share_the_calls_and_the_window_can_be_given(
 
 def test_score_with_the_server_as_judge(servers: tuple[str, str], tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge on the real server: one sentence, one attempt (the 135M model's answers are rarely
+    readable, and each retry re-reads the judge's long prompt)."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     summaries = tmp_path / "small.json"
     summaries.write_text(json.dumps({"mill.epub": "Mara kept the mill by the river."}), encoding="utf-8")
-    result = CliRunner().invoke(cli, [
-        "score", str(summaries), "--judge", "openai:smollm2", "--base-url", servers[1],
-        "--cache-dir", str(tmp_path / "cache"), "--json", str(tmp_path / "scores.json")], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    data = json.loads((tmp_path / "scores.json").read_text("utf-8"))
-    assert data["judge_servers"]["urls"] == [servers[1]]
-    assert data["systems"][0]["calls"]["calls"] >= 1, "the judge asked the real server about the sentence"
+    settings = ScoreSettings(judge="openai:smollm2", max_attempts=1,
+                             llm=LLMSettings(base_url=servers[1], cache_dir=tmp_path / "cache"))
+    run = run_score([summaries], settings)
+    assert run.judge_servers is not None and run.judge_servers["urls"] == [servers[1]]
+    system = run.systems[0]
+    assert system.totals.calls == 1, "the judge asked the real server about the sentence, once"
+    assert system.booookscore is not None and system.booookscore.summaries[0].n_sentences == 1
