@@ -113,3 +113,16 @@ def test_docs_list_every_provider_with_its_base_url_and_key() -> None:
     rows = {name: (url, key) for name, url, key in
             re.findall(r"^\| `(\w+):` \| [^|]+\| `([^`]+)` \| `(\w+)` \|", section, re.MULTILINE)}
     assert rows == {name: (e.base_url, e.key_env) for name, e in COMPATIBLE_PROVIDERS.items()}
+
+
+def test_compare_with_an_unpriced_model_is_asked_about(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MISTRAL_API_KEY", "key-x")
+    books = tmp_path / "books"
+    books.mkdir()
+    _book(books)
+    result = CliRunner().invoke(cli, ["compare", str(books), "--strategies", "direct", "-m",
+                                      "mistral:mistral-large-latest", "--no-judge", "--cache-dir",
+                                      str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--no-plots"])
+    assert result.exit_code == 2, result.output
+    assert "booksum has no price for mistral:mistral-large-latest" in result.stderr
+    assert "cost is unknown" in result.stderr  # nobody to ask: refused before any call
