@@ -160,3 +160,32 @@ def test_score_with_the_server_as_judge(servers: tuple[str, str], tmp_path: Path
     system = run.systems[0]
     assert system.totals.calls == 1, "the judge asked the real server about the sentence, once"
     assert system.booookscore is not None and system.booookscore.summaries[0].n_sentences == 1
+
+
+def test_serve_local_loads_its_model_inside_the_plain_cpu_switch(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    """``python -m llama_cpp.server`` on an AMX build dies on its first completion; serve-local loads
+    the model (create_app) and serves it with llama.cpp's extra weight buffers off."""
+    import llama_cpp.llama_cpp as low
+    import llama_cpp.server.app as server_app
+    import uvicorn
+
+    from booksum_app.llm.providers import local_weights, serve_local
+
+    monkeypatch.setattr(local_weights, "amx_compiled_in", lambda: True)
+    seen: dict[str, bool] = {}
+
+    def create_app(**kwargs: object) -> object:
+        seen["at_load"] = low.llama_model_default_params().use_extra_bufts
+        return object()
+
+    def run(app: object, **kwargs: object) -> None:
+        seen["while_serving"] = low.llama_model_default_params().use_extra_bufts
+
+    monkeypatch.setattr(server_app, "create_app", create_app)
+    monkeypatch.setattr(uvicorn, "run", run)
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    serve_local.serve(serve_local.LocalServer(model_path=gguf))
+    assert seen == {"at_load": False, "while_serving": False}
+    assert low.llama_model_default_params().use_extra_bufts, "the library's defaults are left as they were"
