@@ -77,7 +77,8 @@ def test_a_smaller_window_in_the_config_file_is_kept(tmp_path: Path) -> None:
 def test_replicas_give_their_smallest_window_and_their_slots_together(tmp_path: Path) -> None:
     with DescribingServer(props_n_ctx=8192, slots=4) as a, DescribingServer(props_n_ctx=4096, slots=2) as b:
         report = server_info.describe(f"{a.openai_base_url},{b.openai_base_url}", "m")
-        assert report == server_info.ServerReport(context_window=4096, slots=6)
+        # both load the same GGUF: one identity; a replica that says nothing leaves the weights unknown
+        assert report == server_info.ServerReport(context_window=4096, slots=6, identity="model.gguf")
         with FakeServer() as silent:  # one replica that says nothing: its slots are unknown
             mixed = server_info.describe(f"{a.openai_base_url},{silent.openai_base_url}", "m")
             assert mixed == server_info.ServerReport(context_window=8192, slots=None)
@@ -164,3 +165,36 @@ def test_llama_cpp_python_is_planned_for_its_default_context(tmp_path: Path) -> 
     with DescribingServer(max_model_len={"smollm2": 8192}) as vllm_like:  # vLLM's cards are not taken for it
         spec = choose_model("openai:smollm2", settings=settings(tmp_path, vllm_like.openai_base_url), env={})
         assert spec.info.context_window == 8192 and "llama-cpp-python" not in (spec.notice or "")
+
+
+@pytest.mark.parametrize("n_ctx", [2048, 8192, 32768])
+def test_llama_cpp_python_names_its_window_when_refusing_an_overlong_prompt(tmp_path: Path, n_ctx: int) -> None:
+    """Its only word on --n_ctx is the 400 it answers a prompt longer than the window with
+    (llama_cpp/server/errors.py): one probe longer than any window, refused before evaluation."""
+    with DescribingServer(llama_cpp_python="/models/smollm2.gguf", n_ctx=n_ctx) as server:
+        spec = choose_model("openai:smollm2", settings=settings(tmp_path, server.openai_base_url), env={})
+        assert spec.info.context_window == n_ctx and spec.context_source == "server"
+        assert spec.notice is not None and f"context {n_ctx:,} tokens (named in its answer" in spec.notice
+        assert spec.server_identity == "/models/smollm2.gguf"
+        assert server.completion_probes == 1 and server.call_count == 0, "one probe, no chat call"
+        given = choose_model("openai:smollm2", env={}, settings=LLMSettings(
+            base_url=server.openai_base_url, context_window=4096, config_path=tmp_path / "none.toml"))
+        assert given.info.context_window == 4096 and given.context_source == "option"
+        assert given.notice is not None and "from --context-window" in given.notice
+
+
+def test_a_server_started_with_a_larger_window_gets_the_default_chunk_size(tmp_path: Path) -> None:
+    book = str(book_path("time-machine"))
+    with DescribingServer(llama_cpp_python="/models/smollm2.gguf", n_ctx=8192) as server:
+        planned = CliRunner().invoke(cli, ["summarize", book, "-m", "openai:smollm2", "--base-url",
+                                           server.openai_base_url, "--plan-only", "--cache-dir",
+                                           str(tmp_path / "c")], catch_exceptions=False)
+        assert planned.exit_code == 0, planned.output
+    with DescribingServer(llama_cpp_python="/models/smollm2.gguf") as silent:  # no window named: the default
+        refused = CliRunner().invoke(cli, ["summarize", book, "-m", "openai:smollm2", "--base-url",
+                                           silent.openai_base_url, "--plan-only", "--cache-dir", str(tmp_path / "c")])
+        assert refused.exit_code != 0 and "--context-window" in refused.output
+        given = CliRunner().invoke(cli, ["summarize", book, "-m", "openai:smollm2", "--base-url",
+                                         silent.openai_base_url, "--plan-only", "--context-window", "8192",
+                                         "--cache-dir", str(tmp_path / "c")], catch_exceptions=False)
+        assert given.exit_code == 0, given.output

@@ -26,6 +26,7 @@ from booksum_app.cli.inspect import inspect_command
 from booksum_app.cli.logs import logs_command
 from booksum_app.cli.models import models_command
 from booksum_app.cli.score import score_command
+from booksum_app.cli.serve import serve_local_command
 from booksum_app.cli.summarize import summarize_command
 from booksum_app.llm.limiter import raise_open_files_limit
 from booksum_app.reading_progress import report_pages_to
@@ -44,7 +45,7 @@ def cli(quiet: bool, verbose: bool) -> None:
 
 
 for command in (inspect_command, summarize_command, score_command, compare_command, models_command, cache_command,
-                logs_command, data_command):
+                logs_command, data_command, serve_local_command):
     cli.add_command(shared_options(command))
 
 

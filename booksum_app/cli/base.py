@@ -346,6 +346,9 @@ class FiniteFloat(click.FloatRange):
         return number
 
 
+CONTEXT_WINDOW_HELP = ("Context window of a model on an OpenAI-compatible server (--base-url), in tokens: over what "
+                       "the server reports and the config file says (e.g. the --n_ctx a llama.cpp server was started "
+                       "with).")
 _LLM_OPTIONS = (
     click.option("--base-url", default=None,
                  help="OpenAI-compatible server URL (vllm serve, Ollama, a proxy) [default: OPENAI_BASE_URL]."),
@@ -371,6 +374,8 @@ _LLM_OPTIONS = (
     click.option("--deployment", default=None, metavar="NAME",
                  help="Name the weights behind --base-url when two servers serve different weights under one "
                       "model name: the call cache keys answers by model and deployment, not by URL."),
+    click.option("--context-window", type=click.IntRange(min=256), default=None, metavar="TOKENS",
+                 help=CONTEXT_WINDOW_HELP),
     click.option("--engine-arg", "engine_args", multiple=True, metavar="KEY=VALUE",
                  help="vLLM engine argument for vllm: models, e.g. tensor_parallel_size=2 (repeatable)."),
 )
@@ -378,7 +383,7 @@ _LLM_OPTIONS = (
 
 # the parameters :data:`_LLM_OPTIONS` add, as :func:`llm_settings` takes them
 LLM_OPTION_NAMES = ("base_url", "cache_dir", "no_cache", "concurrency", "timeout_s", "max_cost", "reasoning_effort",
-                    "engine_args", "thinking")
+                    "engine_args", "thinking", "deployment", "context_window")
 
 
 def judge_mode(value: str | None, alias: str | None, name: str, alias_name: str) -> str | None:
@@ -458,11 +463,13 @@ def stdin_is_terminal() -> bool:
     return sys.stdin.isatty()
 
 
-def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str, live: Progress | None = None) -> None:
+def confirm_plan(cost_usd: float | None, *, max_plan_cost: float, yes: bool, what: str,
+                 live: Progress | None = None) -> None:
     """The one rule of every paid command (summarize, score, compare): a plan whose upper-bound cost
     is above ``--max-plan-cost`` runs only with ``--yes``, or after a yes at the terminal; with
-    nobody to ask (stdin is not a terminal) it is refused, exit 2. ``live``: a progress display
-    to pause while asking.
+    nobody to ask (stdin is not a terminal) it is refused, exit 2. ``cost_usd`` None: a paid
+    model with no known price, asked about like one above the threshold. ``live``: a progress
+    display to pause while asking.
 
     Raises:
         ConfigError: above the threshold, no --yes, not a terminal.
@@ -474,11 +481,12 @@ def confirm_plan(cost_usd: float, *, max_plan_cost: float, yes: bool, what: str,
         return
     from booksum_app.errors import PlanDeclined
 
+    cost = (f"could cost up to {usd(cost_usd)} (above --max-plan-cost {usd(max_plan_cost)})" if cost_usd is not None
+            else "has no known price (booksum's model table has none for its model)")
     try:  # a Ctrl-C anywhere in the question (the prompt, pausing the display) is a no: nothing was spent
         if live is not None:
             live.stop()
-        ask_or_decline(f"{what} could cost up to {usd(cost_usd)} (above --max-plan-cost {usd(max_plan_cost)}). "
-                       "Run it?", declined="declined: nothing was spent")
+        ask_or_decline(f"{what} {cost}. Run it?", declined="declined: nothing was spent")
     except KeyboardInterrupt:
         click.echo(err=True)
         raise PlanDeclined("declined: nothing was spent") from None
@@ -511,6 +519,7 @@ def llm_settings(
     *, base_url: str | None, cache_dir: Path | None, no_cache: bool, concurrency: int | None,
     timeout_s: float | None, max_cost: float | None, engine_args: tuple[str, ...] = (),
     reasoning_effort: str | None = None, deployment: str | None = None, thinking: str = "auto",
+    context_window: int | None = None,
 ) -> LLMSettings:
     """The library's call settings from the options of :func:`llm_options`, resolved and checked once,
     each given value's option kept as its source (``LLMSettings.source_of``)."""
@@ -524,10 +533,12 @@ def llm_settings(
                        timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
                        engine_args=_engine_args(engine_args), reasoning_effort=reasoning_effort,
                        deployment=deployment.strip() or None if deployment else None, thinking=thinking,
+                       context_window=context_window,
                        sources=tuple((name, options[name]) for name, set_ in given.items() if set_))
 
 
 __all__ = [
+    "CONTEXT_WINDOW_HELP",
     "EXIT_CODES",
     "LLM_OPTION_NAMES",
     "Heartbeat",

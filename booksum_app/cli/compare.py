@@ -157,7 +157,11 @@ def compare_command(books: tuple[Path, ...], experiment: Path | None, judge_base
             render_plan(plan, output=True)
         return
     render_plan(plan)
-    confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="The plan")
+    unpriced = _unpriced(exp, settings)  # a paid API's model with no price: the plan's cost is unknown, never $0
+    if unpriced:
+        err_console.print(f"cost unknown: booksum has no price for {', '.join(unpriced)}", highlight=False,
+                          markup=False, soft_wrap=True)
+    confirm_plan(None if unpriced else plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="The plan")
     result = _run_compare_with_progress(exp, settings, functools.partial(run_compare, chunk_memo=chunk_memo),
                                         plots=not no_plots)
     _print_result(result, json_out)
@@ -184,6 +188,14 @@ def _experiment(books: tuple[Path, ...], experiment: Path | None, judge_base_url
     for spec in grid.specs:  # typos and unknown prices
         print_model_notes(spec)
     return grid.exp, grid.settings
+
+
+def _unpriced(exp: Experiment, settings: LLMSettings) -> list[str]:
+    """The grid's models on a paid API that booksum has no price for."""
+    from booksum_app.llm.registry import choose_model
+
+    names = dict.fromkeys(m for m in (*exp.models, exp.judge) if m)
+    return [m for m in names if not choose_model(m, settings=settings).info.price_known]
 
 
 def _print_result(result: CompareResult, json_out: Path | None) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from booksum_app.cli.base import (
+    CONTEXT_WINDOW_HELP,
     console,
     emit_json,
     err_console,
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
 @click.option("--timeout", "timeout_s", type=float, default=None,  # checked once, in LLMSettings
               help=f"Seconds to wait for the server's model information, at most {MAX_TIMEOUT_S:g} "
                    f"[default: {DEFAULT_TIMEOUT_S:g}].")
+@click.option("--context-window", type=click.IntRange(min=256), default=None, metavar="TOKENS",
+              help=CONTEXT_WINDOW_HELP)
 @handle_errors
 def inspect_command(
     book: Path,
@@ -71,6 +74,7 @@ def inspect_command(
     prompts: str,
     lang: str,
     set_options: tuple[str, ...],
+    context_window: int | None,
 ) -> None:
     """Show a book's sections, tokens, chunks and what each strategy would cost; calls no LLM
     (- reads BOOK from stdin)."""
@@ -90,7 +94,7 @@ def inspect_command(
         lang=lang,
         options=parse_set(set_options),
         llm_settings=llm_settings(base_url=base_url, cache_dir=None, no_cache=True, concurrency=None,
-                                  timeout_s=timeout_s, max_cost=None),
+                                  timeout_s=timeout_s, max_cost=None, context_window=context_window),
     )
     if json_out is not None:
         if report.model_notice:

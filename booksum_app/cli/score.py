@@ -124,9 +124,13 @@ def score_command(
     summaries = _expand_summary_sets(summaries, annotations)
     plan = plan_score(list(summaries), settings)
     if plan is not None:  # the judge is paid: its key first, then how much at most, and ask above the threshold
+        from booksum_app.llm.registry import choose_model
+
         check_judge_ready(settings)
-        err_console.print(_judge_plan_line(plan), highlight=False, soft_wrap=True)
-        confirm_plan(plan.budget_usd, max_plan_cost=max_plan_cost, yes=yes, what="Judging")
+        priced = choose_model(plan.judge, settings=settings_llm).info.price_known  # else unknown, never $0
+        unknown = "" if priced else f"; cost unknown (booksum has no price for {esc(plan.judge)})"
+        err_console.print(_judge_plan_line(plan) + unknown, highlight=False, soft_wrap=True)
+        confirm_plan(plan.budget_usd if priced else None, max_plan_cost=max_plan_cost, yes=yes, what="Judging")
     run = _score_with_progress(summaries, settings, planned_calls=None if plan is None else
                                plan.calls + plan.replayed_calls)
     _print_outputs(run, json_out=json_out, csv_out=csv_out, annotations_out=annotations_out, report=report)

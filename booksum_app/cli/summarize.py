@@ -141,8 +141,9 @@ def summarize_command(
 
 def plan_line(model: str, plan: CallPlan) -> str:
     """One plan as one line: ``plan (MODEL, STRATEGY, upper bound): calls, tokens, dollars``."""
+    cost = usd(plan.cost_usd) if plan.price_known else f"cost unknown (booksum has no price for {model})"
     return (f"plan ({model}, {plan.strategy}, upper bound): {plan.calls:,} calls, "
-            f"{plan.input_tokens:,} in + {plan.output_tokens:,} out tokens, {usd(plan.cost_usd)}")
+            f"{plan.input_tokens:,} in + {plan.output_tokens:,} out tokens, {cost}")
 
 
 def _print_plan_only(source: Book, run: RunConfig, settings: LLMSettings) -> None:
@@ -166,10 +167,11 @@ def _run_with_progress(source: Book, run: RunConfig, settings: LLMSettings, spec
     tracker.listeners.append(_drawer(bar, tracker))
 
     def before_run(plan: CallPlan) -> None:  # the book is chunked, nothing is spent yet
-        if plan.cost_usd <= 0:  # a free model (local, your own server): nothing to ask
+        if plan.cost_usd <= 0 and plan.price_known:  # a free model (local, your own server): nothing to ask
             return
         err_console.print(printable(plan_line(spec.info.name, plan)), highlight=False, markup=False, soft_wrap=True)
-        confirm_plan(plan.cost_usd, max_plan_cost=max_plan_cost, yes=yes, what="This summary", live=bar)
+        confirm_plan(plan.cost_usd if plan.price_known else None, max_plan_cost=max_plan_cost, yes=yes,
+                     what="This summary", live=bar)
 
     def record_failure(exc: BaseException) -> Path | None:
         if getattr(exc, "spent", None) is None and (meters := open_meters()):  # a Ctrl-C still inside the run

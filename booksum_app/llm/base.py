@@ -165,6 +165,7 @@ class Completion:
     # characters of reasoning the reply carried outside ``text`` (removed from it, or a field the
     # server separated): a reply with reasoning and no text is a model that only reasoned
     reasoning_chars: int = 0
+    server: str | None = None  # a replayed answer's server URL(s), as the cache stored them (llm/origin.py)
 
     @property
     def cut_off(self) -> bool:
@@ -196,6 +197,9 @@ class ModelInfo:
     # at its last sentence end at once, for models that run past word limits whatever they
     # are asked (the embedded SmolLM2-135M)
     length_policy: str = "regenerate"
+    # False: a paid API's model with no price in booksum's table or the config file: its plans say
+    # "cost unknown" (never $0) and --max-cost refuses it
+    price_known: bool = True
 
     @property
     def cached_price(self) -> float:
@@ -269,6 +273,9 @@ class BackendBase(ABC):
       ``base_url``. A backend whose answers do not depend on the URL that reached the model
       (an OpenAI-compatible server, Ollama) names the deployment instead, so another spelling
       of the host, another port or an added replica replays the same answers.
+    - ``server_identity``: the weights the server reports serving (vLLM's ``root``, llama.cpp's
+      ``model_path``, Ollama's digest); keys the cache in place of the model name alone, and is
+      stored with each answer. ``deployment``: the user's ``--deployment`` name, for the record.
     - ``count_tokens``: counts with the tokenizer ``info.tokenizer`` names. Override it only for
       ``tokenizer="native"`` (the model's own tokenizer): a named tokenizer is what ``inspect``
       and compare's plan count with, so the run counts with it too.
@@ -299,6 +306,8 @@ class BackendBase(ABC):
     kind: str = ""
     default_concurrency: int = FIXED_CONCURRENCY
     base_url: str | None = None
+    server_identity: str | None = None
+    deployment: str | None = None
     extra_output_tokens: int = 0
     reasoning_effort: str | None = None
     thinking: str = "auto"

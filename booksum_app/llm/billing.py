@@ -22,6 +22,7 @@ from typing import Any
 
 from booksum_app.llm.base import MAX_CHARS_PER_TOKEN, Completion, ModelInfo, Request, Tally, Usage
 from booksum_app.llm.meter import bill
+from booksum_app.llm.origin import Origins
 
 # a reported count past these is not a count (10^13 tokens once priced a call at $27M): the
 # call is counted with the tokenizer instead, and the client says so
@@ -101,9 +102,11 @@ def priced(
 class Ledger:
     """Totals, paid tokens, the call log and notes of one client (thread-safe)."""
 
-    def __init__(self, info: ModelInfo, on_call: Callable[[CallRecord], None] | None) -> None:
+    def __init__(self, info: ModelInfo, on_call: Callable[[CallRecord], None] | None,
+                 origins: Origins | None = None) -> None:
         self.info = info
         self.on_call = on_call
+        self.origins = origins or Origins(None, None, None)  # the servers called, and replays from others
         self._lock = threading.Lock()
         self._totals = Tally()  # every call answered through the client, cached or not, and every paid reply
         self._paid = Usage()  # tokens of the replies that reached the provider
@@ -132,7 +135,8 @@ class Ledger:
             removed = self._totals.think_chars_removed
             line = (f"{self.info.name}: {removed:,} characters of reasoning (think blocks opening its replies) "
                     "were removed from the answers' text")
-            return list(self._notes) + ([line] if removed else [])
+            notes = list(self._notes) + ([line] if removed else [])
+        return notes + self.origins.notes()
 
     def note(self, line: str | None) -> None:
         """Keep ``line`` once (the same anomaly on every call is one line)."""
@@ -162,6 +166,8 @@ class Ledger:
     def finish(self, request: Request, completion: Completion, spent: Spent) -> None:
         """Count one answered call; its paid replies were billed as they came (:meth:`bill`)."""
         hit = completion.cache_hit
+        if hit:
+            self.origins.replayed(completion)
         item = Tally.of_call(self.info, completion.usage, cache_hit=True, spent_usd=0.0) if hit else Tally(calls=1)
         record = CallRecord(
             purpose=request.purpose, cache_hit=hit, usage=completion.usage if hit else spent.usage,
@@ -230,5 +236,5 @@ def fallback_counter(info: ModelInfo) -> Callable[[str], int]:
     return count
 
 
-__all__ = ["UNSEEN_INPUT_MARGIN", "CallRecord", "InputRatio", "Ledger", "Spent", "fallback_counter", "plausible",
-           "priced"]
+__all__ = ["UNSEEN_INPUT_MARGIN", "CallRecord", "InputRatio", "Ledger", "Origins", "Spent", "fallback_counter",
+           "plausible", "priced"]

@@ -104,6 +104,8 @@ class CallMeta:
     model_string: str | None = None  # booksum's name for the model ("openai:gpt-4o"), which prices it
     run: str | None = None
     book: str | None = None
+    server_url: str | None = None  # the server(s) that answered, without credentials (llm/origin.py)
+    server_identity: str | None = None  # the weights it reported serving
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ class CacheStats:
 
 EXPORT_COLUMNS = ("key", "text", "finish_reason", "input_tokens", "output_tokens", "cached_input_tokens",
                   "cache_write_input_tokens", "model", "created", "latency_s", "purpose", "request", "model_string",
-                  "run", "book")  # every column of ``calls`` after the last migration
+                  "run", "book")  # every column of ``calls`` but the server's (an import has none)
 
 def _pid_alive(pid: int) -> bool:
     try:
@@ -222,12 +224,12 @@ class CallCache:
     def _get(db: sqlite3.Connection, key: str) -> Completion | None:
         row = db.execute(
             "SELECT text, finish_reason, input_tokens, output_tokens, cached_input_tokens, "
-            f"cache_write_input_tokens, model, latency_s FROM calls WHERE key = ? AND {in_range_sql()}",
+            f"cache_write_input_tokens, model, latency_s, server_url FROM calls WHERE key = ? AND {in_range_sql()}",
             (key,),  # a row out of range (another writer's) is a miss: the fresh answer replaces it
         ).fetchone()
         if row is None:
             return None
-        text, finish_reason, input_tokens, output_tokens, cached, written, model, latency = row
+        text, finish_reason, input_tokens, output_tokens, cached, written, model, latency, server = row
         return Completion(
             text=text,
             finish_reason=finish_reason,
@@ -236,6 +238,7 @@ class CallCache:
             latency_s=latency,
             cost_usd=0.0,
             cache_hit=True,
+            server=server if isinstance(server, str) and server else None,
         )
 
     # ---- leases ------------------------------------------------------------------------
@@ -358,7 +361,8 @@ class CallCache:
                 db.execute(
                     "INSERT OR REPLACE INTO calls (key, text, finish_reason, input_tokens, "
                     "output_tokens, cached_input_tokens, cache_write_input_tokens, model, created, latency_s, purpose, "
-                    "request, model_string, run, book) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "request, model_string, run, book, server_url, server_identity) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         key,
                         completion.text,
@@ -375,6 +379,8 @@ class CallCache:
                         meta.model_string,
                         meta.run,
                         meta.book,
+                        meta.server_url,
+                        meta.server_identity,
                     ),
                 )
                 db.execute("DELETE FROM leases WHERE key = ?", (key,))  # the answer is here now

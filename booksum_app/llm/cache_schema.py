@@ -51,12 +51,19 @@ def _m005_add_cache_writes(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE calls ADD COLUMN cache_write_input_tokens INTEGER NOT NULL DEFAULT 0")
 
 
+def _m006_add_server(db: sqlite3.Connection) -> None:
+    # nullable: an answer stored before this migration has no recorded server (llm/origin.py)
+    for column in ("server_url", "server_identity"):
+        db.execute(f"ALTER TABLE calls ADD COLUMN {column} TEXT")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_create_calls,
     _m002_add_purpose,
     _m003_create_leases,
     _m004_add_call_log,
     _m005_add_cache_writes,
+    _m006_add_server,
 ]
 
 

@@ -28,16 +28,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Self
 
-from tenacity import (
-    Retrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-)
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
 from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Tally, Usage
 from booksum_app.llm.batches import complete_batch
-from booksum_app.llm.billing import CallRecord, InputRatio, Ledger, Spent, fallback_counter, priced
+from booksum_app.llm.billing import CallRecord, InputRatio, Ledger, Origins, Spent, fallback_counter, priced
 from booksum_app.llm.cache import CallMeta, CallStore, Lease
 from booksum_app.llm.context import current_context, ranked
 from booksum_app.llm.door import Door, checked_members, overlong
@@ -92,7 +88,7 @@ class Client:
         checked_members(backend)  # a BackendBase (every member read below has a default), numbers in range
         self.concurrency = max(1, int(concurrency if concurrency is not None else backend.default_concurrency))
         self.max_cost_usd, self.max_attempts = max_cost_usd, max_attempts
-        self._ledger, self._input_ratio = Ledger(backend.info, on_call), InputRatio()
+        self._ledger, self._input_ratio = Ledger(backend.info, on_call, Origins.of(backend)), InputRatio()
         self._sleep = sleep
         self._wait = retry_wait(backoff_initial_s, backoff_max_s)
         # a named tokenizer is what inspect and compare's plan count with: the run counts with it too
@@ -226,6 +222,8 @@ class Client:
         """A copy of the log of finished calls, in finishing order."""
         return self._ledger.records
 
+    servers = property(lambda self: self._ledger.origins.record(), doc="The run record's servers (llm/origin.py).")
+
     @property
     def n_calls(self) -> int:
         """Calls answered (cached or not)."""
@@ -280,7 +278,8 @@ class Client:
     def _meta(self, request: Request) -> CallMeta:
         """What the call log keeps: the request as sent (and the key's backend), the model string, run, book."""
         context = current_context()
-        return CallMeta(request_json(request, backend=self._identity), self.info.name, context.run, context.book)
+        return CallMeta(request_json(request, backend=self._identity), self.info.name, context.run, context.book,
+                        *self._ledger.origins.stamp())
 
     def _pool(self) -> PriorityPool:
         with self._lock:

@@ -1,9 +1,10 @@
-"""Hosted providers booksum has no backend of its own for, and the route that reaches them: their
-OpenAI-compatible endpoints, through ``openai:MODEL --base-url URL``.
+"""Hosted providers reached through their OpenAI-compatible endpoints, by their own names.
 
-The base URLs are the ones each provider documents for the OpenAI SDK (docs/models.md lists
-them with their pages). Asking for ``gemini:...`` then says which command works instead of
-"unknown model".
+``groq:llama-3.3-70b-versatile`` is sent to Groq's endpoint with ``$GROQ_API_KEY``, priced by
+booksum's model table (a model it has no price for plans at an unknown cost, never $0). The
+base URLs are the ones each provider documents for the OpenAI SDK (docs/models.md lists them
+with their pages); another spelling of a provider (``google:``, ``grok:``) is answered with the
+model string that works.
 """
 
 from __future__ import annotations
@@ -33,18 +34,14 @@ _SPELLINGS = {"google": "gemini", "mistralai": "mistral", "togetherai": "togethe
 
 
 def compatible_route(model: str) -> str | None:
-    """For ``PROVIDER:MODEL`` of a provider in :data:`COMPATIBLE_PROVIDERS`, the command that works
-    instead; None for any other string."""
+    """For ``PROVIDER:MODEL`` spelled another way than booksum's provider name (``google:``,
+    ``grok:``), the model string that works; None for any other string."""
     provider, sep, model_id = model.strip().partition(":")
     key = _SPELLINGS.get(provider.lower(), provider.lower())
-    if not sep or key not in COMPATIBLE_PROVIDERS:
+    if not sep or key not in COMPATIBLE_PROVIDERS or provider == key:
         return None
     entry = COMPATIBLE_PROVIDERS[key]
-    ollama = f"; Ollama's model of that name is ollama:{model.strip()}" if key == "mistral" else ""
-    return (f"booksum has no {entry.name} backend; use its OpenAI-compatible endpoint: "
-            f"-m openai:{model_id or 'MODEL'} --base-url {entry.base_url} with OPENAI_API_KEY set to your "
-            f"{entry.name} key (${entry.key_env}); give its price in the config file for --max-cost "
-            f"(docs/models.md){ollama}")
+    return f"{entry.name} is called {key}: use -m {key}:{model_id or 'MODEL'} with your key in ${entry.key_env}"
 
 
 __all__ = ["COMPATIBLE_PROVIDERS", "CompatibleProvider", "compatible_route"]

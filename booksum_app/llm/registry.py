@@ -149,6 +149,7 @@ def _spec_from(
     else:  # a config entry may set only some fields: the provider's defaults fill the rest
         defaults = {k: v for k, v in provider_defaults.items() if k != "note"}
         entry = {**defaults, **entry}
+    hosted = provider in BUILTIN and BUILTIN[provider].hosted
     context = int(entry["context_window"])
     context_source = "config file" if name in table.from_config else "shipped table" if note is None else (
         f"{defaults_key} defaults")
@@ -164,6 +165,8 @@ def _spec_from(
         max_output_tokens=entry.get("max_output_tokens"),
         length_policy=str(entry.get("length_policy") or "regenerate"),
         cache_write_usd_per_mtok=_price_or_none(entry, "cache_write_usd_per_mtok"),
+        # a paid API's model priced by neither the table nor the config file: unknown, never $0
+        price_known=not hosted or all(k in entry for k in ("input_usd_per_mtok", "output_usd_per_mtok")),
     )
     return ModelSpec(
         provider=provider,
@@ -173,7 +176,7 @@ def _spec_from(
         known=note is None,
         note=note,
         base_url=base_url if provider == "openai" else None,
-        hosted=provider in BUILTIN and BUILTIN[provider].hosted,
+        hosted=hosted,
         context_source=context_source,
     )
 
@@ -222,6 +225,10 @@ def choose_model(
         from booksum_app.llm.providers.server_info import describe_spec
 
         spec = describe_spec(spec, api_key=env.get("OPENAI_API_KEY") or None, timeout_s=settings.timeout_s)
+    if settings.context_window is not None and spec.base_url is not None:  # --context-window: the user's word
+        spec = dataclasses.replace(spec, info=dataclasses.replace(spec.info, context_window=settings.context_window),
+                                   context_source="option",
+                                   server_note=f"context {settings.context_window:,} tokens from --context-window")
     if settings.length_policy is not None:
         if settings.length_policy not in LENGTH_POLICIES:
             raise ConfigError(f"length policy {settings.length_policy!r}; use one of {LENGTH_POLICIES}")
@@ -367,6 +374,10 @@ def get_model(
     """
     env = os.environ if env is None else env
     spec = model if isinstance(model, ModelSpec) else choose_model(model, settings=settings, env=env)
+    if settings.max_cost_usd is not None and not spec.info.price_known and backend is None:
+        raise ConfigError(f"--max-cost cannot bound {spec.info.name}: booksum knows no price for it; give "
+                          f"input_usd_per_mtok and output_usd_per_mtok under [models.\"{spec.info.name}\"] in "
+                          "config.toml (docs/models.md), or run without --max-cost")
     if spec.server is not None:  # its own server, for the backend as for the cache identity
         settings = dataclasses.replace(settings, base_url=spec.server or None)
     built = backend if backend is not None else _build_backend(spec, settings, env)

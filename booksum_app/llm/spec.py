@@ -68,6 +68,9 @@ class LLMSettings:
     # the weights behind a server, when two serve different weights under one name: part of the
     # call cache key in place of the URL (which is not: localhost, 127.0.0.1 and a replica are one model)
     deployment: str | None = None
+    # the context window of a model on an OpenAI-compatible server (--context-window), over what the server
+    # reports and the config file says; None: the server's, the config file's, or booksum's assumption
+    context_window: int | None = None
 
     # where a value came from, for the values a user sets more than one way: field name -> the option
     # that set it ("--timeout"); a field not named here holds its default (:meth:`source_of`)
@@ -105,9 +108,10 @@ class ModelSpec:
     server_slots: int | None = None  # requests the server serves at once, as it reports (llm/providers/server_info.py)
     server_note: str | None = None  # where the window came from, when the server reported it
     server: str | None = None  # the model's own server (settings.servers, config base_url); "": the provider's API
-
-    # where info.context_window came from: "shipped table", "config file", "<provider> defaults",
-    # "n_ctx setting" or "server" (what the model's server reported)
+    server_identity: str | None = None  # the weights the server reports serving (server_info.py): keys its answers
+    # where info.context_window came from: "option" (--context-window), "shipped table", "config file",
+    # "<provider> defaults" or "llama-cpp-python's default" (assumed), "n_ctx setting", or "server"
+    # (what the model's server reported)
     context_source: str = "shipped table"
     hosted: bool = False  # a built-in paid API (its own endpoint, not a server at a base URL): adaptive, priced
     config_warnings: tuple[str, ...] = ()  # unknown keys in the config file

@@ -48,6 +48,7 @@ class CallPlan:
     levels: int | None = None  # hier only
     truncated_tokens: int = 0  # direct only: book tokens that do not fit the context
     replayed_calls: int | None = None  # summarize: every call is in the call cache (then nothing is spent)
+    price_known: bool = True  # False: a paid API's model booksum has no price for; cost_usd is not a bound
 
 
 def _overheads(impl: Strategy, config: StrategyConfig, count: Callable[[str], int]) -> dict[str, int]:
@@ -125,4 +126,5 @@ def plan_strategy(
         output_tokens += g
     output_tokens += calls * max(0, reasoning_room_tokens)
     cost = info.cost_usd(Usage(input_tokens=input_tokens, output_tokens=output_tokens))
-    return CallPlan(strategy, calls, input_tokens, output_tokens, cost, plan.levels, plan.truncated_tokens)
+    return CallPlan(strategy, calls, input_tokens, output_tokens, cost, plan.levels, plan.truncated_tokens,
+                    price_known=info.price_known)

@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from booksum_app.config import DEFAULT_BATCH_SIZE, JudgeMode
 from booksum_app.errors import BooksumError, InputError
@@ -28,6 +29,7 @@ from booksum_app.llm.base import ChatModel
 from booksum_app.llm.calls import CallRecord, Client
 from booksum_app.llm.context import default_context
 from booksum_app.llm.metered import Metered
+from booksum_app.llm.origin import replay_note
 from booksum_app.llm.registry import (
     DEMO_JUDGE_WARNING,
     NO_JUDGE_NOTE,
@@ -109,6 +111,7 @@ class ScoreRun:
 
     systems: tuple[SystemScores, ...]
     notes: tuple[str, ...] = ()  # one-line warnings for the user (unmatched sources, ...)
+    judge_servers: Mapping[str, Any] | None = None  # the judge's server(s), identity, deployment (llm/origin.py)
     judge_notice: str | None = None
     schema_version: int = SCHEMA_VERSION
 
@@ -219,7 +222,9 @@ def run_score(
     finally:
         if built is not None:
             built.close()  # release its connections
-    return ScoreRun(systems=tuple(systems), notes=tuple(notes), judge_notice=notice)
+    servers = getattr(judge_model, "servers", None)  # the judge's server(s); answers replayed from others
+    notes.extend(f"judge: {line}" for line in [replay_note(servers)] if line)
+    return ScoreRun(systems=tuple(systems), notes=tuple(notes), judge_notice=notice, judge_servers=servers)
 
 
 def _judge_system(

@@ -112,6 +112,7 @@ def run_to_dict(run: ScoreRun) -> dict[str, Any]:
         "schema_version": run.schema_version,
         "notes": list(run.notes),
         "systems": [system_to_dict(s) for s in run.systems],
+        **({"judge_servers": dict(run.judge_servers)} if run.judge_servers else {}),
     }
 
 

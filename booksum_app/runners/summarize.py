@@ -331,13 +331,14 @@ def _run(
 
 
 def _client_extra(chat: ChatModel, extra: dict[str, Any]) -> None:
-    """What a Client adds to the record: its anomalies (replies with no or absurd usage) and its limit's decisions."""
-    notes = list(getattr(chat, "notes", ()))
-    if notes:
-        extra["call_notes"] = notes
+    """What the record keeps of the client: its anomalies (replies with no or absurd usage), its
+    limit's decisions, the server(s) it called with their identity, the deployment and the answers
+    replayed from others, and where the model's context window came from."""
     limiter = getattr(chat, "limiter_report", None)  # an adaptive limit's cuts, undos, probes, time at each limit
-    if callable(limiter) and (report := limiter()):
-        extra["limiter"] = report
+    facts = {"call_notes": list(getattr(chat, "notes", ())), "limiter": limiter() if callable(limiter) else None,
+             "servers": getattr(chat, "servers", None),
+             "context_source": getattr(getattr(chat, "spec", None), "context_source", None)}
+    extra.update({k: v for k, v in facts.items() if v})
 
 
 def cut_note(record: SummaryRecord) -> str | None:

@@ -5,9 +5,13 @@
 - ``props_n_ctx=N``: ``GET /props`` answers as llama-server does,
   ``default_generation_settings.n_ctx`` = N (the context of one slot) and ``total_slots``
   (``slots``, which the fake server serves at once, queueing the rest without a 429);
+- ``root="/models/x"`` (with ``max_model_len``): each card's ``root``, the weights behind the
+  served name (the model's own name by default, as ``vllm serve`` without ``--served-model-name``);
+  ``model_path="x.gguf"``: ``/props``' ``model_path``;
 - ``llama_cpp_python="ALIAS"``: ``GET /v1/models`` answers as llama-cpp-python's server does
   (``{"id": ALIAS, "object": "model", "owned_by": "me", "permissions": []}``, no context), and
-  there is no ``/props``;
+  there is no ``/props``; with ``n_ctx=N`` its ``POST /v1/completions`` refuses a prompt of N
+  tokens or more (a word counts as one) with the 400 llama-cpp-python sends, naming N;
 - ``wasted_count``: generations finished for a client that had already hung up (its timeout
   passed while the request waited for a slot), which a server that queues without a bound
   still computes.
@@ -25,6 +29,7 @@ import select
 import socket
 from typing import Any, Self
 
+from booksum_app.jsonin import parse_json_or_none
 from booksum_app.llm.providers import server_info
 from booksum_app.testing.fake_handler import _Handler
 from booksum_app.testing.fake_server import FakeServer
@@ -40,16 +45,38 @@ class _DescribingHandler(_Handler):
             card = {"id": fake.llama_cpp_python, "object": "model", "owned_by": "me", "permissions": []}
             self._send_json(200, {"object": "list", "data": [card]})
         elif path in ("/v1/models", "/models") and fake.max_model_len is not None:
-            cards = [{"id": model, "object": "model", "owned_by": "vllm", "root": model, "parent": None,
+            cards = [{"id": model, "object": "model", "owned_by": "vllm", "root": fake.root or model, "parent": None,
                       "max_model_len": length} for model, length in fake.max_model_len.items()]
             self._send_json(200, {"object": "list", "data": cards})
         elif path == "/props" and fake.props_n_ctx is not None:
             self._send_json(200, {
                 "default_generation_settings": {"n_ctx": fake.props_n_ctx, "params": {"temperature": 0.8}},
-                "total_slots": fake.total_slots, "model_path": "model.gguf", "chat_template": "",
+                "total_slots": fake.total_slots, "model_path": fake.model_path, "chat_template": "",
             })
         else:
             self._send_json(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
+
+    def do_POST(self) -> None:
+        fake: DescribingServer = self.server.fake
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path not in ("/v1/completions", "/completions") or fake.llama_cpp_python is None:
+            super().do_POST()
+            return
+        length = int(self.headers.get("content-length") or 0)
+        payload = parse_json_or_none(self.rfile.read(length) if length else b"{}")
+        prompt = payload.get("prompt", "") if isinstance(payload, dict) else ""
+        tokens = len(str(prompt).split())
+        with fake._lock:
+            fake.completion_probes += 1
+        if fake.n_ctx is not None and tokens >= fake.n_ctx:  # llama_cpp/server/errors.py, context_length_exceeded
+            message = (f"This model's maximum context length is {fake.n_ctx} tokens, however you requested "
+                       f"{tokens + 1} tokens ({tokens} in your prompt; 1 for the completion). Please reduce your "
+                       "prompt; or completion length.")
+            self._send_json(400, {"error": {"message": message, "type": "invalid_request_error", "param": "messages",
+                                            "code": "context_length_exceeded"}})
+            return
+        self._send_json(200, {"object": "text_completion", "choices": [{"text": "a", "index": 0,
+                                                                         "finish_reason": "length"}]})
 
     def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         if status == 200 and self.command == "POST" and self._client_gone():
@@ -70,13 +97,17 @@ class DescribingServer(FakeServer):
 
     def __init__(
         self, *, max_model_len: dict[str, int] | None = None, props_n_ctx: int | None = None,
-        llama_cpp_python: str | None = None, **kwargs: Any
+        llama_cpp_python: str | None = None, root: str | None = None, model_path: str = "model.gguf",
+        n_ctx: int | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self._httpd.RequestHandlerClass = _DescribingHandler
         self.max_model_len = max_model_len
         self.props_n_ctx = props_n_ctx
         self.llama_cpp_python = llama_cpp_python
+        self.root, self.model_path = root, model_path
+        self.n_ctx = n_ctx  # llama-cpp-python's --n_ctx, named only when refusing a longer prompt
+        self.completion_probes = 0
         self.total_slots = int(kwargs.get("slots") or 1)
         self.wasted_count = 0
 

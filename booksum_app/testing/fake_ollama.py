@@ -186,6 +186,7 @@ class FakeOllama:
         host: str = "127.0.0.1",
         port: int = 0,
         thinking: str | None = None,
+        digests: Mapping[str, str] | None = None,
     ) -> None:
         """Args:
         models: served model names and their context lengths (default ``llama3.1:8b``: 131072).
@@ -199,7 +200,9 @@ class FakeOllama:
         thinking: answer as a thinking model: ``"field"`` (``message.thinking``, as with
             ``think``), ``"tags"`` (``<think>`` in the content), ``"long"`` (a 600-800 token ``<think>``
             trace within ``num_predict``), None (no reasoning); ``think: false`` turns it off.
+        digests: each model's digest as ``/api/tags`` lists it (none listed by default).
         """
+        self.digests = dict(digests or {})
         self.thinking = thinking
         self.models = dict(models or {"llama3.1:8b": 131072})
         self.family = family
@@ -259,7 +262,8 @@ class FakeOllama:
         """The ``/api/tags`` reply: the served models."""
         return {
             "models": [
-                {"name": m, "model": m, "details": {"family": self.family}}
+                {"name": m, "model": m, "details": {"family": self.family},
+                 **({"digest": self.digests[m]} if m in self.digests else {})}
                 for m in sorted(self.models)
             ]
         }

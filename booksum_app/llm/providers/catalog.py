@@ -35,6 +35,7 @@ from booksum_app.config import MAX_PRICE_USD_PER_MTOK, checked_count, checked_re
 from booksum_app.errors import ConfigError, server_message
 from booksum_app.llm.base import Backend, BackendBase
 from booksum_app.llm.door import environment_secrets
+from booksum_app.llm.openai_compatible import COMPATIBLE_PROVIDERS
 from booksum_app.signature import code_hash
 
 if TYPE_CHECKING:
@@ -68,7 +69,23 @@ def _openai(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> B
                          base_url=spec.base_url, timeout_s=settings.timeout_s, reasoning=spec.reasoning,
                          reasoning_effort=settings.reasoning_effort, transport=transport,
                          max_in_flight_per_endpoint=int(limit) if limit else None, deployment=settings.deployment,
-                         concurrency=settings.concurrency, thinking=settings.thinking)
+                         concurrency=settings.concurrency, thinking=settings.thinking,
+                         server_identity=spec.server_identity)
+
+
+def _compatible(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
+    """A hosted provider by its own name (``groq:``, ``gemini:``, ...): its OpenAI-compatible endpoint and key."""
+    from booksum_app.errors import MissingAPIKey
+    from booksum_app.llm.providers.openai import OpenAIBackend
+
+    entry = COMPATIBLE_PROVIDERS[spec.provider]
+    key = env.get(entry.key_env) or None
+    if key is None:
+        raise MissingAPIKey(f"No {entry.name} API key: set {entry.key_env} (booksum sends {spec.provider}:MODEL "
+                            f"to {entry.base_url})")
+    return OpenAIBackend(spec.info, model_id=spec.model_id, api_key=key, base_url=entry.base_url,
+                         timeout_s=settings.timeout_s, reasoning_effort=settings.reasoning_effort,
+                         legacy_max_tokens=True, concurrency=settings.concurrency, thinking=settings.thinking)
 
 
 def _anthropic(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> Backend:
@@ -140,6 +157,8 @@ BUILTIN: Mapping[str, Provider] = {p.name: p for p in (
     Provider("vllm", _vllm, "vllm", counter=_vllm_counter),
     Provider("ollama", _ollama, "openai", server_context=True),  # its HTTP client comes with openai
     Provider("local", _local, "llama_cpp"),
+    # hosted APIs by their own names and keys, through their OpenAI-compatible endpoints (openai_compatible.py)
+    *(Provider(name, _compatible, "openai", hosted=True) for name in COMPATIBLE_PROVIDERS),
 )}
 
 

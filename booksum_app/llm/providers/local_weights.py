@@ -14,10 +14,12 @@ llama.cpp's AMX kernels, which crashed where they were built in (see below).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.metadata
 import logging
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,11 +113,21 @@ def open_llama(path: Path, **params: Any) -> Any:
     """``llama_cpp.Llama(model_path=path, **params)``, without the AMX weight buffers where they are built in."""
     import llama_cpp  # type: ignore[import-not-found,unused-ignore]
 
+    with plain_cpu_buffers(path.name):
+        return llama_cpp.Llama(model_path=str(path), **params)
+
+
+@contextlib.contextmanager
+def plain_cpu_buffers(name: str = "the model") -> Iterator[None]:
+    """Models loaded inside load without llama.cpp's extra weight buffers where AMX is built in
+    (``use_extra_bufts = false``), so they never reach its AMX kernel; elsewhere nothing changes.
+    ``booksum serve-local`` holds it around llama-cpp-python's server for the same reason."""
     low: Any = importlib.import_module("llama_cpp.llama_cpp")  # the ctypes layer Llama() takes its defaults from
     has_switch = "use_extra_bufts" in dict(low.llama_model_params._fields_)
     if not (has_switch and amx_compiled_in()):
-        return llama_cpp.Llama(model_path=str(path), **params)
-    _log.info("llama.cpp has AMX kernels built in: loading %s without its extra weight buffers", path.name)
+        yield
+        return
+    _log.info("llama.cpp has AMX kernels built in: loading %s without its extra weight buffers", name)
     defaults = low.llama_model_default_params
 
     def without_extra_buffers() -> Any:
@@ -126,6 +138,6 @@ def open_llama(path: Path, **params: Any) -> Any:
     with _LOAD_LOCK:  # Llama() reads the defaults through this module attribute, once, while loading
         low.llama_model_default_params = without_extra_buffers
         try:
-            return llama_cpp.Llama(model_path=str(path), **params)
+            yield
         finally:
             low.llama_model_default_params = defaults

@@ -158,6 +158,24 @@ class OllamaBackend(BackendBase):
             info = dataclasses.replace(info, context_window=context_length)
         self.context_length = info.context_window
         self.info = info
+        self.server_identity = self._digest()  # the weights behind the name: keys their answers
+
+    def _digest(self) -> str | None:
+        """The model's digest from ``GET /api/tags`` (None when the server lists none for it)."""
+        try:
+            with attempt_deadline(SHOW_TIMEOUT_S):
+                response = self._client.get("/api/tags", timeout=SHOW_TIMEOUT_S)
+            data = parse_json(response.content, where="/api/tags") if response.status_code == 200 else None
+        except Exception:  # noqa: BLE001 - a server that lists nothing leaves answers keyed by name
+            return None
+        listed = data.get("models") if isinstance(data, dict) else None
+        names = {self.model_id, f"{self.model_id}:latest"}
+        for row in listed if isinstance(listed, list) else ():
+            if isinstance(row, dict) and (row.get("name") in names or row.get("model") in names):
+                digest = row.get("digest")
+                if isinstance(digest, str) and 0 < len(digest) <= 200 and digest.isprintable():
+                    return digest
+        return None
 
     @property  # a thinking model's room grows once it is seen thinking
     def extra_output_tokens(self) -> int:  # type: ignore[override]
@@ -231,8 +249,11 @@ class OllamaBackend(BackendBase):
 
     @property
     def cache_location(self) -> str | None:
-        """Keyed by model name (and ``--deployment``), not by host: another spelling of the host replays."""
-        return f"ollama:{self.deployment}" if self.deployment else "ollama"
+        """Keyed by model name and digest (or ``--deployment``), not by host: another spelling of the
+        host replays, another server's weights under the same name do not."""
+        if self.deployment:
+            return f"ollama:{self.deployment}"
+        return f"ollama@{self.server_identity}" if self.server_identity else "ollama"
 
     def close(self) -> None:
         """Close the HTTP connections."""

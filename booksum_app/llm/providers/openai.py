@@ -94,6 +94,7 @@ class OpenAIBackend(BackendBase):
         concurrency: int | None = None,
         deployment: str | None = None,
         thinking: str = "auto",
+        server_identity: str | None = None,
     ) -> None:
         if not api_key:
             if base_url is None:
@@ -106,6 +107,7 @@ class OpenAIBackend(BackendBase):
         self.model_id = model_id
         self.base_url = base_url
         self.deployment = deployment
+        self.server_identity = server_identity if base_url is not None else None
         self.reasoning = reasoning
         self.timeout_s = timeout_s
         self.reasoning_effort = (reasoning_effort or DEFAULT_REASONING_EFFORT) if reasoning else None
@@ -153,10 +155,13 @@ class OpenAIBackend(BackendBase):
     @property
     def cache_location(self) -> str | None:
         """A server is keyed by its deployment, not its URLs: ``localhost`` for ``127.0.0.1``, another
-        port or an added replica serve the same model; ``--deployment NAME`` tells weights apart."""
+        port or an added replica serve the same model; ``--deployment NAME`` tells weights apart, and
+        so does the identity the server reports (two servers of different weights never share)."""
         if self.base_url is None:
             return None  # api.openai.com: the keys every earlier run wrote
-        return f"server:{self.deployment}" if self.deployment else "server"
+        if self.deployment:
+            return f"server:{self.deployment}"
+        return f"server@{self.server_identity}" if self.server_identity else "server"
 
     @property  # a thinking model's room grows once it is seen thinking
     def extra_output_tokens(self) -> int:  # type: ignore[override]
