@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from booksum_app.books import open_book
+from booksum_app.books.numerals import zh_number
 from booksum_app.books.plausibility import AUTHOR_NOTE_MAX_CHARS, anomalies, heading_key
-from booksum_app.books.webcopy import heading_form, residue_kind, zh_number
+from booksum_app.books.webcopy import heading_form, residue_kind
 from booksum_app.cli import cli
 
 MODEL = "openai:gpt-4o"  # tiktoken-counted: no local weights

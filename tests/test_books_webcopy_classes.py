@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from booksum_app.books import open_book
-from booksum_app.books.webcopy import NOISE_MARKS, residue_kind
+from booksum_app.books.numerals import NOISE_MARKS
+from booksum_app.books.webcopy import residue_kind
 
 DIGITS = "零一二三四五六七八九"
 

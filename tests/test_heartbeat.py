@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from booksum_app.cli.base import HEARTBEAT_MAX_S, HEARTBEAT_MIN_S, Heartbeat, heartbeat_interval
+from booksum_app.cli.live import HEARTBEAT_MAX_S, HEARTBEAT_MIN_S, Heartbeat, heartbeat_interval
 from booksum_app.config import HEARTBEAT_S
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from booksum_app.cli.base import snapshot_line
+from booksum_app.cli.live import snapshot_line
 from booksum_app.llm.base import BackendBase, CallProgress, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.calls import Client
 from booksum_app.llm.providers.local_progress import TokenWatch

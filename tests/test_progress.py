@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_compare import write_book
 
-from booksum_app.cli.base import snapshot_line, stats_text
+from booksum_app.cli.live import snapshot_line, stats_text
 from booksum_app.llm.calls import Client
 from booksum_app.llm.registry import LLMSettings
 from booksum_app.runners.compare import GridProgress, GridSnapshot, run_compare
@@ -89,7 +89,7 @@ def test_the_progress_line_is_one_line_of_whole_figures(width: int, monkeypatch:
 
     from rich.console import Console
 
-    from booksum_app.cli import base
+    from booksum_app.cli import live as base
 
     snap = ProgressSnapshot("merges", 3, 7, 120, 4, 8, 1234567, 23456, 1.2345, 65.0, 200, 16)
     out = io.StringIO()

@@ -19,7 +19,8 @@ import statistics
 from collections.abc import Sequence
 
 from booksum_app.books.model import Book, Chapter
-from booksum_app.books.webcopy import NOISE, UNIT_CHARS, ZH_NUM, heading_form, zh_number
+from booksum_app.books.numerals import NOISE, UNIT_CHARS, ZH_NUM, zh_number
+from booksum_app.books.webcopy import heading_form
 
 #: the most counted characters an excluded section of a kind can hold (past it: kept, with a line)
 AUTHOR_NOTE_MAX_CHARS = 3000

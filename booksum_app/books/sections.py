@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 from booksum_app.books.matter import classify_title
 from booksum_app.books.model import Dropped, counted_chars
+from booksum_app.books.numerals import NOISE, UNIT_CHARS, ZH_NUM
 from booksum_app.books.plausibility import chapter_number, overruled
-from booksum_app.books.webcopy import NOISE, UNIT_CHARS, ZH_NUM, heading_form, same_title, title_core
+from booksum_app.books.webcopy import heading_form, same_title, title_core
 
 _ORDINAL = re.compile(rf"^第[{ZH_NUM}]+[{UNIT_CHARS}]")
 

@@ -58,11 +58,12 @@ from booksum_app.books.encoding import decode_text
 from booksum_app.books.language import detect_language
 from booksum_app.books.matter import check_has_text, classify_leading, classify_title
 from booksum_app.books.model import Book, Chapter, Dropped, counted_chars
+from booksum_app.books.numerals import UNIT_CHARS, zh_number
+from booksum_app.books.numerals import ZH_NUM as _ZH_NUM
 from booksum_app.books.plausibility import heading_key
 from booksum_app.books.sections import Section, overrule_titled, without_duplicate_headings
 from booksum_app.books.webcopy import (
     PAGE_MARK,
-    UNIT_CHARS,
     NumberedHeading,
     heading_form,
     residue_kind,
@@ -70,9 +71,7 @@ from booksum_app.books.webcopy import (
     title_core,
     without_page_marks,
     without_zero_width,
-    zh_number,
 )
-from booksum_app.books.webcopy import ZH_NUM as _ZH_NUM
 from booksum_app.errors import BookFormatError
 
 _UNITS = "one|two|three|four|five|six|seven|eight|nine"

@@ -30,11 +30,9 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from functools import lru_cache
-from itertools import product
 
-NOISE_MARKS = "?？□■\ufffd"
-NOISE = re.compile(f"[{re.escape(NOISE_MARKS)}]")
+from booksum_app.books.numerals import NOISE, NOISE_MARKS, NUMERAL_CHARS, UNIT_CHARS, ZH_NUM, ordinal_candidates
+
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 
 
@@ -44,116 +42,6 @@ _ZERO_WIDTH_CHAR = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
 def without_zero_width(line: str) -> str:
     """The line without zero-width characters (a site's invisible watermark)."""
     return line.translate(_ZERO_WIDTH) if _ZERO_WIDTH_CHAR.search(line) else line
-
-
-# ---- numerals ----------------------------------------------------------------------------
-
-ZH_NUM = "0-9０-９零〇一二三四五六七八九十百千万两兩壹贰貳叁參肆伍陆陸柒捌玖拾佰仟"
-_NUMERAL_CHARS = frozenset("0123456789０１２３４５６７８９" + ZH_NUM[6:])
-_ZH_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2, "兩": 2}
-_ZH_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
-# financial numerals (壹贰叁, 拾佰仟) read as the everyday ones
-_FINANCIAL = str.maketrans("壹贰貳叁參肆伍陆陸柒捌玖拾佰仟", "一二二三三四五六六七八九十百千")
-UNIT_CHARS = "章回节節卷部篇集幕"
-
-
-def zh_number(digits: str) -> int | None:
-    """The value of ``38``, ``３８``, ``三十八`` / ``一百零二``, ``一零二`` (digit by digit) or
-    ``叁拾捌`` (None when it is not a number)."""
-    if digits.isdigit():
-        return int(unicodedata.normalize("NFKC", digits))
-    digits = digits.translate(_FINANCIAL)
-    if len(digits) > 1 and all(ch in _ZH_DIGITS for ch in digits):  # 一零二: positional, no units
-        return int("".join(str(_ZH_DIGITS[ch]) for ch in digits))
-    total = section = 0
-    number = None
-    for ch in digits:
-        if ch in _ZH_DIGITS:
-            number = _ZH_DIGITS[ch]
-        elif ch in _ZH_UNITS:
-            unit = _ZH_UNITS[ch]
-            if unit == 10000:
-                total += (section + (number or 0)) * unit
-                section = 0
-            else:
-                section += (1 if number is None else number) * unit
-            number = None
-        else:
-            return None
-    return total + section + (number or 0)
-
-
-def _standard_numeral(n: int) -> str:
-    """一百零二, 一百一十九, 十一, 两千零一 is written 二千零一 here (variants come after)."""
-    out = ""
-    zero = False
-    for value, unit in ((10000, "万"), (1000, "千"), (100, "百"), (10, "十"), (1, "")):
-        digit = n // value % 10 if value < 10000 else n // value
-        if digit == 0:
-            zero = bool(out)
-            continue
-        if zero:
-            out += "零"
-            zero = False
-        out += "零一二三四五六七八九"[digit] + unit
-    return out[1:] if out.startswith("一十") else out  # 十一, not 一十一
-
-
-_TO_FINANCIAL = str.maketrans("一二三四五六七八九十百千", "壹贰叁肆伍陆柒捌玖拾佰仟")
-_TO_FINANCIAL_TRAD = str.maketrans("一二三四五六七八九十百千", "壹貳參肆伍陸柒捌玖拾佰仟")
-
-
-@lru_cache(maxsize=4096)
-def numeral_forms(n: int) -> frozenset[str]:
-    """Ways a Chinese text writes n (1..99999): 一百一十九 and 一百十九, 一十一, 零 or 〇, 两百,
-    digit by digit (一零二, 一〇二), financial (壹佰零贰), Arabic and full-width digits."""
-    std = _standard_numeral(n)
-    forms = {std, std.replace("一十", "十") if "百一十" in std or "千一十" in std else std}
-    if std.startswith("十"):
-        forms.add("一" + std)
-    forms |= {f.replace("零", "〇") for f in forms}
-    forms |= {re.sub("二(?=[百千万])", "两", f) for f in forms}
-    forms |= {f.translate(table) for f in forms for table in (_TO_FINANCIAL, _TO_FINANCIAL_TRAD)}
-    if n >= 10:
-        by_digit = "".join("零一二三四五六七八九"[int(d)] for d in str(n))
-        forms |= {by_digit, by_digit.replace("零", "〇")}
-    forms |= {str(n), str(n).translate(str.maketrans("0123456789", "０１２３４５６７８９"))}
-    return frozenset(forms)
-
-
-_ZH_SUBSTITUTES = tuple("零〇一二三四五六七八九十百千")
-_FINANCIAL_SUBSTITUTES = tuple("零〇壹贰貳叁參肆伍陆陸柒捌玖拾佰仟")
-_ASCII_DIGITS = tuple("0123456789")
-_WIDE_DIGITS = tuple("０１２３４５６７８９")
-
-
-def _substitutes(template: str) -> tuple[str, ...]:
-    """What a mark in this ordinal can stand for: nothing, or a numeral of the ordinal's kind."""
-    kinds = [
-        subs
-        for subs in (_ZH_SUBSTITUTES, _FINANCIAL_SUBSTITUTES, _ASCII_DIGITS, _WIDE_DIGITS)
-        if any(ch in subs for ch in template)
-    ]
-    if any(ch in "万两兩" for ch in template):
-        kinds.append(_ZH_SUBSTITUTES)
-    return ("", *(ch for subs in (kinds or [_ZH_SUBSTITUTES, _ASCII_DIGITS, _WIDE_DIGITS]) for ch in subs))
-
-
-def ordinal_candidates(template: str) -> frozenset[int]:
-    """The numbers an ordinal with noise marks can stand for ("六?二" → {62}); none with > 2 marks."""
-    marks = [i for i, ch in enumerate(template) if ch in NOISE_MARKS]
-    if len(marks) > 2:
-        return frozenset()
-    found = set()
-    for combo in product(_substitutes(template), repeat=len(marks)):
-        chars = list(template)
-        for i, sub in zip(marks, combo, strict=True):
-            chars[i] = sub
-        text = "".join(chars)
-        value = zh_number(text) if text else None
-        if value and value < 100000 and text in numeral_forms(value):
-            found.add(value)
-    return frozenset(found)
 
 
 # ---- residue -----------------------------------------------------------------------------
@@ -265,7 +153,7 @@ class NoisyHeading:
     title: str
 
 
-_HEAD_RUN_CHARS = _NUMERAL_CHARS | frozenset(NOISE_MARKS)
+_HEAD_RUN_CHARS = NUMERAL_CHARS | frozenset(NOISE_MARKS)
 _HEADING_STARTS = frozenset("第" + NOISE_MARKS + "\u200b\u200c\u200d\u2060\ufeff\u00ad")
 
 
@@ -354,7 +242,7 @@ def parse_noisy_heading(line: str) -> NoisyHeading | None:
     if _QUESTION.search(line):
         return None
     end = 1
-    while end < len(line) and (line[end] in _NUMERAL_CHARS or line[end] in NOISE_MARKS):
+    while end < len(line) and (line[end] in NUMERAL_CHARS or line[end] in NOISE_MARKS):
         end += 1
     run = line[1:end]
     parses: list[tuple[str, str | None, str]] = []
@@ -369,7 +257,7 @@ def parse_noisy_heading(line: str) -> NoisyHeading | None:
     for template, unit, rest in parses:
         if numbers and unit is None and not unit_lost:
             break  # the unit is there: a mark in the ordinal does not stand for it
-        if unit is None and line[0] != "第" and not any(ch in _NUMERAL_CHARS for ch in template):
+        if unit is None and line[0] != "第" and not any(ch in NUMERAL_CHARS for ch in template):
             continue  # nothing of the ordinal left but marks: too little of a heading
         if not _title_fits(rest):
             continue

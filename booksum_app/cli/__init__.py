@@ -10,19 +10,13 @@ import threading
 import click
 
 from booksum_app import __version__
-from booksum_app.cli.base import (
-    EXIT_CODES,
-    Verbosity,
-    handle_errors,
-    page_heartbeat,
-    shared_options,
-    thread_error_line,
-)
+from booksum_app.cli.base import EXIT_CODES, Verbosity, handle_errors, shared_options, thread_error_line
 from booksum_app.cli.cache import cache_command
 from booksum_app.cli.compare import compare_command
 from booksum_app.cli.consoles import quiet_broken_pipe
 from booksum_app.cli.data import data_command
 from booksum_app.cli.inspect import inspect_command
+from booksum_app.cli.live import page_heartbeat
 from booksum_app.cli.logs import logs_command
 from booksum_app.cli.models import models_command
 from booksum_app.cli.score import score_command

@@ -8,22 +8,19 @@ paths, server messages) is escaped with ``esc`` or printed with ``markup=False``
 from __future__ import annotations
 
 import math
-import os
 import sqlite3
 import sys
 import threading
-import time
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from booksum_app.config import (
     DEFAULT_MAX_PLAN_COST_USD,
     DEFAULT_TIMEOUT_S,
-    HEARTBEAT_S,
     MAX_TIMEOUT_S,
     REASONING_EFFORTS,
     THINKING_MODES,
@@ -149,141 +146,6 @@ def thread_error_line(args: threading.ExceptHookArgs) -> None:
         detail = server_message(str(exc), *environment_secrets()) or "no message"
         message = f"a thread {getattr(args.thread, 'name', '')!r} ended with {type(exc).__name__}: {detail}"
     _error_console.print(f"[bold red]error:[/] {esc(message)}", highlight=False, soft_wrap=True)
-
-
-class Heartbeat:
-    """A progress line on stderr at least every ``BOOKSUM_HEARTBEAT_S`` (30 s) when stderr is not a terminal.
-
-    Logs, CI and ``nohup`` see no live progress bar; without this a hung server would be an
-    hour of silence. On a terminal the progress bar already says everything.
-    """
-
-    def __init__(self, line: Callable[[], str]) -> None:
-        self._line = line
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> Self:
-        if not err_console.is_terminal:
-            self._thread = threading.Thread(target=self._run, name="booksum-heartbeat", daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _run(self) -> None:
-        interval_s = heartbeat_interval(os.environ.get("BOOKSUM_HEARTBEAT_S"))
-        start = time.monotonic()
-        while not self._stop.wait(interval_s):
-            line = f"booksum [{time.monotonic() - start:.0f}s] {self._line()}"
-            err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
-
-
-def page_heartbeat() -> Callable[[str, int, int], None]:
-    """A reader's page progress as a line on stderr every ``BOOKSUM_HEARTBEAT_S`` (30 s) of one read
-    (a PDF of thousands of pages takes minutes); a terminal gets it too: no progress bar runs then."""
-    started: dict[str, float] = {}
-    said: dict[str, float] = {}
-
-    def heartbeat(name: str, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done <= 1 or name not in started:
-            started[name] = said[name] = now
-        if now - said[name] >= heartbeat_interval(os.environ.get("BOOKSUM_HEARTBEAT_S")):
-            said[name] = now
-            line = f"booksum [{now - started[name]:.0f}s] reading {name}: page {done:,} of {total:,}"
-            err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
-
-    return heartbeat
-
-
-HEARTBEAT_MIN_S = 0.1  # a smaller interval would flood the log (0 was a busy loop)
-HEARTBEAT_MAX_S = 86_400.0  # a day; threading's wait() overflows near 1e10 s (a traceback in the thread)
-
-
-def heartbeat_interval(raw: str | None) -> float:
-    """``BOOKSUM_HEARTBEAT_S`` as seconds: a finite number clamped to [0.1 s, a day], else the default."""
-    try:
-        value = float(raw) if raw else HEARTBEAT_S
-    except ValueError:
-        return HEARTBEAT_S
-    return min(HEARTBEAT_MAX_S, max(HEARTBEAT_MIN_S, value)) if math.isfinite(value) else HEARTBEAT_S
-
-
-def _eta_s(snap: Snapshot) -> float | None:
-    eta = getattr(snap, "eta_s", None)  # summarize: from the planned calls
-    if eta is None and getattr(snap, "running", None) is not None and snap.done and snap.total > snap.done:
-        eta = snap.elapsed_s / snap.done * (snap.total - snap.done)  # compare: from summaries done
-    return eta
-
-
-def stats_text(snap: Snapshot) -> str:
-    """Calls, calls in flight, tokens, dollars and ETA of a progress snapshot, compact enough for 60 columns."""
-    eta = _eta_s(snap)
-    eta_text = f" · ETA {int(eta) // 60}:{int(eta) % 60:02d}" if eta is not None else ""
-    in_flight_limit = getattr(snap, "limit", 0)  # summarize's adaptive limit; compare shows none
-    limit = f" (limit {in_flight_limit})" if in_flight_limit else ""
-    inside = " · ".join(text for _, text in _call_parts(snap))
-    return (f"calls {snap.calls} ({snap.cache_hits} cached) · {snap.in_flight} in flight{limit} · "
-            f"{snap.input_tokens:,}+{snap.output_tokens:,} tok · {usd(snap.cost_usd, digits=4)}{eta_text}"
-            + (f" · {inside}" if inside else ""))
-
-
-def _call_parts(snap: Snapshot) -> list[tuple[int, str]]:
-    """The embedded model's call in progress: tokens moving, and the CPU when the machine is busy."""
-    call = getattr(snap, "call", None)
-    if call is None:
-        return []
-    from booksum_app.runners.progress import call_parts
-
-    return call_parts(call)
-
-
-def stat_parts(snap: Snapshot) -> list[tuple[int, str]]:
-    """The figures of :func:`stats_text` as ``(priority, text)`` parts: calls and dollars first."""
-    eta = _eta_s(snap)
-    in_flight_limit = getattr(snap, "limit", 0)  # summarize's adaptive limit; compare shows none
-    limit = f" (limit {in_flight_limit})" if in_flight_limit else ""
-    parts = [(0, f"calls {snap.calls} ({snap.cache_hits} cached)"), (4, f"{snap.in_flight} in flight{limit}"),
-             (3, f"{snap.input_tokens:,}+{snap.output_tokens:,} tok"), (1, f"{usd(snap.cost_usd, digits=4)}")]
-    if eta is not None:
-        parts.append((2, f"ETA {int(eta) // 60}:{int(eta) % 60:02d}"))
-    return parts + [(0 if p == 0 else 2, text) for p, text in _call_parts(snap)]
-
-
-_LABEL_WIDTH, _BAR_WIDTH, _ELAPSED_WIDTH, _GAPS = 28, 10, 7, 4  # the progress line's fixed columns and spaces
-
-
-def fitted_stats(snap: Snapshot, *, label: str, count: str) -> str:
-    """The figures that fit on the progress line beside ``label`` and ``count``, whole: a figure
-    that does not fit is left out, never cut (the heartbeat and the record carry them all)."""
-    from booksum_app.runners.progress import fit_parts
-
-    room = err_console.width - min(len(label), _LABEL_WIDTH) - _BAR_WIDTH - len(count) - _ELAPSED_WIDTH - _GAPS
-    return fit_parts(stat_parts(snap), max(12, room))
-
-
-def progress_bar(label: str, count: str) -> Progress:
-    """The live display, one line: label, bar, done/total, elapsed, then the figures of
-    :func:`fitted_stats` (those that fit the terminal's width, whole)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Column
-
-    columns = [TextColumn(label, table_column=Column(no_wrap=True, max_width=_LABEL_WIDTH, overflow="ellipsis")),
-               BarColumn(bar_width=_BAR_WIDTH), TextColumn(count), TimeElapsedColumn(),
-               TextColumn("{task.fields[stats]}", table_column=Column(ratio=1, no_wrap=True, overflow="crop"))]
-    # out of a terminal the heartbeat speaks; a live display there only left a blank first line
-    return Progress(*columns, console=err_console, transient=True, expand=True, disable=not err_console.is_terminal)
-
-
-def snapshot_line(snap: Snapshot) -> str:
-    """The heartbeat's line: stage, done/total and :func:`stats_text`."""
-    done = f" {snap.done}/{snap.total}" if getattr(snap, "total", 0) else ""
-    stage = getattr(snap, "stage", None) or "summaries"
-    return f"{stage}{done}: {stats_text(snap)}"
 
 
 def _spent_before(exc: BooksumError) -> str:
@@ -541,7 +403,6 @@ __all__ = [
     "CONTEXT_WINDOW_HELP",
     "EXIT_CODES",
     "LLM_OPTION_NAMES",
-    "Heartbeat",
     "Verbosity",
     "ask_or_decline",
     "call_printer",
@@ -550,14 +411,11 @@ __all__ = [
     "emit_json",
     "err_console",
     "esc",
-    "fitted_stats",
     "handle_errors",
     "json_file",
     "json_option",
     "judge_mode",
     "llm_options",
     "llm_settings",
-    "progress_bar",
     "shared_options",
-    "snapshot_line",
 ]

@@ -10,7 +10,6 @@ import click
 
 from booksum_app.cli.base import (
     LLM_OPTION_NAMES,
-    Heartbeat,
     confirm_plan,
     emit_json,
     err_console,
@@ -22,10 +21,10 @@ from booksum_app.cli.base import (
     llm_options,
     llm_settings,
     plan_options,
-    snapshot_line,
 )
 from booksum_app.cli.book_input import print_book_warnings
 from booksum_app.cli.compare_render import plan_dict, refuse_empty_summaries, render_compare, render_plan
+from booksum_app.cli.live import Heartbeat, snapshot_line
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_SUMMARY_TOKENS, LANG_CHOICES
 from booksum_app.prompts import DIRECT_TEMPLATES

@@ -10,24 +10,21 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from booksum_app.cli.base import (
-    Heartbeat,
     call_printer,
     confirm_plan,
     console,
     err_console,
-    fitted_stats,
     handle_errors,
     json_option,
     llm_options,
     llm_settings,
     plan_options,
-    progress_bar,
-    snapshot_line,
 )
 from booksum_app.cli.base import (
     judge_mode as choose_judge_mode,
 )
 from booksum_app.cli.consoles import print_signature
+from booksum_app.cli.live import Heartbeat, fitted_stats, progress_bar, snapshot_line
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import DEFAULT_BATCH_SIZE, JUDGE_MODES
 from booksum_app.files import files_in

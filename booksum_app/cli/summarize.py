@@ -9,22 +9,19 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from booksum_app.cli.base import (
-    Heartbeat,
     Verbosity,
     call_printer,
     confirm_plan,
     console,
     err_console,
-    fitted_stats,
     handle_errors,
     llm_options,
     llm_settings,
     plan_options,
-    progress_bar,
-    snapshot_line,
 )
 from booksum_app.cli.book_input import book_from_arg, print_book_warnings
 from booksum_app.cli.consoles import print_with_signature
+from booksum_app.cli.live import Heartbeat, fitted_stats, progress_bar, snapshot_line
 from booksum_app.cli.model_notes import print_model_notes
 from booksum_app.config import (
     DEFAULT_CHUNK_SIZE,
