@@ -250,3 +250,19 @@ def test_a_noise_mark_at_every_position_of_a_heading(tmp_path: Path) -> None:
         chapters = open_book(path, lang="zh").selected_chapters()
         assert [c.title for c in chapters][2] == heading, heading
         assert [c.paragraphs[0][:7] for c in chapters] == [f"第{n}回第一" for n in range(100, 105)], heading
+
+
+@pytest.mark.xfail(strict=True, reason="known: a noisy heading between two chapters of identical titles, each under "
+                   "120 characters, reads as a repeat of the chapter before it")
+def test_a_noisy_heading_that_fills_the_sequence_is_not_a_repeat(tmp_path: Path) -> None:
+    # found by test_generated_web_copies_read_every_chapter_once_in_order: chapter 10's text is
+    # dropped as the residue between two copies of its heading
+    para = "话说第{n}回第{k}段，众人在园中说笑，一时散了，各自回房歇息去了。"
+    title = "丁丁丁丁丁 丁丁丁丁丁"
+    lines = [f"第九回 {title}", para.format(n=9, k=1), f"第十回 {title}", f"\u200b?第十回 {title}",
+             para.format(n=10, k=1), para.format(n=10, k=2), f"\u200b第十?回 {title}", para.format(n=11, k=1),
+             f"第十二回 {title}", para.format(n=12, k=1)]
+    path = tmp_path / "book.txt"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    chapters = open_book(path, lang="zh").selected_chapters()
+    assert [c.paragraphs[0].split("回")[0] for c in chapters] == ["话说第9", "话说第10", "话说第11", "话说第12"]
