@@ -3,4 +3,4 @@
 Bump it whenever behaviour changes numbers, and say which in CHANGELOG.md.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

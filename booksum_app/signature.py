@@ -1,6 +1,6 @@
 """Signature strings: every score and artifact says exactly how it was made (sacrebleu style).
 
-``booookscore|judge:gpt-4o|prompt:j4-3f2a9c|mode:sentence|split:punkt-en|splitv:1a2b3c|temp:0|v:0.2.0``
+``booookscore|judge:gpt-4o|prompt:j4-3f2a9c|mode:sentence|split:punkt-en|splitv:1a2b3c|temp:0|v:0.3.0``
 Two numbers are comparable only when their signatures match.
 
 The parts of booksum whose rules move numbers carry a rules version (:func:`rules_version`): a
