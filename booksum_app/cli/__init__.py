@@ -8,6 +8,7 @@ from __future__ import annotations
 import click
 
 from booksum_app import __version__
+from booksum_app.chunking.progress import report_chunking_to
 from booksum_app.cli.base import (
     EXIT_CODES,
     Verbosity,
@@ -16,6 +17,7 @@ from booksum_app.cli.base import (
     shared_options,
 )
 from booksum_app.cli.cache import cache_command
+from booksum_app.cli.chunk_heartbeat import chunk_heartbeat
 from booksum_app.cli.compare import compare_command
 from booksum_app.cli.consoles import quiet_broken_pipe
 from booksum_app.cli.data import data_command
@@ -37,6 +39,7 @@ def cli(quiet: bool, verbose: bool) -> None:
     Verbosity.apply(quiet=quiet, verbose=verbose)
     raise_open_files_limit()  # calls in flight each hold a connection
     report_pages_to(page_heartbeat())  # a long PDF says how far its reading is
+    report_chunking_to(chunk_heartbeat())  # ... and a book-long paragraph its chunking
 
 
 for command in (inspect_command, summarize_command, score_command, compare_command, models_command, cache_command,
