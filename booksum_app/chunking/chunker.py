@@ -15,6 +15,13 @@ Algorithm (greedy, one pass):
    the next word), so every closed chunk is counted once for real; if it is over budget its
    last unit goes back to the queue until it fits. ``Chunk.n_tokens == tokenizer.count(text)``.
 
+Cost: linear in the text whatever its paragraphs. A character is counted about three times
+(in its paragraph, its unit, its chunk), and a few times more where a span without whitespace
+is cut by characters (the search for a piece's end starts at ``chunk_size`` characters and
+doubles, never counting the rest of the span). Units are counted a batch at a time, with
+:func:`~booksum_app.chunking.progress.chunked` after each batch and each chunk, so a book that
+is one paragraph of 300,000 sentences says how far it is.
+
 Lossless, precisely: ``chunk.text`` is an exact substring of the selected text (``text`` for
 :func:`chunk_text`, ``book.text(include_front_matter=...)`` for :func:`chunk_book`), chunks appear
 in order and do not overlap, and everything between two consecutive chunks (and before the
