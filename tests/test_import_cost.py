@@ -75,3 +75,25 @@ def test_an_https_url_still_gets_the_sdk() -> None:
             "get_model('openai:gpt-4o', settings=LLMSettings(base_url='https://example.invalid/v1'))\n"
             "print('openai' in sys.modules)")
     assert run_python(code) == "True"
+
+
+# Loaded when the stand-in answers the first request of a whole summarize run (a fresh
+# interpreter, the reply hook runs in the same process): the book read, chunked and planned.
+FIRST_REQUEST_LOADS = """
+import os, sys
+from booksum_app.testing.fake_replies import default_reply
+from booksum_app.testing.fake_server import FakeServer
+from booksum_app.runners.summarize import summarize_book
+def reply(request):
+    print(",".join(m for m in sys.argv[2].split(",") if m in sys.modules) or "-", flush=True)
+    os._exit(0)
+with FakeServer(reply=reply) as server:
+    summarize_book(sys.argv[1], strategy="hier", model="openai:fake", base_url=server.openai_base_url)
+"""
+
+
+def test_the_first_request_of_a_run_finds_the_scoring_side_unloaded() -> None:
+    """Punkt (nltk) splits a paragraph only when it is over the chunk budget, which no sample
+    book's is at 2048; the judge, detectors and n-grams come after the last answer."""
+    loaded = run_python(FIRST_REQUEST_LOADS, str(book_path("time-machine")), ",".join(AFTER_THE_LAST_ANSWER))
+    assert loaded == "-", f"budget: loaded before the first request: {loaded}"

@@ -15,6 +15,13 @@ Algorithm (greedy, one pass):
    the next word), so every closed chunk is counted once for real; if it is over budget its
    last unit goes back to the queue until it fits. ``Chunk.n_tokens == tokenizer.count(text)``.
 
+Cost: linear in the text whatever its paragraphs. A character is counted about three times
+(in its paragraph, its unit, its chunk), and a few times more where a span without whitespace
+is cut by characters (the search for a piece's end starts at ``chunk_size`` characters and
+doubles, never counting the rest of the span). Units are counted a batch at a time, with
+:func:`~booksum_app.chunking.progress.chunked` after each batch and each chunk, so a book that
+is one paragraph of 300,000 sentences says how far it is.
+
 Lossless, precisely: ``chunk.text`` is an exact substring of the selected text (``text`` for
 :func:`chunk_text`, ``book.text(include_front_matter=...)`` for :func:`chunk_book`), chunks appear
 in order and do not overlap, and everything between two consecutive chunks (and before the
@@ -34,14 +41,16 @@ lines below do the same recursive descent (clauses -> words -> characters) with 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from booksum_app.chunking.base import Chunk, ChunkSpan, Tokenizer
-from booksum_app.chunking.sentences import detect_lang, sentence_spans
+from booksum_app.chunking.progress import chunked
+from booksum_app.chunking.sentences import detect_lang, iter_sentence_spans
 from booksum_app.chunking.tokens import count_many
 from booksum_app.errors import ConfigError
 
@@ -72,8 +81,9 @@ def chunk_text(
     """
     _check_chunk_size(chunk_size)
     spans = _paragraph_spans(text, 0, len(text))
-    units = _units(text, spans, [-1] * len(spans), chunk_size, tokenizer, lang)
-    return _pack(text, units, chunk_size, tokenizer, chapter_aware=False)
+    progress = _Progress("text", len(text))
+    units = _units(text, spans, [-1] * len(spans), chunk_size, tokenizer, lang, progress)
+    return _pack(text, units, chunk_size, tokenizer, chapter_aware=False, progress=progress)
 
 
 def chunk_book(
@@ -116,8 +126,9 @@ def chunk_book(
                 chapters.append(index)
             pos += len(paragraph)
     lang = _book_lang(book.language, text)
-    units = _units(text, spans, chapters, chunk_size, tokenizer, lang)
-    return _pack(text, units, chunk_size, tokenizer, chapter_aware=chapter_aware)
+    progress = _Progress(book.title or "the book", len(text))
+    units = _units(text, spans, chapters, chunk_size, tokenizer, lang, progress)
+    return _pack(text, units, chunk_size, tokenizer, chapter_aware=chapter_aware, progress=progress)
 
 
 def chunk_book_spans(
@@ -190,6 +201,35 @@ def _paragraph_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return spans
 
 
+class _Progress:
+    """Two passes over the selected text (cutting and counting units, then packing chunks), as
+    characters reached, to :func:`~booksum_app.chunking.progress.chunked`."""
+
+    def __init__(self, name: str, n_chars: int) -> None:
+        self.name, self.n_chars = name, n_chars
+
+    def cut(self, position: int) -> None:
+        chunked(self.name, position, 2 * self.n_chars)
+
+    def packed(self, position: int) -> None:
+        chunked(self.name, self.n_chars + position, 2 * self.n_chars)
+
+
+_BATCH = 1024  # spans counted between two progress reports
+
+
+def _counted(
+    text: str, spans: Iterable[tuple[int, int]], tokenizer: Tokenizer, progress: _Progress
+) -> Iterator[tuple[int, int, int]]:
+    """``(start, end, tokens)`` of each span, counted a batch at a time (a book-long paragraph
+    is hundreds of thousands of sentences), with progress after each batch."""
+    spans = iter(spans)
+    while batch := list(itertools.islice(spans, _BATCH)):
+        counts = count_many(tokenizer, [text[s:e] for s, e in batch])
+        yield from ((s, e, n) for (s, e), n in zip(batch, counts, strict=True))
+        progress.cut(batch[-1][1])
+
+
 def _units(
     text: str,
     spans: Sequence[tuple[int, int]],
@@ -197,68 +237,77 @@ def _units(
     budget: int,
     tokenizer: Tokenizer,
     lang: str,
+    progress: _Progress,
 ) -> list[_Unit]:
-    counts = count_many(tokenizer, [text[s:e] for s, e in spans])
     units: list[_Unit] = []
-    for (start, end), n, chapter in zip(spans, counts, chapters, strict=True):
+    for (start, end, n), chapter in zip(_counted(text, spans, tokenizer, progress), chapters, strict=True):
         if n <= budget:
             units.append(_Unit(start, end, n, chapter))
         else:
-            units.extend(_split_sentences(text, start, end, chapter, budget, tokenizer, lang))
+            units.extend(_split_sentences(text, start, end, chapter, budget, tokenizer, lang, progress))
     return units
 
 
 def _split_sentences(
-    text: str, start: int, end: int, chapter: int, budget: int, tokenizer: Tokenizer, lang: str
+    text: str, start: int, end: int, chapter: int, budget: int, tokenizer: Tokenizer, lang: str,
+    progress: _Progress,
 ) -> list[_Unit]:
-    paragraph = text[start:end]
-    spans = [(start + s, start + e) for s, e in sentence_spans(paragraph, lang=lang)]
-    spans = [sp for sp in (_strip_span(text, s, e) for s, e in spans) if sp is not None]
-    counts = count_many(tokenizer, [text[s:e] for s, e in spans])
+    sentences = ((start + s, start + e) for s, e in iter_sentence_spans(text[start:end], lang=lang))
+    spans = (sp for sp in itertools.starmap(functools.partial(_strip_span, text), sentences) if sp is not None)
     units: list[_Unit] = []
-    for (s, e), n in zip(spans, counts, strict=True):
+    for s, e, n in _counted(text, spans, tokenizer, progress):
         if n <= budget:
             units.append(_Unit(s, e, n, chapter))
         else:
-            units.extend(_split_finer(text, s, e, chapter, budget, tokenizer, level=0))
+            units.extend(_split_finer(text, s, e, chapter, budget, tokenizer, progress, level=0))
     return units
 
 
 def _split_finer(
-    text: str, start: int, end: int, chapter: int, budget: int, tokenizer: Tokenizer, *, level: int
+    text: str, start: int, end: int, chapter: int, budget: int, tokenizer: Tokenizer, progress: _Progress,
+    *, level: int,
 ) -> list[_Unit]:
     """Cut an over-budget sentence at clause ends (level 0), whitespace (1), then characters (2)."""
     if level >= 2:
         return _split_chars(text, start, end, chapter, budget, tokenizer)
     cuts = [start]
     if level == 0:
-        cuts += [start + m.end() for m in _CLAUSE_END_RE.finditer(text[start:end])]
+        cuts += [m.end() for m in _CLAUSE_END_RE.finditer(text, start, end)]
     else:
-        cuts += [start + m.start() for m in _WORD_RE.finditer(text[start:end])][1:]
+        cuts += [m.start() for m in _WORD_RE.finditer(text, start, end)][1:]
     cuts.append(end)
-    spans = [sp for sp in (_strip_span(text, a, b) for a, b in itertools.pairwise(cuts)) if sp]
-    counts = count_many(tokenizer, [text[s:e] for s, e in spans])
+    spans = (sp for sp in (_strip_span(text, a, b) for a, b in itertools.pairwise(cuts)) if sp)
     units: list[_Unit] = []
-    for (s, e), n in zip(spans, counts, strict=True):
+    for s, e, n in _counted(text, spans, tokenizer, progress):
         if n <= budget:
             units.append(_Unit(s, e, n, chapter))
         else:
-            units.extend(_split_finer(text, s, e, chapter, budget, tokenizer, level=level + 1))
+            units.extend(_split_finer(text, s, e, chapter, budget, tokenizer, progress, level=level + 1))
     return units
 
 
 def _split_chars(
     text: str, start: int, end: int, chapter: int, budget: int, tokenizer: Tokenizer
 ) -> list[_Unit]:
-    """Longest prefixes within budget, found by bisection on characters."""
+    """Longest prefixes within budget, found by bisection on characters.
+
+    The bisection's upper end is found by doubling from ``budget`` characters, so a piece costs
+    counts of about its own length, not of everything after it: a megabyte without a space
+    (a Chinese web copy without a full stop) is cut in linear time, not quadratic.
+    """
     units = []
     while start < end:
-        lo, hi = start + 1, end  # invariant: text[start:lo] fits unless lo == start + 1
+        lo = start + 1  # invariant: text[start:lo] fits unless lo == start + 1
         if tokenizer.count(text[start:lo]) > budget:
             raise ConfigError(
                 f"chunk size {budget} cannot hold the single character {text[start]!r} with "
                 f"tokenizer {tokenizer.name!r}; use a larger chunk size"
             )
+        step = budget
+        hi = min(end, lo + step)  # text[start:hi] is over budget, or hi == end
+        while hi < end and tokenizer.count(text[start:hi]) <= budget:
+            lo, step = hi, 2 * step
+            hi = min(end, lo + step)
         while lo < hi:
             mid = (lo + hi + 1) // 2
             if tokenizer.count(text[start:mid]) <= budget:
@@ -271,7 +320,8 @@ def _split_chars(
 
 
 def _pack(
-    text: str, units: Sequence[_Unit], budget: int, tokenizer: Tokenizer, *, chapter_aware: bool
+    text: str, units: Sequence[_Unit], budget: int, tokenizer: Tokenizer, *, chapter_aware: bool,
+    progress: _Progress,
 ) -> list[Chunk]:
     joiner_cost: dict[str, int] = {}
 
@@ -303,5 +353,6 @@ def _pack(
             j -= 1
         chapters = tuple(sorted({u.chapter for u in units[i:j] if u.chapter >= 0}))
         chunks.append(Chunk(len(chunks), chunk_text_, n_tokens, chapters, units[i].start))
+        progress.packed(units[j - 1].end)
         i = j
     return chunks

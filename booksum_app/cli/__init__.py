@@ -10,13 +10,14 @@ import threading
 import click
 
 from booksum_app import __version__
+from booksum_app.chunking.progress import report_chunking_to
 from booksum_app.cli.base import EXIT_CODES, Verbosity, handle_errors, shared_options, thread_error_line
 from booksum_app.cli.cache import cache_command
 from booksum_app.cli.compare import compare_command
 from booksum_app.cli.consoles import quiet_broken_pipe
 from booksum_app.cli.data import data_command
 from booksum_app.cli.inspect import inspect_command
-from booksum_app.cli.live import page_heartbeat
+from booksum_app.cli.live import chunk_heartbeat, page_heartbeat
 from booksum_app.cli.logs import logs_command
 from booksum_app.cli.models import models_command
 from booksum_app.cli.score import score_command
@@ -36,6 +37,7 @@ def cli(quiet: bool, verbose: bool) -> None:
     threading.excepthook = thread_error_line  # a plugin's thread that fails is one line, not a traceback
     raise_open_files_limit()  # calls in flight each hold a connection
     report_pages_to(page_heartbeat())  # a long PDF says how far its reading is
+    report_chunking_to(chunk_heartbeat())  # ... and a book-long paragraph its chunking
 
 
 for command in (inspect_command, summarize_command, score_command, compare_command, models_command, cache_command,

@@ -1,5 +1,5 @@
 """The lines that show a command is working: the heartbeat on a log, the progress bar's stats on a
-terminal (calls, tokens, spent, the ETA), a reader's page progress.
+terminal (calls, tokens, spent, the ETA), a reader's page progress, a long chunking's progress.
 
 Outside text in them (titles, file names) passes ``printable`` and is printed with ``markup=False``.
 """
@@ -161,10 +161,32 @@ def snapshot_line(snap: Snapshot) -> str:
     return f"{stage}{done}: {stats_text(snap)}"
 
 
+def chunk_heartbeat() -> Callable[[str, int, int], None]:
+    """A chunking's progress as a line on stderr every ``BOOKSUM_HEARTBEAT_S`` (30 s) of it; a
+    terminal gets it too (the progress bar, where one runs, names only the stage)."""
+    started: dict[str, float] = {}
+    said: dict[str, float] = {}
+    reached: dict[str, int] = {}
+
+    def heartbeat(name: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < reached.get(name, total + 1):  # a new chunking of this book
+            started[name] = said[name] = now
+        reached[name] = done
+        if now - said[name] >= heartbeat_interval(os.environ.get("BOOKSUM_HEARTBEAT_S")):
+            said[name] = now
+            line = (f"booksum [{now - started[name]:.0f}s] chunking {name}: "
+                    f"{100 * done // max(1, total)}% of {total // 2:,} characters")
+            err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+
+    return heartbeat
+
+
 __all__ = [
     "HEARTBEAT_MAX_S",
     "HEARTBEAT_MIN_S",
     "Heartbeat",
+    "chunk_heartbeat",
     "fitted_stats",
     "heartbeat_interval",
     "page_heartbeat",
