@@ -73,7 +73,7 @@ def test_compare_on_many_books_with_many_jobs_completes(
 
 @pytest.mark.parametrize(("model", "args", "toml", "jobs"), [
     ("openai:gpt-4o-mini", [], "", 32),  # a hosted API's adaptive limit starts at 128
-    ("local", [], "", 4),  # the embedded model answers one call at a time
+    pytest.param("local", [], "", 4, marks=pytest.mark.local_model),  # the embedded model: one call at a time
     ("openai:gpt-4o-mini", ["--concurrency", "256"], "", 64),  # enough books to fill 256 in flight
     ("openai:gpt-4o-mini", ["--concurrency", "8"], "", 4),
     ("openai:gpt-4o-mini", ["--concurrency", "100"], "", 25),

@@ -102,7 +102,7 @@ def test_a_long_read_reports_every_page_and_the_cli_prints_a_heartbeat(tmp_path:
         return slow(reader, index, name)
 
     monkeypatch.setattr(pdf, "_page_text", slowly)
-    result = CliRunner().invoke(cli, ["inspect", str(path)])
+    result = CliRunner().invoke(cli, ["inspect", str(path), "-m", "openai:gpt-4o"])
     assert result.exit_code == 0, result.output
     beats = [line for line in result.stderr.splitlines() if "reading long.pdf: page" in line]
     assert beats and all(" of " in line for line in beats), result.stderr

@@ -134,14 +134,14 @@ def test_score_shows_a_bar_over_the_planned_calls_with_eta_and_cost(
     """The bar's total is the plan's calls; its figures carry dollars and, mid-run, an ETA."""
     import json
 
-    from booksum_app.cli import base
+    from booksum_app.cli import live
 
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     updates: list[dict[str, object]] = []
     made = []
 
     def recording_bar(*args: object, **kwargs: object) -> object:
-        bar = base.progress_bar(*args, **kwargs)  # type: ignore[arg-type]
+        bar = live.progress_bar(*args, **kwargs)  # type: ignore[arg-type]
         real = bar.update
 
         def update(task: object, **fields: object) -> None:

@@ -80,7 +80,7 @@ def _check_installed(spec: ModelSpec) -> None:
     if spec.provider != "local":
         return
     if not _installed("llama_cpp"):
-        raise NotInstalled(f"the embedded model needs llama-cpp-python: {LOCAL_INSTALL}")
+        raise NotInstalled(f"the embedded model needs llama-cpp-python: {LOCAL_INSTALL} (or name another model, -m)")
     if spec.model_id:
         path = Path(spec.model_id).expanduser()
         if not path.is_file():
