@@ -80,13 +80,15 @@ def test_an_https_url_still_gets_the_sdk() -> None:
 # Loaded when the stand-in answers the first request of a whole summarize run (a fresh
 # interpreter, the reply hook runs in the same process): the book read, chunked and planned.
 FIRST_REQUEST_LOADS = """
-import os, sys
+import os, sys, threading
 from booksum_app.testing.fake_replies import default_reply
 from booksum_app.testing.fake_server import FakeServer
 from booksum_app.runners.summarize import summarize_book
+first = threading.Lock()  # the leaves arrive at once: only the first request answers, then the process ends
 def reply(request):
-    print(",".join(m for m in sys.argv[2].split(",") if m in sys.modules) or "-", flush=True)
-    os._exit(0)
+    with first:
+        print(",".join(m for m in sys.argv[2].split(",") if m in sys.modules) or "-", flush=True)
+        os._exit(0)
 with FakeServer(reply=reply) as server:
     summarize_book(sys.argv[1], strategy="hier", model="openai:fake", base_url=server.openai_base_url)
 """
