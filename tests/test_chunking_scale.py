@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from booksum_app.chunking import CallableTokenizer, Chunk, Tokenizer, chunk_text, get_tokenizer, split_sentences
 from booksum_app.chunking import chunker as chunker_module
-from booksum_app.chunking.progress import report_chunking_to
 from booksum_app.cli import cli
+from booksum_app.progress_hooks import CHUNKING
 
 _WORDS = ("the", "old", "man", "walked", "slowly", "under", "green", "river", "and", "saw", "a", "dog")
 
@@ -121,11 +121,11 @@ def test_one_paragraph_is_cut_as_its_sentences_set_as_paragraphs(n: int, budget:
 @contextmanager
 def recorded() -> Iterator[list[tuple[str, int, int]]]:
     seen: list[tuple[str, int, int]] = []
-    report_chunking_to(lambda name, done, total: seen.append((name, done, total)))
+    CHUNKING.report_to(lambda name, done, total: seen.append((name, done, total)))
     try:
         yield seen
     finally:
-        report_chunking_to(None)
+        CHUNKING.report_to(None)
 
 
 def test_chunking_reports_its_progress_in_order_to_the_end() -> None:
@@ -151,7 +151,7 @@ def test_a_long_chunking_prints_a_heartbeat(tmp_path: Path, monkeypatch: pytest.
     try:
         result = CliRunner().invoke(cli, ["inspect", str(path), "-m", "openai:gpt-4o"])
     finally:
-        report_chunking_to(None)
+        CHUNKING.report_to(None)
     assert result.exit_code == 0, result.output
     beats = [line for line in result.stderr.splitlines() if "chunking one-paragraph:" in line]
     assert beats and all("% of " in line and " characters" in line for line in beats), result.stderr

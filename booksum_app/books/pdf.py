@@ -28,7 +28,7 @@ counted) and the book :data:`TEXT_CHARS_PER_BYTE` times the file's size (at leas
 :data:`MIN_TEXT_CHARS`, at most :data:`MAX_TEXT_CHARS`). What passes a bound is refused with one
 line naming it (``BookFormatError``). The bounds are far past any book: text compresses three
 or four times in a PDF, and fonts and images only add bytes. Each page read is reported
-(``on_page``, else :mod:`booksum_app.reading_progress`), so the command line says how far a
+(``on_page``, else :data:`booksum_app.progress_hooks.PAGES`), so the command line says how far a
 long PDF is.
 """
 
@@ -51,7 +51,7 @@ from booksum_app.books.model import Book, Chapter, Dropped, counted_chars
 from booksum_app.books.pdf_text import blocks_text, edge_lines, page_blocks, strip_page_furniture
 from booksum_app.books.text import book_from_text, is_heading, join_lines, read_book_bytes
 from booksum_app.errors import BookFormatError, DRMProtectedError
-from booksum_app.reading_progress import PageProgress, pages_read
+from booksum_app.progress_hooks import PAGES, Progress
 
 # what pypdf raises on a damaged or hostile file (its own errors, and Python's from objects of
 # the wrong type where it expected others; NotImplementedError for a filter name it does not
@@ -273,7 +273,7 @@ def _check_content(reader: Any, count: int, file_bytes: int, name: str) -> None:
             )
 
 
-def _read_texts(reader: Any, count: int, file_bytes: int, name: str, on_page: PageProgress) -> list[str]:
+def _read_texts(reader: Any, count: int, file_bytes: int, name: str, on_page: Progress) -> list[str]:
     """Every page's text, each page and the whole within their bounds; progress after each page."""
     limit, total, texts = text_bound(file_bytes), 0, []
     for index in range(count):
@@ -301,7 +301,7 @@ def _kib(size: int) -> str:
 
 
 def read_pdf(path: Path, *, lang: str | None = None, include_front_matter: bool = False,
-             on_page: PageProgress | None = None) -> Book:
+             on_page: Progress | None = None) -> Book:
     """Read a PDF book.
 
     Args:
@@ -309,7 +309,7 @@ def read_pdf(path: Path, *, lang: str | None = None, include_front_matter: bool 
         lang: language override; detected by default.
         include_front_matter: accept a book of front and back matter only.
         on_page: called with (file name, pages read, pages) after each page; by default
-            :func:`booksum_app.reading_progress.pages_read`.
+            :data:`booksum_app.progress_hooks.PAGES`.
 
     Raises:
         DRMProtectedError: an encrypted PDF.
@@ -323,7 +323,7 @@ def read_pdf(path: Path, *, lang: str | None = None, include_front_matter: bool 
     except _DAMAGED as exc:  # a page tree pypdf cannot walk
         raise BookFormatError(f"{path.name}: its page tree cannot be read; use an undamaged copy") from exc
     _check_content(reader, count, len(data), path.name)
-    texts = _read_texts(reader, count, len(data), path.name, on_page or pages_read)
+    texts = _read_texts(reader, count, len(data), path.name, on_page or PAGES)
     _check_not_scanned(reader, texts, path.name)
     title, authors = _info(reader)
     entries = _outline(reader)

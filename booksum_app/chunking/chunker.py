@@ -19,7 +19,7 @@ Cost: linear in the text whatever its paragraphs. A character is counted about t
 (in its paragraph, its unit, its chunk), and a few times more where a span without whitespace
 is cut by characters (the search for a piece's end starts at ``chunk_size`` characters and
 doubles, never counting the rest of the span). Units are counted a batch at a time, with
-:func:`~booksum_app.chunking.progress.chunked` after each batch and each chunk, so a book that
+:data:`~booksum_app.progress_hooks.CHUNKING` after each batch and each chunk, so a book that
 is one paragraph of 300,000 sentences says how far it is.
 
 Lossless, precisely: ``chunk.text`` is an exact substring of the selected text (``text`` for
@@ -49,10 +49,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from booksum_app.chunking.base import Chunk, ChunkSpan, Tokenizer
-from booksum_app.chunking.progress import chunked
 from booksum_app.chunking.sentences import detect_lang, iter_sentence_spans
 from booksum_app.chunking.tokens import count_many
 from booksum_app.errors import ConfigError
+from booksum_app.progress_hooks import CHUNKING
 
 if TYPE_CHECKING:
     from booksum_app.books.model import Book
@@ -203,16 +203,16 @@ def _paragraph_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 class _Progress:
     """Two passes over the selected text (cutting and counting units, then packing chunks), as
-    characters reached, to :func:`~booksum_app.chunking.progress.chunked`."""
+    characters reached, to :data:`~booksum_app.progress_hooks.CHUNKING`."""
 
     def __init__(self, name: str, n_chars: int) -> None:
         self.name, self.n_chars = name, n_chars
 
     def cut(self, position: int) -> None:
-        chunked(self.name, position, 2 * self.n_chars)
+        CHUNKING(self.name, position, 2 * self.n_chars)
 
     def packed(self, position: int) -> None:
-        chunked(self.name, self.n_chars + position, 2 * self.n_chars)
+        CHUNKING(self.name, self.n_chars + position, 2 * self.n_chars)
 
 
 _BATCH = 1024  # spans counted between two progress reports

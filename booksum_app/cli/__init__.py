@@ -10,7 +10,6 @@ import threading
 import click
 
 from booksum_app import __version__
-from booksum_app.chunking.progress import report_chunking_to
 from booksum_app.cli.base import EXIT_CODES, Verbosity, handle_errors, shared_options, thread_error_line
 from booksum_app.cli.cache import cache_command
 from booksum_app.cli.compare import compare_command
@@ -24,7 +23,7 @@ from booksum_app.cli.score import score_command
 from booksum_app.cli.serve import serve_local_command
 from booksum_app.cli.summarize import summarize_command
 from booksum_app.llm.limiter import raise_open_files_limit
-from booksum_app.reading_progress import report_pages_to
+from booksum_app.progress_hooks import CHUNKING, PAGES
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
@@ -36,8 +35,8 @@ def cli(quiet: bool, verbose: bool) -> None:
     Verbosity.apply(quiet=quiet, verbose=verbose)
     threading.excepthook = thread_error_line  # a plugin's thread that fails is one line, not a traceback
     raise_open_files_limit()  # calls in flight each hold a connection
-    report_pages_to(page_heartbeat())  # a long PDF says how far its reading is
-    report_chunking_to(chunk_heartbeat())  # ... and a book-long paragraph its chunking
+    PAGES.report_to(page_heartbeat())  # a long PDF says how far its reading is
+    CHUNKING.report_to(chunk_heartbeat())  # ... and a book-long paragraph its chunking
 
 
 for command in (inspect_command, summarize_command, score_command, compare_command, models_command, cache_command,

@@ -57,22 +57,30 @@ class Heartbeat:
             err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
 
 
-def page_heartbeat() -> Callable[[str, int, int], None]:
-    """A reader's page progress as a line on stderr every ``BOOKSUM_HEARTBEAT_S`` (30 s) of one read
-    (a PDF of thousands of pages takes minutes); a terminal gets it too: no progress bar runs then."""
+def _work_heartbeat(line: Callable[[str, int, int], str]) -> Callable[[str, int, int], None]:
+    """A long piece of work's progress as ``line(name, done, total)`` on stderr every
+    ``BOOKSUM_HEARTBEAT_S`` (30 s) of it; a terminal gets it too (no progress bar runs then, or
+    it names only the stage). Work on a name whose ``done`` goes back is a new run of it."""
     started: dict[str, float] = {}
     said: dict[str, float] = {}
+    reached: dict[str, int] = {}
 
     def heartbeat(name: str, done: int, total: int) -> None:
         now = time.monotonic()
-        if done <= 1 or name not in started:
+        if done < reached.get(name, done + 1):  # the first report, or a new run on this name
             started[name] = said[name] = now
+        reached[name] = done
         if now - said[name] >= heartbeat_interval(os.environ.get("BOOKSUM_HEARTBEAT_S")):
             said[name] = now
-            line = f"booksum [{now - started[name]:.0f}s] reading {name}: page {done:,} of {total:,}"
-            err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+            text = f"booksum [{now - started[name]:.0f}s] {line(name, done, total)}"
+            err_console.print(printable(text), markup=False, highlight=False, soft_wrap=True)
 
     return heartbeat
+
+
+def page_heartbeat() -> Callable[[str, int, int], None]:
+    """A reader's page progress (a PDF of thousands of pages takes minutes)."""
+    return _work_heartbeat(lambda name, done, total: f"reading {name}: page {done:,} of {total:,}")
 
 
 HEARTBEAT_MIN_S = 0.1  # a smaller interval would flood the log (0 was a busy loop)
@@ -162,24 +170,9 @@ def snapshot_line(snap: Snapshot) -> str:
 
 
 def chunk_heartbeat() -> Callable[[str, int, int], None]:
-    """A chunking's progress as a line on stderr every ``BOOKSUM_HEARTBEAT_S`` (30 s) of it; a
-    terminal gets it too (the progress bar, where one runs, names only the stage)."""
-    started: dict[str, float] = {}
-    said: dict[str, float] = {}
-    reached: dict[str, int] = {}
-
-    def heartbeat(name: str, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < reached.get(name, total + 1):  # a new chunking of this book
-            started[name] = said[name] = now
-        reached[name] = done
-        if now - said[name] >= heartbeat_interval(os.environ.get("BOOKSUM_HEARTBEAT_S")):
-            said[name] = now
-            line = (f"booksum [{now - started[name]:.0f}s] chunking {name}: "
-                    f"{100 * done // max(1, total)}% of {total // 2:,} characters")
-            err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
-
-    return heartbeat
+    """A chunking's progress: ``total`` is two passes over the text's characters."""
+    return _work_heartbeat(lambda name, done, total:
+                           f"chunking {name}: {100 * done // max(1, total)}% of {total // 2:,} characters")
 
 
 __all__ = [
