@@ -21,7 +21,7 @@ from booksum_app.files import available_cores
 from booksum_app.llm.base import FINISH_LOOP, BackendBase, CallProgress, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.providers.local_progress import TokenWatch
 from booksum_app.llm.providers.local_weights import INSTALL_HINT, bundled_weights, fast_weights, open_llama
-from booksum_app.llm.providers.thinking import ThinkWatch, hidden_share
+from booksum_app.llm.providers.thinking import ThinkWatch, WatchedThinking, hidden_share
 
 DEFAULT_N_CTX = 8192  # SmolLM2's context window
 # recent llama.cpp states kept for prefix reuse, LRU; llama-cpp-python counts only the KV part
@@ -29,10 +29,11 @@ DEFAULT_N_CTX = 8192  # SmolLM2's context window
 KV_CACHE_BYTES = 256 << 20
 
 
-class LocalBackend(BackendBase):
+class LocalBackend(WatchedThinking, BackendBase):  # type: ignore[override]  # properties over plain defaults
     """Chat completions from a GGUF model in this process, one at a time."""
 
     kind = "local"
+    thinking_can_turn_off = False  # llama.cpp's embedded chat template is not told
     bounds_own_attempts = True  # an in-process model: no peer to wait for, max_tokens bounds it
     default_concurrency = 1
 
@@ -85,16 +86,6 @@ class LocalBackend(BackendBase):
         # the weights' file name: part of the call cache identity (a different GGUF, a different answer)
         self.base_url = self.model_path.name
         self._think = ThinkWatch(self.model_path.name)  # a thinking GGUF (Qwen3, R1 distills): its evidence and room
-
-    @property  # a thinking model's room grows once it is seen thinking
-    def extra_output_tokens(self) -> int:  # type: ignore[override]
-        """Room added to each request's max_tokens for a thinking model's reasoning."""
-        return self._think.room_tokens
-
-    @property
-    def reasoning_advice(self) -> str:  # type: ignore[override]
-        """What to do when the model spent its room on reasoning."""
-        return self._think.advice(can_turn_off=False)  # llama.cpp's embedded chat template is not told
 
     def close(self) -> None:
         """Free the model (llama.cpp context and weights)."""

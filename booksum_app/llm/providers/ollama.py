@@ -52,7 +52,7 @@ from booksum_app.jsonin import parse_json
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.deadline import HTTPX_POOL, MAX_REPLY_BYTES, attempt_deadline, deadline_transport, reply_over_cap
 from booksum_app.llm.http_status import error_detail, error_for_status
-from booksum_app.llm.providers.thinking import ThinkWatch, hidden_share, reasoning_field
+from booksum_app.llm.providers.thinking import ThinkWatch, WatchedThinking, hidden_share, reasoning_field
 from booksum_app.llm.request_key import request_seed
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -113,7 +113,7 @@ def fit_num_ctx(prompt_tokens: int, max_tokens: int, context_length: int) -> int
     return min(size, context_length)
 
 
-class OllamaBackend(BackendBase):
+class OllamaBackend(WatchedThinking, BackendBase):  # type: ignore[override]  # properties over plain defaults
     """Chat completions through Ollama's native ``/api/chat``."""
 
     kind = "ollama"
@@ -176,16 +176,6 @@ class OllamaBackend(BackendBase):
                 if isinstance(digest, str) and 0 < len(digest) <= 200 and digest.isprintable():
                     return digest
         return None
-
-    @property  # a thinking model's room grows once it is seen thinking
-    def extra_output_tokens(self) -> int:  # type: ignore[override]
-        """Room added to each request's ``num_predict`` for a thinking model's reasoning."""
-        return self._think.room_tokens
-
-    @property
-    def reasoning_advice(self) -> str:  # type: ignore[override]
-        """What to do when the model spent its room on reasoning."""
-        return self._think.advice()
 
     def count_tokens(self, text: str) -> int:
         """A conservative token count (Ollama has no tokenize endpoint)."""

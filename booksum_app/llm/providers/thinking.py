@@ -208,7 +208,26 @@ class ThinkWatch:
         return f"{more}, or turn its thinking off (--thinking off)" if can_turn_off else more
 
 
+
+class WatchedThinking:
+    """A backend whose model's thinking a :class:`ThinkWatch` (``_think``) follows: its reasoning
+    room and the advice a failure prints come from the watch. Mixed in before ``BackendBase``,
+    whose plain defaults these properties replace."""
+
+    _think: ThinkWatch
+    thinking_can_turn_off = True  # False where the model's chat template cannot be told (llama.cpp embedded)
+
+    @property  # a thinking model's room grows once it is seen thinking
+    def extra_output_tokens(self) -> int:
+        """Room added to each request's output budget for a thinking model's reasoning."""
+        return self._think.room_tokens
+
+    @property
+    def reasoning_advice(self) -> str:
+        """What to do when the model spent its room on reasoning."""
+        return self._think.advice(can_turn_off=self.thinking_can_turn_off)
+
 __all__ = [
-    "DEFAULT_THINKING_EFFORT", "THINKING_MODES", "THINKING_ROOM", "Split", "ThinkWatch", "hidden_share",
-    "known_to_think", "planned_room_tokens", "reasoning_field", "split_thinking",
+    "DEFAULT_THINKING_EFFORT", "THINKING_MODES", "THINKING_ROOM", "Split", "ThinkWatch", "WatchedThinking",
+    "hidden_share", "known_to_think", "planned_room_tokens", "reasoning_field", "split_thinking",
 ]

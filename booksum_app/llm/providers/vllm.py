@@ -50,7 +50,7 @@ from booksum_app.errors import (
 )
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.providers.batcher import Gatherer
-from booksum_app.llm.providers.thinking import ThinkWatch
+from booksum_app.llm.providers.thinking import ThinkWatch, WatchedThinking
 from booksum_app.llm.request_key import request_seed
 
 DATA_PARALLEL_REFUSED = (
@@ -189,7 +189,7 @@ def _import_vllm() -> Any:
     return vllm
 
 
-class VLLMBackend(BackendBase):
+class VLLMBackend(WatchedThinking, BackendBase):  # type: ignore[override]  # properties over plain defaults
     """A gathering backend over ``vllm.LLM``: thread-safe ``complete``, whole batches underneath."""
 
     kind = "vllm"
@@ -244,16 +244,6 @@ class VLLMBackend(BackendBase):
         self._gatherer: Gatherer[Request, Completion] = Gatherer(
             self._send, split_on=(ContextTooLong, _RequestRejected), name="booksum-vllm"
         )
-
-    @property  # a thinking model's room grows once it is seen thinking
-    def extra_output_tokens(self) -> int:  # type: ignore[override]
-        """Room added to each request's max_tokens for a thinking model's reasoning."""
-        return self._think.room_tokens
-
-    @property
-    def reasoning_advice(self) -> str:  # type: ignore[override]
-        """What to do when the model spent its room on reasoning."""
-        return self._think.advice()
 
     @property
     def batch_sizes(self) -> list[int]:
