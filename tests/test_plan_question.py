@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import sys
 import time
 from pathlib import Path
@@ -46,6 +47,19 @@ def _read_until(fd: int, marker: bytes, timeout_s: float) -> bytes:
     return seen
 
 
+def _exit_status(pid: int, timeout_s: float) -> int:
+    """The child's wait status, or, when it has not ended within ``timeout_s``, the status of
+    killing it: a child that never answers fails the test instead of hanging the suite."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    return os.waitpid(pid, 0)[1]
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
 def test_ctrl_c_at_the_terminal_question_exits_6_and_sends_nothing(tmp_path: Path) -> None:
     import pty
@@ -63,7 +77,7 @@ def test_ctrl_c_at_the_terminal_question_exits_6_and_sends_nothing(tmp_path: Pat
         asked = _read_until(fd, b"[y/N]", 60)
         os.write(fd, b"\x03")
         said = _read_until(fd, b"nothing was spent", 30)
-        _, status = os.waitpid(pid, 0)
+        status = _exit_status(pid, 30)
         os.close(fd)
         requests = server.requests
     assert b"Run it?" in asked, asked[-400:]
