@@ -9,12 +9,14 @@ an answer, retry it, and never send a request twice.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import select
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,7 +53,8 @@ class RawPeer:
     """Answers each request with the next scripted action; after the script, good replies.
 
     Actions: ``("send", bytes)`` keeps the connection open, ``("send_close", bytes)`` closes it
-    after sending, ``("idle_close", bytes)`` sends then closes it 50 ms later without saying so.
+    after sending, ``("idle_close", bytes)`` sends then closes it 50 ms later without saying so,
+    ``("drip", bytes)`` sends the head at once and then a byte of the body every 0.2 s.
     """
 
     def __init__(self, script: list[tuple[str, bytes]]) -> None:
@@ -90,6 +93,16 @@ class RawPeer:
                     self.bodies.append(body)
                     action, data = (self.script.pop(0) if self.script
                                     else ("send", http_reply(json.dumps(GOOD).encode())))
+                if action == "drip":
+                    head, _, rest = data.partition(b"\r\n\r\n")
+                    try:
+                        conn.sendall(head + b"\r\n\r\n")
+                        for i in range(len(rest)):
+                            time.sleep(0.2)
+                            conn.sendall(rest[i : i + 1])
+                    except OSError:
+                        return  # the client gave up
+                    continue
                 conn.sendall(data)
                 if action == "send_close":
                     return
@@ -223,6 +236,41 @@ def test_a_reply_over_the_size_limit_is_refused(
     with pytest.raises(TransientModelError, match="larger than"):
         client.complete(REQ)
     assert len(peer.bodies) == 2
+    peer.close()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("says_close", [False, True], ids=["keep-alive", "connection-close"])
+def test_a_dripping_body_is_cut_at_the_timeout_whether_or_not_the_server_says_it_will_close(
+    transport: str, says_close: bool, tmp_path: Path, opened: list[Client]
+) -> None:
+    """http.client hands the socket to the response on "Connection: close": the deadline must
+    still reach it, and a failed read must still close it (an unclosed socket fails this test)."""
+    headers = ("Connection: close",) if says_close else ()
+    peer = RawPeer([("drip", http_reply(json.dumps(GOOD).encode(), headers=headers))])
+    client = client_for(peer, transport, tmp_path, opened, max_attempts=1, timeout_s=1.0)
+    started = time.monotonic()
+    with pytest.raises(TransientModelError, match="timed out|no complete reply"):
+        client.complete(REQ)
+    assert time.monotonic() - started < 5, "the attempt's deadline, not the body's pace"
+    assert len(peer.bodies) == 1
+    peer.close()
+
+
+@pytest.mark.parametrize("says_close", [False, True], ids=["keep-alive", "connection-close"])
+def test_a_reply_over_the_size_limit_closes_its_socket(
+    says_close: bool, tmp_path: Path, opened: list[Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(http_json, "MAX_BODY_BYTES", 1000)
+    headers = ("Connection: close",) if says_close else ()
+    huge = json.dumps({**GOOD, "padding": "x" * 5000}).encode()
+    peer = RawPeer([("send", http_reply(huge, headers=headers))])
+    client = client_for(peer, "direct", tmp_path, opened, max_attempts=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        with pytest.raises(TransientModelError, match="larger than"):
+            client.complete(REQ)
+        gc.collect()
     peer.close()
 
 

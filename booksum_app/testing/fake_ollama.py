@@ -128,6 +128,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("content-type", "application/json; charset=utf-8")
             self.send_header("content-length", str(size))
+            self.send_header("connection", "close")  # said, as real servers do when they hang up
             self.end_headers()
             block = b"[" * min(size, 2**20)
             for _ in range(size // len(block)):
@@ -142,6 +143,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("content-type", "application/json; charset=utf-8")
             self.send_header("content-length", str(len(data)))
+            self.send_header("connection", "close")
             self.end_headers()
             self.wfile.flush()
             for i in range(len(data)):

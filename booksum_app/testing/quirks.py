@@ -94,6 +94,9 @@ QUIRKS = USAGE_QUIRKS + TRANSPORT_QUIRKS + BODY_QUIRKS
 DEEP_LEVELS = 100_000
 HUGE_TEXT_BYTES = 8 * 2**20
 HUGE_BODY_BYTES = 100 * 2**20
+# A reply after which the server hangs up says so, as real servers do; without it the client may
+# send its next request down the same socket and race the close ("closed without reply").
+CLOSE = "Connection: close\r\n"
 REASONING_TOKENS = 700
 HUGE_TOKENS = 10**13
 FAR_RETRY_AFTER_S = 999_999_999
@@ -178,7 +181,7 @@ def _body_quirk(handler: QuirkHandler, fake: QuirkServer, api: str, payload: dic
     handler._leave_once()
     handler.close_connection = True
     size = DEEP_LEVELS if quirk == "deepjson" else HUGE_BODY_BYTES
-    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n".encode()
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n{CLOSE}\r\n".encode()
     try:
         _send(handler, head)
         if quirk == "deepjson":
@@ -203,7 +206,7 @@ def _transport_quirk(handler: QuirkHandler, fake: QuirkServer, api: str, payload
         body = anthropic_body(payload, text, "end_turn", input_tokens=n_in, output_tokens=n_out,
                               cache_read=0, cache_write=0)
     data = json.dumps(body).encode()
-    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n{CLOSE}\r\n".encode()
     handler._leave_once()
     handler.close_connection = True
     try:

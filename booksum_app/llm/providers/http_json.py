@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import http.client
 import select
+import socket
 import threading
 import zlib
 from dataclasses import dataclass
@@ -89,14 +90,30 @@ class JsonPoster:
         if connection.sock is not None:
             connection.sock.settimeout(limit_s)
         expired: list[bool] = []
+        # http.client hands the socket to the response when the server says "Connection: close"
+        # (connection.sock is None from then on): keep it here so the watchdog can still cut a
+        # dripping body and a failure still closes it.
+        held: list[socket.socket] = []
+        response: http.client.HTTPResponse | None = None
 
         def expire() -> None:
             expired.append(True)
             shut_down(connection.sock)
+            for sock in held:
+                shut_down(sock)
+
+        def close_all() -> None:
+            if response is not None:
+                response.close()
+            connection.close()
 
         watch = WATCHDOG.arm(limit_s, expire)
         try:
             connection.request("POST", self._prefix + path, body=body, headers=self._headers)
+            if connection.sock is not None:
+                held.append(connection.sock)
+                if expired:  # the deadline passed while connecting
+                    shut_down(connection.sock)
             response = connection.getresponse()
             data = response.read(MAX_BODY_BYTES + 1)
             if len(data) > MAX_BODY_BYTES:
@@ -105,23 +122,23 @@ class JsonPoster:
             data = _decoded(data, headers.get("content-encoding", "identity"))
         except HttpFailure:
             WATCHDOG.disarm(watch)
-            connection.close()
+            close_all()
             raise
         except TimeoutError as exc:
             WATCHDOG.disarm(watch)
-            connection.close()
+            close_all()
             raise HttpFailure("timed out", timed_out=True) from exc
         except (OSError, http.client.HTTPException, zlib.error, ValueError) as exc:
             WATCHDOG.disarm(watch)
-            connection.close()
+            close_all()
             if expired:
                 raise HttpFailure(f"no complete reply within {limit_s:g} s", timed_out=True) from exc
             raise HttpFailure(_describe(exc)) from exc
         if not WATCHDOG.disarm(watch):  # the deadline passed: what was read may be cut short
-            connection.close()
+            close_all()
             raise HttpFailure(f"no complete reply within {limit_s:g} s", timed_out=True)
         if response.will_close or not response.isclosed():
-            connection.close()
+            close_all()
         else:
             self._give_back(connection)
         return HttpReply(response.status, headers, data)
