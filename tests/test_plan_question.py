@@ -47,17 +47,20 @@ def _read_until(fd: int, marker: bytes, timeout_s: float) -> bytes:
     return seen
 
 
-def _exit_status(pid: int, timeout_s: float) -> int:
+def _exit_status(pid: int, fd: int, timeout_s: float) -> tuple[int, bytes]:
     """The child's wait status, or, when it has not ended within ``timeout_s``, the status of
-    killing it: a child that never answers fails the test instead of hanging the suite."""
+    killing it and the stacks it printed (faulthandler, on SIGABRT): a child that never answers
+    fails the test with where it waits instead of hanging the suite."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
-            return status
+            return status, b""
         time.sleep(0.1)
+    os.kill(pid, signal.SIGABRT)
+    stacks = _read_until(fd, b"\x00never", 5)
     os.kill(pid, signal.SIGKILL)
-    return os.waitpid(pid, 0)[1]
+    return os.waitpid(pid, 0)[1], stacks
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
@@ -70,18 +73,18 @@ def test_ctrl_c_at_the_terminal_question_exits_6_and_sends_nothing(tmp_path: Pat
         pid, fd = pty.fork()
         if pid == 0:  # the child: booksum at a terminal
             env = dict(os.environ, OPENAI_API_KEY="dummy", BOOKSUM_CACHE_DIR=str(tmp_path / "cache"),
-                       BOOKSUM_CONFIG=str(tmp_path / "none.toml"), PYTHONPATH=str(root))
+                       BOOKSUM_CONFIG=str(tmp_path / "none.toml"), PYTHONPATH=str(root), PYTHONFAULTHANDLER="1")
             os.execve(sys.executable, [sys.executable, "-m", "booksum_app", "summarize", str(book), "-m", MODEL,
                                        "--base-url", server.openai_base_url, "--max-plan-cost", "0.000001",
                                        "-o", str(tmp_path / "out" / "lisk")], env)
         asked = _read_until(fd, b"[y/N]", 60)
         os.write(fd, b"\x03")
         said = _read_until(fd, b"nothing was spent", 30)
-        status = _exit_status(pid, 30)
+        status, stacks = _exit_status(pid, fd, 30)
         os.close(fd)
         requests = server.requests
     assert b"Run it?" in asked, asked[-400:]
-    assert os.waitstatus_to_exitcode(status) == PlanDeclined.exit_code == 6, said[-400:]
+    assert os.waitstatus_to_exitcode(status) == PlanDeclined.exit_code == 6, (said + stacks)[-3000:]
     assert b"declined: nothing was spent" in said and b"Traceback" not in said
     assert requests == [] and not (tmp_path / "out" / "lisk.json").exists()
 

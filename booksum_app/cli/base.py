@@ -359,11 +359,12 @@ def confirm_plan(cost_usd: float | None, *, max_plan_cost: float, yes: bool, wha
 def ask_or_decline(question: str, *, declined: str) -> None:
     """Ask a yes/no question on the terminal; a no (or end of input, or Ctrl-C at the prompt) is
     :class:`~booksum_app.errors.PlanDeclined`: one line, exit 6, never click's ``Aborted!``."""
+    from booksum_app.cli.ask import confirm
     from booksum_app.errors import PlanDeclined
 
     try:
-        agreed = click.confirm(question, default=False, err=True)
-    except click.Abort:  # click's answer to end of input or Ctrl-C at its prompt
+        agreed = confirm(question)
+    except KeyboardInterrupt:
         click.echo(err=True)  # the prompt's line has no end of its own
         agreed = False
     if not agreed:
