@@ -293,7 +293,8 @@ def test_a_hung_replica_costs_one_timeout_once(tmp_path: Path, monkeypatch: pyte
     """Calls stuck on a hung replica time out together, count as one failure, and no real call goes there again."""
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     monkeypatch.setenv("BOOKSUM_ENDPOINT_MAX_IN_FLIGHT", "3")
-    with FakeServer() as alive:
+    # the live replica answers in 0.1 s, so the first burst fills both replicas before any answer comes back
+    with FakeServer(latency_s=0.1) as alive:
         client = get_model("openai:gpt-4o-mini", settings=LLMSettings(
             base_url=f"{hung.url},{alive.openai_base_url}", cache_dir=tmp_path, concurrency=6, timeout_s=2.0))
         client._sleep = lambda seconds: None  # retries without waiting
@@ -304,7 +305,9 @@ def test_a_hung_replica_costs_one_timeout_once(tmp_path: Path, monkeypatch: pyte
         client.close()
         assert alive.call_count == 40, "every request answered there once: the three stuck ones were retried there"
     assert len(answers) == 40 and all(a.text for a in answers)
-    assert hung.posts() == 3, "only the first burst (the per-replica limit) was ever sent to the hung replica"
+    # how much of the first burst reaches the hung replica depends on thread timing (on a loaded machine the
+    # live replica may answer before the burst is out); that nothing follows it does not
+    assert 1 <= hung.posts() <= 3, "only the first burst (the per-replica limit) was ever sent to the hung replica"
     assert stuck.failures == 1, "three calls failing at one timeout are one failure"
 
 
