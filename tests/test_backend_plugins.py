@@ -206,10 +206,23 @@ class Quitter(EchoBackend):
         return super().complete(request)
 
 
+class Counted(EchoBackend):
+    """Counts how often booksum builds it: a plugin may check its key against the network when built."""
+
+    kind = "counted"
+    built = 0
+
+    @classmethod
+    def from_spec(cls, spec, settings, env):  # type: ignore[no-untyped-def]
+        Counted.built += 1
+        return cls(spec.info)
+
+
 def _plugin_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str, model: str = "urlchat:x") -> Any:
     from booksum_app.cli import cli
 
-    _install(tmp_path, monkeypatch, "urlchat = booksum_echo_plugin:UrllibChat\nquitter = booksum_echo_plugin:Quitter\n")
+    _install(tmp_path, monkeypatch, "urlchat = booksum_echo_plugin:UrllibChat\nquitter = booksum_echo_plugin:Quitter\n"
+             "counted = booksum_echo_plugin:Counted\n")
     monkeypatch.setenv("URLCHAT_API_KEY", URLCHAT_KEY)
     monkeypatch.setenv("BOOKSUM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("BOOKSUM_CONFIG", str(tmp_path / "none.toml"))
@@ -251,6 +264,17 @@ def test_a_plugin_failure_after_paid_calls_is_one_redacted_line_and_a_failed_rec
     assert "Zx9Yw8" not in result.output and "Traceback" not in result.output
     failed = json.loads((tmp_path / "out" / "lisk.failed.json").read_text(encoding="utf-8"))
     assert failed["status"] == "failed" and failed["totals"]["spent_usd"] > 0 and "Zx9Yw8" not in failed["error"]
+
+
+def test_a_plugin_backend_is_built_once_to_check_it_and_once_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command checks before it reads the book and its runner checks again; the second is not a second build."""
+    monkeypatch.setattr(Counted, "built", 0)
+    result = _plugin_run(tmp_path, monkeypatch, "--chunk-size", "64", "--yes", "-o", str(tmp_path / "out" / "lisk"),
+                         model="counted:x")
+    assert result.exit_code == 0, result.output
+    assert Counted.built == 2
 
 
 def test_a_plugin_that_raises_system_exit_fails_with_exit_4_and_its_record(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -36,6 +37,8 @@ VLLM_INSTALL = ("vLLM is not installed: pip install 'booksum[vllm]' on a CUDA ma
 OPENAI_KEY = ("No OpenAI API key: set OPENAI_API_KEY, or name a local OpenAI-compatible server "
               "(--base-url URL on the command line, base_url= in the library, or OPENAI_BASE_URL)")
 ANTHROPIC_KEY = "No Anthropic API key: set ANTHROPIC_API_KEY"
+_PLUGINS_BUILT: set[tuple[ModelSpec, LLMSettings, tuple[tuple[str, str], ...]]] = set()
+_LOCK = threading.Lock()
 
 
 def check_ready(specs: Iterable[ModelSpec], *, settings: LLMSettings = LLMSettings(),
@@ -61,7 +64,22 @@ def _check_key(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -
     if spec.provider == "anthropic" and not env.get("ANTHROPIC_API_KEY"):
         raise MissingAPIKey(ANTHROPIC_KEY)
     if spec.provider not in BUILTIN:  # a plugin says what it needs when it is built
-        _build_backend(spec, settings, env).close()
+        _check_plugin(spec, settings, env)
+
+
+def _check_plugin(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]) -> None:
+    """Build the plugin's backend and close it. A command checks before it reads its input and
+    its runner checks again (a library caller enters there): a build that passed is not repeated
+    while the spec, the settings and the environment are the same."""
+    key = (spec, settings, tuple(sorted(env.items())))
+    with _LOCK:
+        if key in _PLUGINS_BUILT:
+            return
+    _build_backend(spec, settings, env).close()
+    with _LOCK:
+        if len(_PLUGINS_BUILT) >= 64:
+            _PLUGINS_BUILT.clear()
+        _PLUGINS_BUILT.add(key)
 
 
 def _installed(module: str) -> bool:
