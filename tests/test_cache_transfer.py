@@ -91,6 +91,45 @@ def test_export_then_import_moves_every_answer_once(tmp_path: Path) -> None:
         other.close()
 
 
+def test_an_export_carries_the_server_that_answered_and_an_older_file_still_imports(tmp_path: Path) -> None:
+    one, other, old = CallCache(tmp_path / "one"), CallCache(tmp_path / "other"), CallCache(tmp_path / "old")
+    try:
+        key, request = keyed(7)
+        one.put(key, _answer("from the server", 7), meta=CallMeta(
+            request=request, server_url="http://gpu-a:8000/v1,http://gpu-b:8000/v1", server_identity="/m/qwen3-8b"))
+        path = tmp_path / "answers.jsonl"
+        export_answers(one, path)
+        assert import_answers(other, path) == (1, 1)
+        replayed = other.get(key)
+        assert replayed is not None and replayed.server == "http://gpu-a:8000/v1,http://gpu-b:8000/v1"
+        line = json.loads(path.read_text(encoding="utf-8"))
+        assert line["server_identity"] == "/m/qwen3-8b"
+        # a file written before the server was exported: the answer imports, without a server
+        older = {k: v for k, v in line.items() if k not in ("server_url", "server_identity")}
+        path.write_text(json.dumps(older) + "\n", encoding="utf-8")
+        assert import_answers(old, path) == (1, 1)
+        assert old.get(key).server is None  # type: ignore[union-attr]
+    finally:
+        one.close()
+        other.close()
+        old.close()
+
+
+@pytest.mark.parametrize("url", ["http://user:secret@gpu-a:8000/v1", "http://gpu-a:8000/v1?key=secret",
+                                 "http://gpu-a:8000/v1,https://u:p@gpu-b/v1"])
+def test_an_imported_server_url_with_more_than_its_public_form_is_refused(tmp_path: Path, url: str) -> None:
+    good = CallCache(tmp_path / "g")
+    good.put(keyed(1)[0], _answer("fine", 1), meta=CallMeta(request=keyed(1)[1]))
+    path = tmp_path / "answers.jsonl"
+    export_answers(good, path)
+    good.close()
+    line = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**line, "server_url": url}) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["cache", "--cache-dir", str(tmp_path / "c"), "--import", str(path)])
+    assert result.exit_code == 2 and "line 1: server_url: not the public form" in " ".join(result.output.split())
+    assert "secret" not in result.output
+
+
 @pytest.mark.parametrize(("line", "what"), [
     ("{not json", "line 2 is not valid JSON"),
     ('{"kind": "booksum.cache-answer", "key": "k"}', "line 2: input_tokens: not a whole number"),

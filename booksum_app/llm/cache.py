@@ -124,7 +124,7 @@ class CacheStats:
 
 EXPORT_COLUMNS = ("key", "text", "finish_reason", "input_tokens", "output_tokens", "cached_input_tokens",
                   "cache_write_input_tokens", "model", "created", "latency_s", "purpose", "request", "model_string",
-                  "run", "book")  # every column of ``calls`` but the server's (an import has none)
+                  "run", "book", "server_url", "server_identity")  # every column of ``calls``
 
 def _pid_alive(pid: int) -> bool:
     try:
@@ -460,7 +460,7 @@ class CallCache:
 
         ``rows`` is read as it is stored (a file streamed line by line); an error it raises rolls
         back every row stored before it."""
-        values = (tuple(row[c] for c in EXPORT_COLUMNS) for row in rows)
+        values = (tuple(row.get(c) for c in EXPORT_COLUMNS) for row in rows)  # older exports lack the server's
         with self._db() as db:
             before = db.total_changes
             db.execute("BEGIN IMMEDIATE")

@@ -1,8 +1,10 @@
 """Answers moved between call caches: ``booksum cache --export FILE`` / ``--import FILE``.
 
 The file is JSON lines, one stored answer a line, with every column of the cache's ``calls``
-table (:data:`~booksum_app.llm.cache.EXPORT_COLUMNS`: the request key, the answer, its usage
-and the logs' metadata; never a key or header). Shards that ran on several machines, each with
+table (:data:`~booksum_app.llm.cache.EXPORT_COLUMNS`: the request key, the answer, its usage,
+the logs' metadata and the server that answered, as a URL without credentials and the weights it
+reported; never a key or header). Files written before the server was exported import as
+answers without a server. Shards that ran on several machines, each with
 its own cache on a local disk, export theirs; the merging machine imports them all, so its
 judge calls are answered from the cache. Exports are written atomically (a temporary file
 renamed), so a killed export leaves no half file under the name; an import adds answers whose
@@ -30,6 +32,7 @@ from booksum_app.files import replacing
 from booksum_app.jsonin import parse_json, parse_json_or_none
 from booksum_app.llm.cache import WASTED_PREFIX, CallCache
 from booksum_app.llm.cache_rows import COLUMNS, row_problem
+from booksum_app.llm.origin import public_url
 from booksum_app.llm.request_key import stored_request_key
 
 EXPORT_KIND = "booksum.cache-answer"
@@ -120,7 +123,15 @@ def _problem(row: Any) -> str | None:
     unknown = sorted(set(row) - {"kind", *CHECKED})
     if unknown:
         return f"{unknown[0][:80]!r}: not a field of an exported answer"
-    return row_problem(row) or key_problem(row)
+    return row_problem(row) or key_problem(row) or _server_problem(row)
+
+
+def _server_problem(row: dict[str, Any]) -> str | None:
+    """A stored server URL is its public form (llm/origin.py): a line that names more is refused."""
+    url = row.get("server_url")
+    if isinstance(url, str) and any(public_url(u) != u.strip() for u in url.split(",") if u.strip()):
+        return "server_url: not the public form of a URL (no credentials, query or fragment)"
+    return None
 
 
 def import_answers(cache: CallCache, path: Path) -> tuple[int, int]:

@@ -28,7 +28,8 @@ NAMES = ("key", "finish_reason", "model", "purpose")
 TEXTS = ("text",)
 OPTIONAL_NAMES = ("model_string", "run", "book")
 OPTIONAL_TEXTS = ("request",)
-COLUMNS = (*NAMES, *TEXTS, *INTS, *TIMES, *OPTIONAL_NAMES, *OPTIONAL_TEXTS)
+SERVER = ("server_url", "server_identity")  # absent from files older booksums exported
+COLUMNS = (*NAMES, *TEXTS, *INTS, *TIMES, *OPTIONAL_NAMES, *OPTIONAL_TEXTS, *SERVER)
 
 
 def latest_created(now: float | None = None) -> float:
@@ -64,6 +65,10 @@ def row_problem(row: Mapping[str, Any], *, now: float | None = None) -> str | No
                 return f"{name}: not text"
             if len(value) > limit:
                 return f"{name}: longer than {limit:,} characters"
+    for name in SERVER:
+        value = row.get(name)
+        if value is not None and (not isinstance(value, str) or len(value) > MAX_NAME_CHARS):
+            return f"{name}: not text of at most {MAX_NAME_CHARS:,} characters"
     if not row["key"]:
         return "key: empty"
     if not row["text"].strip():
