@@ -131,6 +131,26 @@ def test_a_backend_cannot_claim_a_cache_hit() -> None:
     assert client.usage == Usage(10, 3)
 
 
+@pytest.mark.parametrize(("server", "kept"), [
+    ("http://gpu-a:8000/v1", True),
+    ("http://gpu-a:8000/v1,http://gpu-b:8000/v1", True),
+    ("http://user:" + KEY + "@gpu-a:8000/v1", False),  # a credential is never stored
+    ("http://gpu-a:8000/v1?key=" + KEY, False),
+    ("", False),
+    (42, False),
+])
+def test_a_backend_names_the_replica_that_answered_only_as_a_public_url(tmp_path: Path, server: Any,
+                                                                       kept: bool) -> None:
+    cache = CallCache(tmp_path / "cache")
+    client, _ = _client(lambda r: Completion("Mara bakes.", "stop", Usage(10, 3), server=server), cache=cache)
+    assert client.complete(REQ).server == (server if kept else None)
+    client.close()
+    reopened = CallCache(tmp_path / "cache")
+    replayed = reopened.get(client._key(REQ))
+    reopened.close()
+    assert replayed is not None and (replayed.server == server if kept else KEY not in str(replayed.server))
+
+
 def _hang_until(release: threading.Event) -> Callable[[Request], Any]:
     def answer(request: Request) -> Any:
         release.wait(30)

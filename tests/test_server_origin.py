@@ -163,6 +163,24 @@ def test_an_old_cache_migrates_and_its_answers_replay_as_unrecorded(tmp_path: Pa
     db.close()
 
 
+def test_each_answer_is_stored_with_the_replica_that_wrote_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from booksum_app.llm.base import Request
+    from booksum_app.llm.registry import LLMSettings, get_model
+
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    with FakeServer(latency_s=0.05) as a, FakeServer(latency_s=0.05) as b:
+        client = get_model(f"openai:{MODEL}", settings=LLMSettings(
+            base_url=f"{a.openai_base_url},{b.openai_base_url}", cache_dir=tmp_path / "cache", concurrency=8))
+        client.complete_many([Request(prompt=f"Summarize part {i} of the story.", max_tokens=20) for i in range(24)])
+        client.close()
+        counts = {public_url(a.openai_base_url): a.call_count, public_url(b.openai_base_url): b.call_count}
+    db = sqlite3.connect(tmp_path / "cache" / "calls.sqlite3")
+    stored = [url for (url,) in db.execute("SELECT server_url FROM calls")]
+    db.close()
+    assert min(counts.values()) > 0, "both replicas answered"
+    assert {url: stored.count(url) for url in counts} == counts and len(stored) == 24, "one URL each, not the list"
+
+
 _HOSTS = st.sampled_from(["127.0.0.1", "localhost", "gpu-01.lan", "10.0.0.7", "[::1]"])
 _SECRETS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=6, max_size=20)
 

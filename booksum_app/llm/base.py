@@ -165,7 +165,9 @@ class Completion:
     # characters of reasoning the reply carried outside ``text`` (removed from it, or a field the
     # server separated): a reply with reasoning and no text is a model that only reasoned
     reasoning_chars: int = 0
-    server: str | None = None  # a replayed answer's server URL(s), as the cache stored them (llm/origin.py)
+    # the server that wrote the answer (llm/origin.py): the replica that answered, when a backend
+    # balances several and says which; for a replayed answer, the URL(s) the cache stored
+    server: str | None = None
 
     @property
     def cut_off(self) -> bool:

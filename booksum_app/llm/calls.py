@@ -160,7 +160,7 @@ class Client:
                     self._reserved_usd -= estimate
             if self.cache is not None and lease is not None:
                 self.cache.put(
-                    key, completion, purpose=request.purpose, lease=lease, meta=self._meta(request)
+                    key, completion, purpose=request.purpose, lease=lease, meta=self._meta(request, completion)
                 )
                 lease = None
         finally:
@@ -275,11 +275,15 @@ class Client:
     def _key(self, request: Request) -> str:
         return request_key(request, backend=self._identity)
 
-    def _meta(self, request: Request) -> CallMeta:
-        """What the call log keeps: the request as sent (and the key's backend), the model string, run, book."""
+    def _meta(self, request: Request, completion: Completion | None = None) -> CallMeta:
+        """What the call log keeps: the request as sent (and the key's backend), the model string, run, book,
+        and the server: the replica that wrote ``completion`` when its backend named it, else the client's."""
         context = current_context()
+        urls, identity = self._ledger.origins.stamp()
+        if completion is not None and completion.server:
+            urls = completion.server
         return CallMeta(request_json(request, backend=self._identity), self.info.name, context.run, context.book,
-                        *self._ledger.origins.stamp())
+                        urls, identity)
 
     def _pool(self) -> PriorityPool:
         with self._lock:
@@ -392,7 +396,7 @@ class Client:
         if self.cache is None:
             return
         try:
-            self.cache.log_wasted(completion, purpose=request.purpose, meta=self._meta(request))
+            self.cache.log_wasted(completion, purpose=request.purpose, meta=self._meta(request, completion))
         except sqlite3.Error as exc:
             self._ledger.note(f"the call log could not keep a wasted reply ({exc}); the run's totals still count it")
 

@@ -51,6 +51,7 @@ from booksum_app.errors import (
 )
 from booksum_app.llm.base import MAX_CHARS_PER_TOKEN, Backend, Completion, Request, Usage
 from booksum_app.llm.deadline import attempt_deadline, watched_attempt
+from booksum_app.llm.origin import public_url
 
 MAX_ABANDONED = 16  # attempts past their deadline that may still run, per backend
 # an attempt inside post_json stops at the deadline by itself: the door waits this long more for
@@ -246,7 +247,16 @@ def checked(reply: Any, *, name: str, latency_s: float) -> Completion:
         reasoning_tokens=min(reasoning, usage.output_tokens) if counts else 0,
         think_chars_removed=reply.think_chars_removed if _is_count(reply.think_chars_removed) else 0,
         reasoning_chars=reply.reasoning_chars if _is_count(reply.reasoning_chars) else 0,
+        server=reply.server if _is_public_url(reply.server) else None,
     )
+
+
+def _is_public_url(server: object) -> bool:
+    """Whether a backend's ``server`` (the replica that answered) is URLs in the public form the cache
+    stores: anything else (a password, a query, not text) is not kept rather than stored."""
+    if not isinstance(server, str) or not server.strip() or len(server) > 4096:
+        return False
+    return all(public_url(u) == u.strip() for u in server.split(",") if u.strip())
 
 
 def checked_members(backend: Any) -> None:

@@ -3,11 +3,12 @@
 A server's answers are cached by its deployment (``--deployment``, else the weights' identity
 the server reports, else the model name), not by the URL that reached it, so another spelling
 of the host or an added replica replays them. Each stored answer also keeps the URL it came
-from and the identity the server reported (vLLM's ``root``, llama.cpp's ``model_path``,
-Ollama's digest). A run whose servers share no URL with the one that wrote a replayed answer
-counts it in its record, and says so in one line when that replay rests on the model name
-alone (neither a reported identity nor ``--deployment`` in the key). An answer stored before
-servers were kept counts as replayed without a server, in the record only.
+from (among replicas, the one that answered) and the identity the server reported (vLLM's
+``root``, llama.cpp's ``model_path``, Ollama's digest). A run whose servers share no URL with
+the one that wrote a replayed answer counts it in its record, and says so in one line when that
+replay rests on the model name alone (neither a reported identity nor ``--deployment`` in the
+key). An answer stored before servers were kept counts as replayed without a server, in the
+record only.
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ whichever carrier: the lean client's watchdog and read cap, the SDK's transport
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -53,6 +54,7 @@ from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request
 from booksum_app.llm.controller import LatencyController
 from booksum_app.llm.deadline import MAX_REPLY_BYTES, SDK_POOL, attempt_deadline, deadline_transport, reply_over_cap
 from booksum_app.llm.http_status import error_for_status
+from booksum_app.llm.origin import public_url
 from booksum_app.llm.providers.endpoints import PROBE_TIMEOUT_S, Balancer, Endpoint, http_probe
 from booksum_app.llm.providers.http_json import HttpFailure, JsonPoster, is_plain_http
 from booksum_app.llm.providers.openai_wire import chat_body, completion_from_reply
@@ -215,6 +217,8 @@ class OpenAIBackend(BackendBase):
                 latency_s=time.perf_counter() - start, secret=self._secret, watch=watch,
             )
             failed = False
+            if endpoint.url is not None and len(self._endpoints) > 1:  # stored with the answer: the replica
+                completion = dataclasses.replace(completion, server=public_url(endpoint.url))
             return completion
         except TransientModelError as exc:
             overloaded = exc.overloaded  # a 503: the replica's limit halves too
