@@ -10,13 +10,12 @@ A plain ``input()`` waits there for a line; the question must end within a fract
 from __future__ import annotations
 
 import os
-import select
-import signal
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from pty_terminal import exit_status, read_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
 
@@ -36,43 +35,22 @@ sys.stderr.write(f"\\n<answer {answer}>\\n")
 """
 
 
-def _read_until(fd: int, marker: bytes, timeout_s: float) -> bytes:
-    seen, deadline = b"", time.monotonic() + timeout_s
-    while marker not in seen and time.monotonic() < deadline:
-        if select.select([fd], [], [], 0.05)[0]:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-    return seen
-
-
 def _ask(keys: list[bytes], mode: str = "plain") -> tuple[bytes, int]:
     """What the child printed after its question was answered with ``keys``, and its exit code."""
     import pty
 
     pid, fd = pty.fork()
     if pid == 0:
-        os.execve(sys.executable, [sys.executable, "-c", CHILD, mode], dict(os.environ, PYTHONPATH=str(ROOT)))
-    said = _read_until(fd, b"[y/N]: ", 30)
+        os.execve(sys.executable, [sys.executable, "-c", CHILD, mode],
+                  dict(os.environ, PYTHONPATH=str(ROOT), PYTHONFAULTHANDLER="1"))
+    said = read_until(fd, b"[y/N]: ", 30)
     for key in keys:
         os.write(fd, key)
-        said += _read_until(fd, b"[y/N]: " if key.endswith(b"\r") else b">", 0.5)
-    said += _read_until(fd, b">\r\n", 5)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            os.close(fd)
-            return said, os.waitstatus_to_exitcode(status)
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
+        said += read_until(fd, b"[y/N]: " if key.endswith(b"\r") else b">", 0.5)
+    said += read_until(fd, b">\r\n", 5)
+    code, stacks = exit_status(pid, fd, 5)
     os.close(fd)
-    return said, -9
+    return said + stacks, code
 
 
 @pytest.mark.parametrize(("keys", "answer"), [

@@ -8,16 +8,14 @@ pauses, or before the prompt is drawn) on each paid command.
 from __future__ import annotations
 
 import os
-import select
-import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
 from click.testing import CliRunner
+from pty_terminal import exit_status, read_until
 
 from booksum_app.cli import base, cli
 from booksum_app.errors import PlanDeclined
@@ -30,37 +28,6 @@ def _book(tmp_path: Path) -> Path:
     book = tmp_path / "lisk.txt"
     book.write_text("Chapter 1\n\n" + "Mara bakes bread in Lisk every morning. " * 200, encoding="utf-8")
     return book
-
-
-def _read_until(fd: int, marker: bytes, timeout_s: float) -> bytes:
-    seen, deadline = b"", time.monotonic() + timeout_s
-    while marker not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-    return seen
-
-
-def _exit_status(pid: int, fd: int, timeout_s: float) -> tuple[int, bytes]:
-    """The child's wait status, or, when it has not ended within ``timeout_s``, the status of
-    killing it and the stacks it printed (faulthandler, on SIGABRT): a child that never answers
-    fails the test with where it waits instead of hanging the suite."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return status, b""
-        time.sleep(0.1)
-    os.kill(pid, signal.SIGABRT)
-    stacks = _read_until(fd, b"\x00never", 5)
-    os.kill(pid, signal.SIGKILL)
-    return os.waitpid(pid, 0)[1], stacks
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
@@ -77,14 +44,14 @@ def test_ctrl_c_at_the_terminal_question_exits_6_and_sends_nothing(tmp_path: Pat
             os.execve(sys.executable, [sys.executable, "-m", "booksum_app", "summarize", str(book), "-m", MODEL,
                                        "--base-url", server.openai_base_url, "--max-plan-cost", "0.000001",
                                        "-o", str(tmp_path / "out" / "lisk")], env)
-        asked = _read_until(fd, b"[y/N]", 60)
+        asked = read_until(fd, b"[y/N]", 60)
         os.write(fd, b"\x03")
-        said = _read_until(fd, b"nothing was spent", 30)
-        status, stacks = _exit_status(pid, fd, 30)
+        said = read_until(fd, b"nothing was spent", 30)
+        code, stacks = exit_status(pid, fd, 30)
         os.close(fd)
         requests = server.requests
     assert b"Run it?" in asked, asked[-400:]
-    assert os.waitstatus_to_exitcode(status) == PlanDeclined.exit_code == 6, (said + stacks)[-3000:]
+    assert code == PlanDeclined.exit_code == 6, (said + stacks)[-3000:]
     assert b"declined: nothing was spent" in said and b"Traceback" not in said
     assert requests == [] and not (tmp_path / "out" / "lisk.json").exists()
 
