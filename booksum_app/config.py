@@ -52,6 +52,11 @@ def is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def is_real(value: object) -> TypeGuard[int | float]:
+    """Whether a value read from outside is a finite number: not a bool, not nan or an infinity."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 # no count booksum reads is this large: ten times the largest context window on offer (10M
 # tokens); ``context_window = 10**30`` or ``--set evidence_tokens=1e30`` is a typo, not a setting
 MAX_TOKENS = 100_000_000
@@ -73,10 +78,7 @@ def _bound(x: float) -> str:
 
 
 def _checked(value: object, *, what: str, integer: bool, minimum: float, maximum: float) -> None:
-    if integer:
-        fits = is_int(value)
-    else:
-        fits = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    fits = is_int(value) if integer else is_real(value)
     if not fits or not minimum <= value <= maximum:  # type: ignore[operator]
         kind = "an integer" if integer else "a number"
         raise ConfigError(f"{what} must be {kind} from {_bound(minimum)} to {_bound(maximum)}; got {shown(value)}")
@@ -108,8 +110,7 @@ def checked_real(value: object, *, what: str, minimum: float = 0.0, maximum: flo
 def is_price(value: object) -> bool:
     """Whether a value read from a config or model table is a price: a number (not a bool),
     finite, from 0 to :data:`MAX_PRICE_USD_PER_MTOK`."""
-    return (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-            and 0 <= value <= MAX_PRICE_USD_PER_MTOK)
+    return is_real(value) and 0 <= value <= MAX_PRICE_USD_PER_MTOK
 
 
 ENV_MODEL = "BOOKSUM_MODEL"  # default model string

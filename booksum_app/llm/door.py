@@ -34,13 +34,12 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import http.client
-import math
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from booksum_app.config import checked_count, checked_real
+from booksum_app.config import checked_count, checked_real, is_int, is_real
 from booksum_app.errors import (
     BooksumError,
     ModelError,
@@ -234,7 +233,7 @@ def checked(reply: Any, *, name: str, latency_s: float) -> Completion:
     counts = counts and usage.input_tokens + usage.output_tokens > 0
     reasoning = reply.reasoning_tokens if counts and _is_count(reply.reasoning_tokens) else 0
     latency = reply.latency_s
-    fine_latency = isinstance(latency, int | float) and not isinstance(latency, bool) and math.isfinite(latency)
+    fine_latency = is_real(latency)
     return Completion(
         text=reply.text,
         finish_reason=reply.finish_reason,
@@ -299,7 +298,7 @@ def overlong(completion: Completion, room_tokens: int, count: Callable[[str], in
 
 
 def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return is_int(value) and value >= 0
 
 
 __all__ = ["MAX_ABANDONED", "MAX_CHARS_PER_TOKEN", "MAX_CONCURRENCY", "MAX_ROOM_FACTOR", "Door", "attempts_in_flight",

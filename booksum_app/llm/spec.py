@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from booksum_app.config import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
+from booksum_app.config import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, is_real
 from booksum_app.errors import ConfigError
 from booksum_app.llm.base import ModelInfo
 
@@ -29,7 +29,7 @@ def checked_timeout_s(value: object) -> float:
     Raises:
         ConfigError: not a number in that range (nan and infinities included).
     """
-    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= MAX_TIMEOUT_S:
+    if is_real(value) and 0 < value <= MAX_TIMEOUT_S:
         return float(value)
     raise ConfigError(f"--timeout {value!r}: give the seconds one attempt may take, over 0 and at most "
                       f"{MAX_TIMEOUT_S:g}")
@@ -41,7 +41,7 @@ def checked_temperature(value: object) -> float:
     Raises:
         ConfigError: not a number in that range (nan and infinities included).
     """
-    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 2:
+    if is_real(value) and 0 <= value <= 2:
         return float(value)
     raise ConfigError(f"--temperature {value!r}: give a number from 0 to 2")
 
