@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from booksum_app.errors import AuthError
+from booksum_app.errors import AuthError, ModelError
 from booksum_app.llm.base import BackendBase, Completion, ModelInfo, Request, Usage
 from booksum_app.llm.cache import CallCache, Lease
 from booksum_app.llm.calls import Client
@@ -193,7 +193,7 @@ def test_leases_are_renewed_while_held(tmp_path: Path) -> None:
 
 
 class _Failing(BackendBase):
-    """A backend whose first call is refused (not retried), then answers."""
+    """A backend whose first call is refused (not retried, and not a refusal every call would meet), then answers."""
 
     kind = "fake"
     info = ModelInfo(name="fake-model", context_window=10_000, tokenizer="estimate")
@@ -207,7 +207,7 @@ class _Failing(BackendBase):
     def complete(self, request: Request) -> Completion:
         self.calls += 1
         if self.calls == 1:
-            raise AuthError("rejected")
+            raise ModelError("refused")
         return DONE
 
 
@@ -215,7 +215,7 @@ def test_a_failed_call_releases_its_lease(tmp_path: Path) -> None:
     backend = _Failing()
     client = Client(backend, cache=CallCache(tmp_path))
     request = Request(prompt="Summarize: text.", max_tokens=10)
-    with pytest.raises(AuthError):
+    with pytest.raises(ModelError):
         client.complete(request)
     assert leases(tmp_path) == []
     other = CallCache(tmp_path)

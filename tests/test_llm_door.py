@@ -151,6 +151,19 @@ def test_a_backend_names_the_replica_that_answered_only_as_a_public_url(tmp_path
     assert replayed is not None and (replayed.server == server if kept else KEY not in str(replayed.server))
 
 
+def test_after_a_rejected_key_the_client_sends_nothing_more() -> None:
+    """A 401 is met by every request: later calls fail with the same line and are never sent."""
+    from booksum_app.errors import AuthError
+
+    client, backend = _client(_raise(AuthError(f"the key {KEY} was rejected")), secrets=())
+    with pytest.raises(AuthError):
+        client.complete(REQ)
+    with pytest.raises(AuthError, match="was rejected") as caught:
+        client.complete(Request(prompt="Teo counts coins in Lisk.", max_tokens=20))
+    assert backend.calls == 1 and KEY not in str(caught.value)
+    client.close()
+
+
 def _hang_until(release: threading.Event) -> Callable[[Request], Any]:
     def answer(request: Request) -> Any:
         release.wait(30)

@@ -124,8 +124,9 @@ def _book(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("concurrency", ["1", None])
 def test_a_model_that_only_reasons_stops_within_the_requests_in_flight(
         mode: str, concurrency: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Budget: at most 2 requests at --concurrency 1 (the slot is free when the reply is read, so the next call
-    may be on its way); at most the first wave of leaves otherwise (was 72 requests for 3 calls)."""
+    """Budget: exactly 1 request at --concurrency 1 (the client stops sending before it frees the slot, so no
+    waiting call goes out however late the run reacts); at most the first wave of leaves otherwise (was 72
+    requests for 3 calls)."""
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     kwargs = {"reply": _reasoning_only} if mode == "unclosed" else {"reply": lambda r: "", "thinking": "parser"}
     limit = ["--concurrency", concurrency] if concurrency else []
@@ -137,9 +138,22 @@ def test_a_model_that_only_reasons_stops_within_the_requests_in_flight(
         requests = server.call_count
     assert result.exit_code == 4, result.output
     leaves = len(chunk_book(open_book(_book(tmp_path)), chunk_size=512, tokenizer=get_tokenizer("estimate")))
-    assert requests <= 2 if concurrency == "1" else requests <= leaves, (requests, leaves)
+    assert requests == 1 if concurrency == "1" else requests <= leaves, (requests, leaves)
     line = result.output.split("error: ", 1)[1]
     assert "only reasoned" in line and "--thinking off" in line and "--reasoning-effort medium" in line
+
+
+def test_a_rejected_key_stops_the_client_sending(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Budget: a 401 is met by every request: one request, however many calls wait, and the run's line says it."""
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    with FakeServer(fault_rate=1.0, fault_kinds=("401",)) as server:
+        result = CliRunner().invoke(cli, [
+            "summarize", str(_book(tmp_path)), "--model", "openai:gpt-4o", "--base-url", server.openai_base_url,
+            "--chunk-size", "512", "--cache-dir", str(tmp_path / "c"), "-o", str(tmp_path / "out"),
+            "--concurrency", "1"], catch_exceptions=False)
+        requests = server.call_count
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert requests == 1, requests
 
 
 # ---- each carrier asks for the mode and gives the room ------------------------------------

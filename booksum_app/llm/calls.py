@@ -30,7 +30,7 @@ from typing import Any, Self
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
-from booksum_app.errors import CostLimitExceeded, RateLimited, TransientModelError
+from booksum_app.errors import AuthError, BooksumError, CostLimitExceeded, RateLimited, TransientModelError
 from booksum_app.llm.base import Backend, BatchBackend, Completion, ModelInfo, Request, Tally, Usage
 from booksum_app.llm.batches import complete_batch
 from booksum_app.llm.billing import CallRecord, InputRatio, Ledger, Origins, Spent, fallback_counter, priced
@@ -43,14 +43,19 @@ from booksum_app.llm.retry_policy import (
     BACKOFF_INITIAL_S,
     BACKOFF_MAX_S,
     DEFAULT_MAX_ATTEMPTS,
+    BudgetSpentOnReasoning,
     CutEmpty,
     EmptyReply,
     Reasoning,
+    ReasoningOnly,
     retry_wait,
     too_long_a_wait,
 )
 from booksum_app.llm.spec import LLMSettings
 from booksum_app.money import usd
+
+# Failures no other request of the model would escape: after one, the client sends nothing more.
+MODEL_WIDE = (AuthError, ReasoningOnly, BudgetSpentOnReasoning)
 
 
 class Client:
@@ -113,6 +118,7 @@ class Client:
         self.limiter_report = functools.partial(limiter_report, self._limit, backend)  # the record's ``limiter``
         backend.expect_callers(self._limit.callers)  # vLLM gathers the callers' calls into batches
         self._lock, self._reserved_usd = threading.Lock(), 0.0
+        self._stopped: BooksumError | None = None  # a failure every later request would meet (MODEL_WIDE)
         self._batch_in_flight = 0  # a batch backend's calls bypass the limit's send gate
         # room a backend adds to each request's max_tokens (a reasoning model's hidden tokens), read per call
         self.reasoning = Reasoning(backend, self._ledger.note)
@@ -322,7 +328,17 @@ class Client:
         if pool is not None and pool.take_slot():
             self._limit.release()
 
+    def _stop_sending(self, error: BooksumError) -> None:
+        """After a failure every request would meet (a rejected key, a model that only reasons), send
+        nothing more: calls waiting for a slot fail with the same line instead of paying for it."""
+        with self._lock:
+            if self._stopped is None:
+                self._stopped = error
+
     def _attempt(self, request: Request, spent: Spent) -> Completion:
+        stopped = self._stopped
+        if stopped is not None:
+            raise type(stopped)(*stopped.args)
         retry = spent.attempts > 0
         if retry:
             self._check_retry_ceiling()
@@ -336,6 +352,12 @@ class Client:
             try:
                 completion = self._door.call(request)
                 overloaded = False
+                early = self._model_wide(completion, room_sent)
+                if early is not None:  # decided before the slot is freed: no waiting call is sent meanwhile
+                    self._stop_sending(early)
+            except AuthError as exc:
+                self._stop_sending(exc)
+                raise
             except (RateLimited, TransientModelError) as exc:
                 overloaded = True if isinstance(exc, RateLimited) or exc.overloaded else None
                 spent.attempts += 1
@@ -361,6 +383,13 @@ class Client:
         if empty:  # retried, or returned once cut, or (a model that only reasoned) one line now
             raise self.reasoning.empty_error(completion, sent_tokens=room_sent)
         return completion
+
+    def _model_wide(self, completion: Completion, room_sent: int) -> BooksumError | None:
+        """The failure an answer shows for every request of this model, if any (MODEL_WIDE)."""
+        if completion.text.strip():
+            return None
+        error = self.reasoning.empty_error(completion, sent_tokens=room_sent)
+        return error if isinstance(error, MODEL_WIDE) else None
 
     def _check_retry_ceiling(self) -> None:
         """Before a retry: the paid attempts so far plus the calls reserved must stay under --max-cost."""
