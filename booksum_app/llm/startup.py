@@ -19,6 +19,7 @@ loaded or spent.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import sys
@@ -37,7 +38,7 @@ VLLM_INSTALL = ("vLLM is not installed: pip install 'booksum[vllm]' on a CUDA ma
 OPENAI_KEY = ("No OpenAI API key: set OPENAI_API_KEY, or name a local OpenAI-compatible server "
               "(--base-url URL on the command line, base_url= in the library, or OPENAI_BASE_URL)")
 ANTHROPIC_KEY = "No Anthropic API key: set ANTHROPIC_API_KEY"
-_PLUGINS_BUILT: set[tuple[ModelSpec, LLMSettings, tuple[tuple[str, str], ...]]] = set()
+_PLUGINS_BUILT: set[tuple[ModelSpec, LLMSettings, str]] = set()  # the environment as a digest: no key kept
 _LOCK = threading.Lock()
 
 
@@ -71,7 +72,7 @@ def _check_plugin(spec: ModelSpec, settings: LLMSettings, env: Mapping[str, str]
     """Build the plugin's backend and close it. A command checks before it reads its input and
     its runner checks again (a library caller enters there): a build that passed is not repeated
     while the spec, the settings and the environment are the same."""
-    key = (spec, settings, tuple(sorted(env.items())))
+    key = (spec, settings, hashlib.sha256(repr(sorted(env.items())).encode()).hexdigest())
     with _LOCK:
         if key in _PLUGINS_BUILT:
             return
