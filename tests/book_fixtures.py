@@ -23,6 +23,17 @@ def sample_book(stem: str) -> Path:
     return matches[0]
 
 
+MILL = "On day {c}-{s} the miller ground {s} sacks of grain and sold them at the fair."  # for chapters_txt
+
+
+def chapters_txt(path: Path, sentence: str, *, chapters: int, sentences: int) -> Path:
+    """A plain-text book at ``path``: ``Chapter 1`` to ``Chapter N``, each ``sentences`` sentences of
+    ``sentence`` filled with the chapter ``{c}`` and the sentence's number ``{s}``."""
+    path.write_text("\n\n".join(f"Chapter {c}\n\n" + " ".join(sentence.format(c=c, s=s) for s in range(sentences))
+                                  for c in range(1, chapters + 1)), encoding="utf-8")
+    return path
+
+
 def xhtml(
     body: str,
     *,

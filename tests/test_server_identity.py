@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from book_fixtures import MILL, chapters_txt
 from click.testing import CliRunner
 
 from booksum_app.cli import cli
@@ -21,12 +22,7 @@ from booksum_app.testing.fake_server import FakeServer
 
 
 def _book(tmp_path: Path) -> Path:
-    book = tmp_path / "book.txt"
-    chapters = [f"Chapter {c}\n\n" + " ".join(
-        f"On day {c}-{s} the miller ground {s} sacks of grain and sold them at the fair." for s in range(80))
-        for c in range(1, 4)]
-    book.write_text("\n\n".join(chapters), encoding="utf-8")
-    return book
+    return chapters_txt(tmp_path / "book.txt", MILL, chapters=3, sentences=80)
 
 
 def _summarize(tmp_path: Path, base_url: str, *extra: str, model: str = "openai:llama-3.1-8b") -> str:

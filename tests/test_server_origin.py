@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from book_fixtures import MILL, chapters_txt
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
@@ -33,12 +34,7 @@ MODEL = "llama-3.1-8b"
 
 
 def _book(tmp_path: Path) -> Path:
-    book = tmp_path / "book.txt"
-    chapters = [f"Chapter {c}\n\n" + " ".join(
-        f"On day {c}-{s} the miller ground {s} sacks of grain and sold them at the fair." for s in range(60))
-        for c in range(1, 3)]
-    book.write_text("\n\n".join(chapters), encoding="utf-8")
-    return book
+    return chapters_txt(tmp_path / "book.txt", MILL, chapters=2, sentences=60)
 
 
 def _summarize(tmp_path: Path, *extra: str, out: str = "out") -> tuple[str, dict[str, Any]]:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from book_fixtures import chapters_txt
 from click.testing import CliRunner
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -36,12 +37,8 @@ ANSWER_WORDS = st.text(st.characters(codec="utf-8", exclude_characters="<>"), mi
 
 
 def _book(tmp_path: Path) -> Path:
-    book = tmp_path / "book.txt"
-    chapters = [f"Chapter {c}\n\n" + " ".join(
-        f"On day {c}-{s} the keeper lit {s} lamps along the river and wrote it down." for s in range(90))
-        for c in range(1, 4)]
-    book.write_text("\n\n".join(chapters), encoding="utf-8")
-    return book
+    return chapters_txt(tmp_path / "book.txt", "On day {c}-{s} the keeper lit {s} lamps along the river and wrote it "
+                        "down.", chapters=3, sentences=90)
 
 
 def _summary_json(tmp_path: Path) -> Path:

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+from book_fixtures import chapters_txt
 from click.testing import CliRunner
 
 from booksum_app.books import open_book
@@ -113,11 +114,8 @@ def _reasoning_only(request: Request) -> str:
 
 
 def _book(tmp_path: Path) -> Path:
-    book = tmp_path / "book.txt"
-    book.write_text("\n\n".join(f"Chapter {c}\n\n" + " ".join(
-        f"On day {c}-{s} the keeper lit {s} lamps along the river." for s in range(200)) for c in range(1, 4)),
-        encoding="utf-8")
-    return book
+    return chapters_txt(tmp_path / "book.txt", "On day {c}-{s} the keeper lit {s} lamps along the river.",
+                        chapters=3, sentences=200)
 
 
 @pytest.mark.parametrize("mode", ["unclosed", "parser"])
