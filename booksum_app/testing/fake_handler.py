@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 
 from booksum_app.jsonin import parse_json_or_none
@@ -29,6 +29,7 @@ from booksum_app.testing.fake_wire import (
     parse_openai,
     within_budget,
 )
+from booksum_app.testing.quiet_server import QuietServer
 from booksum_app.testing.quirks import QUIRKS, QuirkServer, serve_quirk
 
 
@@ -240,16 +241,8 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    # socketserver's default listen backlog is 5: a burst of 77 concurrent calls (hier's leaves)
-    # then overflows it and the kernel drops SYNs, which clients retry after 1 s, 3 s, 7 s...
-    request_queue_size = 1024
-    allow_reuse_address = True
+class _Server(QuietServer):
     fake: HandledServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Connection errors from clients that hung up are expected here; stay quiet."""
 
 
 def _fmt(seconds: float) -> str:

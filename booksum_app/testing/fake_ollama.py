@@ -25,13 +25,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Self, cast
 
 from booksum_app.chunking import ReversibleTokenizer, get_tokenizer
 from booksum_app.jsonin import parse_json_or_none
 from booksum_app.llm.base import Request
 from booksum_app.testing.fake_replies import THINKING, default_reply, long_thinking, thinking_enabled, with_thinking
+from booksum_app.testing.quiet_server import QuietServer
 
 FAULTS = ("500", "notjson", "drop", "drip", "nousage", "deepjson", "hugebody")
 DEEP_LEVELS = 100_000
@@ -164,14 +165,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256
-    allow_reuse_address = True
+class _Server(QuietServer):
     fake: FakeOllama
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Clients that hung up are expected here; stay quiet."""
 
 
 class FakeOllama:
