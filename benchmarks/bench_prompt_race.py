@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import select
 import signal
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from pty_terminal import read_until
+
 CHILD = """
 import sys
 import click
@@ -35,20 +37,6 @@ except (KeyboardInterrupt, click.Abort):
 """
 
 
-def _read_until(fd: int, marker: bytes, timeout_s: float) -> bytes:
-    seen, deadline = b"", time.monotonic() + timeout_s
-    while marker not in seen and time.monotonic() < deadline:
-        if select.select([fd], [], [], 0.02)[0]:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-    return seen
-
-
 def trial(prompt: str) -> bool:
     """One child asked and interrupted; True when it ended on its own."""
     import pty
@@ -56,9 +44,9 @@ def trial(prompt: str) -> bool:
     pid, fd = pty.fork()
     if pid == 0:
         os.execve(sys.executable, [sys.executable, "-c", CHILD, prompt], dict(os.environ, PYTHONPATH=str(ROOT)))
-    _read_until(fd, b"[y/N]: ", 30)
+    read_until(fd, b"[y/N]: ", 30)
     os.write(fd, b"\x03")
-    ended = b"<no>" in _read_until(fd, b"<no>", 3)
+    ended = b"<no>" in read_until(fd, b"<no>", 3)
     if not ended:
         os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
